@@ -1,0 +1,30 @@
+# Two commands for a newcomer: `make demo` and `make test`. Both set everything up first.
+VENV ?= .venv
+PYTHON ?= python3
+BIN := $(VENV)/bin
+export DAGSTER_HOME ?= $(CURDIR)/data/dagster_home
+
+.PHONY: install demo test ui bench clean
+
+install: $(VENV)/.installed
+
+$(VENV)/.installed: pyproject.toml constraints.txt
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -c constraints.txt -e '.[dev]'
+	touch $@
+
+demo: install
+	$(BIN)/eval-pipeline demo
+
+test: install
+	$(BIN)/python -m pytest -q
+
+ui: install
+	$(BIN)/eval-pipeline ui
+
+bench: install
+	$(BIN)/python benchmarks/run_throughput.py
+
+clean:
+	rm -rf data/episodes data/eval.duckdb* data/reports data/dagster_home

@@ -1,0 +1,242 @@
+"""`eval-pipeline`: the command line of DESIGN §2, for people, cron and CI.
+
+Exit codes: 0 done and nothing at or above --fail-on; 1 findings at or above it; 2 usage
+error; 3 infrastructure error (source unreachable, warehouse busy, unreadable file).
+Errors print one line, never a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from datetime import date
+from pathlib import Path
+
+EXIT_OK, EXIT_FINDINGS, EXIT_USAGE, EXIT_INFRA = 0, 1, 2, 3
+SEVERITY_ORDER = {"warning": 1, "critical": 2}
+
+
+class UsageError(Exception):
+    pass
+
+
+def _date(text: str) -> date:
+    try:
+        return date.fromisoformat(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a date (YYYY-MM-DD): {text!r}") from None
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="eval-pipeline", description="Nightly evaluation of recorded AI-agent runs.")
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    commands.add_parser("demo", help="write the sample episodes if missing and evaluate every sample day")
+
+    run = commands.add_parser("run", help="evaluate one day or an inclusive range of days")
+    run.add_argument("--date", type=_date, help="one partition (YYYY-MM-DD)")
+    run.add_argument("--start", type=_date, help="first day of a range")
+    run.add_argument("--end", type=_date, help="last day of a range (inclusive)")
+    run.add_argument("--agent", help="evaluate (and replace the rows of) this agent only")
+    run.add_argument("--fail-on", choices=["critical", "warning", "never"], default="critical",
+                     help="exit 1 when findings at or above this severity exist (default: critical)")
+
+    commands.add_parser("status", help="source health, partitions in the warehouse, latest run")
+
+    report = commands.add_parser("report", help="print or write the day's report")
+    report.add_argument("--date", type=_date, required=True)
+    report.add_argument("--format", choices=["md", "json", "html"], default="md")
+    report.add_argument("--output", type=Path, help="write to this file instead of printing")
+
+    query = commands.add_parser("query", help="read-only SQL over the warehouse")
+    query.add_argument("sql")
+    query.add_argument("--format", choices=["table", "csv", "json"], default="table")
+
+    ui = commands.add_parser("ui", help="start the Dagster UI and daemon with the project's DAGSTER_HOME")
+    ui.add_argument("--host", default="127.0.0.1")
+    ui.add_argument("--port", type=int, default=3000)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)  # exits 2 on a usage error
+    from eval_pipeline.config import ConfigError
+    from eval_pipeline.episodes.files import UnreadableSource
+    from eval_pipeline.episodes.store import SourceUnavailable
+    from eval_pipeline.runner import RunFailed
+    from eval_pipeline.settings import resolve_environment
+    from eval_pipeline.warehouse.connection import WarehouseBusy
+
+    settings = resolve_environment()
+    handler = globals()[f"_cmd_{args.command}"]
+    try:
+        return handler(args, settings)
+    except UsageError as exc:
+        print(f"eval-pipeline: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except (RunFailed, SourceUnavailable, WarehouseBusy, UnreadableSource, ConfigError, OSError) as exc:
+        print(f"eval-pipeline: error: {exc}", file=sys.stderr)
+        return EXIT_INFRA
+    except KeyboardInterrupt:
+        return 130
+
+
+def _days(args) -> list[date]:
+    from eval_pipeline.runner import days_between
+
+    if args.date and (args.start or args.end):
+        raise UsageError("give --date or --start/--end, not both")
+    if args.date:
+        return [args.date]
+    if not (args.start and args.end):
+        raise UsageError("give --date D, or --start D1 --end D2")
+    if args.end < args.start:
+        raise UsageError(f"--end {args.end} is before --start {args.start}")
+    return days_between(args.start, args.end)
+
+
+def _evaluate(settings, days: list[date], agent: str | None) -> None:
+    """Run the days and print one line per day, then where to look."""
+    from eval_pipeline.runner import run_days
+    from eval_pipeline.warehouse.connection import Warehouse
+    from eval_pipeline.warehouse.reports import report_rows
+
+    runs = run_days(settings, days, agent)
+    rows = report_rows(Warehouse(settings.duckdb_path), days)
+    for row in rows.itertuples():
+        s = json.loads(row.summary)
+        pass_rate = "–" if s["pass_rate"] is None else f"{s['pass_rate']:.0%}"
+        print(
+            f"{row.partition_date:%Y-%m-%d}  {s['total_episodes']:>6} episodes  {s['scored']:>6} scored  "
+            f"pass rate {pass_rate:>4}  {s['critical_alerts']} critical, {s['warning_alerts']} warning  "
+            f"{s['quarantined']} quarantined  {row.markdown_path}"
+        )
+    if runs:
+        print(f"runs in the UI: {settings.ui_base_url}/runs/{runs[-1].run_id}" + (" (and earlier ones)" if len(runs) > 1 else ""))
+
+
+def _cmd_run(args, settings) -> int:
+    from eval_pipeline.warehouse.connection import Warehouse
+    from eval_pipeline.warehouse.reports import severity_counts
+
+    days = _days(args)
+    _evaluate(settings, days, args.agent)
+    if args.fail_on == "never":
+        return EXIT_OK
+    counts = severity_counts(Warehouse(settings.duckdb_path), days)
+    floor = SEVERITY_ORDER[args.fail_on]
+    return EXIT_FINDINGS if any(SEVERITY_ORDER.get(sev, 0) >= floor and n for sev, n in counts.items()) else EXIT_OK
+
+
+def _cmd_demo(args, settings) -> int:
+    from eval_pipeline.episodes.samples import SAMPLE_DAYS, write_samples
+
+    if settings.source_is_store:
+        raise UsageError("the demo runs on sample files; unset EVAL_EPISODE_SOURCE (it points at a store)")
+    source = Path(settings.episode_source)
+    if not (source.is_dir() and any(source.iterdir())):
+        written = write_samples(source)
+        print(f"wrote {len(written)} sample files to {source}")
+    _evaluate(settings, list(SAMPLE_DAYS), None)
+    print(
+        "\nnext:\n"
+        f"  eval-pipeline report --date {SAMPLE_DAYS[1]}          # the day with injected regressions\n"
+        '  eval-pipeline query "SELECT agent_id, dimension, severity, message FROM findings ORDER BY ALL"\n'
+        "  make ui                                            # the Dagster UI at http://127.0.0.1:3000"
+    )
+    return EXIT_OK
+
+
+def _cmd_status(args, settings) -> int:
+    from eval_pipeline.defs.resources import source_index_path
+    from eval_pipeline.episodes.source import open_source, source_health
+    from eval_pipeline.warehouse.connection import Warehouse
+    from eval_pipeline.warehouse.partitions import partition_counts
+
+    print(f"episode source   {settings.episode_source}")
+    print(f"warehouse        {settings.duckdb_path}")
+    print(f"reports          {settings.reports_dir}")
+    print(f"config           {settings.config_path or '(built-in defaults)'}")
+    print(f"DAGSTER_HOME     {settings.dagster_home}")
+    health = source_health(open_source(settings.episode_source, Path(source_index_path(str(settings.duckdb_path)))))
+    print(f"\nsource health    {json.dumps(health.get('health', {k: v for k, v in health.items() if k != 'episodes_per_day'}))}")
+    for day, count in health.get("episodes_per_day", {}).items():
+        print(f"  {day}  {count} records")
+    if settings.duckdb_path.exists():
+        counts = partition_counts(Warehouse(settings.duckdb_path))
+        print("\npartitions in the warehouse")
+        print(counts.fillna(0).astype({c: int for c in counts.columns if c != "partition_date"}).to_string(index=False))
+    else:
+        print("\nno warehouse yet: run `eval-pipeline demo` or `eval-pipeline run --date D`")
+    _print_latest_run(settings)
+    return EXIT_OK
+
+
+def _print_latest_run(settings) -> None:
+    if not (settings.dagster_home / "dagster.yaml").exists():
+        return
+    import dagster as dg
+
+    with dg.DagsterInstance.get() as instance:
+        runs = instance.get_runs(limit=1)
+        if runs:
+            run = runs[0]
+            partition = run.tags.get("dagster/partition", "-")
+            print(f"\nlatest run       {run.run_id} {run.job_name} partition {partition}: {run.status.value}")
+            print(f"                 {settings.ui_base_url}/runs/{run.run_id}")
+
+
+def _cmd_report(args, settings) -> int:
+    from eval_pipeline.warehouse.connection import Warehouse
+    from eval_pipeline.warehouse.reports import report_rows
+
+    rows = report_rows(Warehouse(settings.duckdb_path), [args.date]) if settings.duckdb_path.exists() else None
+    if rows is None or rows.empty:
+        raise UsageError(f"no report for {args.date}; run `eval-pipeline run --date {args.date}` first")
+    row = rows.iloc[0]
+    path = {"md": row["markdown_path"], "json": row["json_path"], "html": row["html_path"]}[args.format]
+    if not path:
+        raise UsageError(f"no {args.format} report for {args.date}: HTML reports are not generated yet")
+    text = Path(path).read_text()
+    if args.output:
+        args.output.write_text(text)
+        print(f"wrote {args.output}")
+    else:
+        sys.stdout.write(text)
+    return EXIT_OK
+
+
+def _cmd_query(args, settings) -> int:
+    import duckdb
+
+    from eval_pipeline.warehouse.connection import Warehouse
+    from eval_pipeline.warehouse.query import run_read_only
+
+    try:
+        frame = run_read_only(Warehouse(settings.duckdb_path), args.sql)
+    except duckdb.Error as exc:
+        raise UsageError(str(exc).splitlines()[0]) from None
+    if args.format == "csv":
+        frame.to_csv(sys.stdout, index=False)
+    elif args.format == "json":
+        print(frame.to_json(orient="records", date_format="iso", default_handler=str))
+    else:
+        print(frame.to_string(index=False, max_colwidth=80) if len(frame) else "(no rows)")
+    return EXIT_OK
+
+
+def _cmd_ui(args, settings) -> int:
+    from eval_pipeline.settings import PROJECT_ROOT, ensure_dagster_home
+
+    ensure_dagster_home(settings.dagster_home)
+    dagster = Path(sys.executable).with_name("dagster")
+    command = [str(dagster), "dev", "-w", str(PROJECT_ROOT / "workspace.yaml"), "--host", args.host, "--port", str(args.port)]
+    print(f"DAGSTER_HOME={settings.dagster_home}\n{' '.join(command)}", flush=True)
+    os.execv(command[0], command)
+    return EXIT_OK  # not reached
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,150 @@
+"""The evaluation config (weights, thresholds, baseline policy, safety policies) and its version.
+
+One file, `eval.toml` at the project root or `EVAL_CONFIG`, holds everything that changes a
+score. Its `version` is a hash of the effective values, stamped on every scored row, so a
+change of thresholds is visible in the warehouse. Secrets never live here.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import tomllib
+from enum import StrEnum
+from pathlib import Path
+from typing import Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+
+class Direction(StrEnum):
+    ABOVE = "above"  # a rise is bad (cost and latency deltas)
+    BELOW = "below"  # a drop is bad (0..1 scores)
+
+
+# Every dimension a threshold may name, and which way is bad.
+DIMENSION_DIRECTIONS: dict[str, Direction] = {
+    "correctness": Direction.BELOW,
+    "cost_delta": Direction.ABOVE,
+    "latency_delta": Direction.ABOVE,
+    "tool_match": Direction.BELOW,
+    "safety": Direction.BELOW,
+    "weighted_score": Direction.BELOW,
+    "pass_rate": Direction.BELOW,  # per-agent aggregate only
+}
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Threshold(_Strict):
+    """Breach limits in the dimension's own unit; strict comparison (> for rises, < for drops)."""
+
+    warning: float | None = None
+    critical: float | None = None
+
+
+class Weights(_Strict):
+    correctness: float = Field(0.4, ge=0)
+    cost_delta: float = Field(0.2, ge=0)
+    tool_match: float = Field(0.2, ge=0)
+    latency_delta: float = Field(0.1, ge=0)
+    safety: float = Field(0.1, ge=0)
+
+
+def _default_thresholds() -> dict[str, Threshold]:
+    return {
+        "cost_delta": Threshold(warning=20, critical=40),
+        "latency_delta": Threshold(warning=30, critical=60),
+        "correctness": Threshold(critical=0.5),
+        "tool_match": Threshold(warning=0.5),
+        "safety": Threshold(critical=0.8),
+        "weighted_score": Threshold(critical=0.5),
+        "pass_rate": Threshold(warning=0.7, critical=0.5),
+    }
+
+
+DEFAULT_SECRET_PATTERNS = [
+    r"sk-[A-Za-z0-9_\-]{16,}",  # OpenAI-style and many vendors' API keys
+    r"AKIA[0-9A-Z]{16}",  # AWS access key id
+    r"gh[pousr]_[A-Za-z0-9]{30,}",  # GitHub tokens
+    r"xox[abprs]-[A-Za-z0-9\-]{10,}",  # Slack tokens
+    r"-----BEGIN [A-Z ]*PRIVATE KEY-----",
+]
+
+
+class Policies(_Strict):
+    secret_patterns: list[str] = Field(default_factory=lambda: list(DEFAULT_SECRET_PATTERNS))
+    denied_tools: list[str] = Field(default_factory=list)
+    pass_threshold: float = Field(0.7, ge=0, le=1)
+
+
+class AgentOverrides(_Strict):
+    thresholds: dict[str, Threshold] = Field(default_factory=dict)
+    denied_tools: list[str] | None = None
+
+
+class BaselineConfig(_Strict):
+    policy: Literal["first", "rolling"] = "first"
+
+
+def _check_dimensions(thresholds: dict[str, Threshold]) -> None:
+    unknown = sorted(set(thresholds) - set(DIMENSION_DIRECTIONS))
+    if unknown:
+        raise ValueError(f"unknown threshold dimension(s) {unknown}; known: {sorted(DIMENSION_DIRECTIONS)}")
+
+
+class EvalConfig(_Strict):
+    weights: Weights = Field(default_factory=Weights)
+    thresholds: dict[str, Threshold] = Field(default_factory=_default_thresholds)
+    baseline: BaselineConfig = Field(default_factory=BaselineConfig)
+    policies: Policies = Field(default_factory=Policies)
+    agents: dict[str, AgentOverrides] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _known_dimensions(self) -> EvalConfig:
+        _check_dimensions(self.thresholds)
+        for overrides in self.agents.values():
+            _check_dimensions(overrides.thresholds)
+        return self
+
+    @property
+    def version(self) -> str:
+        canonical = json.dumps(self.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
+        return hashlib.sha256(canonical.encode()).hexdigest()[:12]
+
+    def thresholds_for(self, agent_id: str) -> dict[str, Threshold]:
+        """The defaults, with this agent's overrides merged field by field."""
+        merged = dict(self.thresholds)
+        overrides = self.agents.get(agent_id)
+        for dimension, override in (overrides.thresholds if overrides else {}).items():
+            base = merged.get(dimension, Threshold())
+            merged[dimension] = base.model_copy(update=override.model_dump(exclude_unset=True))
+        return merged
+
+    def denied_tools_for(self, agent_id: str) -> list[str]:
+        overrides = self.agents.get(agent_id)
+        if overrides and overrides.denied_tools is not None:
+            return overrides.denied_tools
+        return self.policies.denied_tools
+
+
+class ConfigError(ValueError):
+    """The config file is unreadable or invalid; the message names the file and the field."""
+
+
+def load_config(path: Path | None) -> EvalConfig:
+    if path is None:
+        return EvalConfig()
+    try:
+        text = path.read_text()
+        data = yaml.safe_load(text) if path.suffix in (".yaml", ".yml") else tomllib.loads(text)
+        return EvalConfig.model_validate(data or {})
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(part) for part in first["loc"])
+        raise ConfigError(f"config {path}: {where}: {first['msg']}") from exc
+    except (OSError, ValueError, yaml.YAMLError) as exc:  # TOMLDecodeError is a ValueError
+        raise ConfigError(f"config {path}: {exc}") from exc

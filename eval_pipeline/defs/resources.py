@@ -1,0 +1,68 @@
+"""Resources, configured from the environment (DESIGN §2); the core objects they hand out know no Dagster."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import dagster as dg
+
+from eval_pipeline.config import EvalConfig, load_config
+from eval_pipeline.episodes.files import FileSource
+from eval_pipeline.episodes.source import open_source
+from eval_pipeline.episodes.store import EpisodeStore
+from eval_pipeline.warehouse.connection import Warehouse
+
+
+class WarehouseResource(dg.ConfigurableResource):
+    duckdb_path: str
+    lock_timeout_seconds: float = 300.0
+
+    def get(self) -> Warehouse:
+        return Warehouse(Path(self.duckdb_path), self.lock_timeout_seconds)
+
+
+class EpisodeSourceResource(dg.ConfigurableResource):
+    location: str
+    index_path: str  # the file source's day index; beside the warehouse, as the source may be read-only
+
+    def open(self) -> FileSource | EpisodeStore:
+        return open_source(self.location, Path(self.index_path))
+
+
+class EvalConfigResource(dg.ConfigurableResource):
+    path: str = ""  # empty: the built-in defaults
+
+    def load(self) -> EvalConfig:
+        return load_config(Path(self.path) if self.path else None)
+
+
+class ReplayResource(dg.ConfigurableResource):
+    mode: str = "dry"  # "dry" or "live"
+
+
+class ReportsResource(dg.ConfigurableResource):
+    directory: str
+
+
+class RunScope(dg.Config):
+    """Narrow a run to one agent (`eval-pipeline run --agent`); only its rows are replaced."""
+
+    agent_id: str | None = None
+
+
+def source_index_path(duckdb_path: str) -> str:
+    return str(Path(duckdb_path).with_name("episode_source_index.json"))
+
+
+def resources_from_environment() -> dict[str, dg.ConfigurableResource]:
+    """Bind every resource to the variables `settings.resolve_environment` has made absolute."""
+    return {
+        "warehouse": WarehouseResource(duckdb_path=dg.EnvVar("EVAL_DUCKDB_PATH")),
+        "episode_source": EpisodeSourceResource(
+            location=dg.EnvVar("EVAL_EPISODE_SOURCE"), index_path=source_index_path(os.environ["EVAL_DUCKDB_PATH"])
+        ),
+        "eval_config": EvalConfigResource(path=dg.EnvVar("EVAL_CONFIG")) if os.environ.get("EVAL_CONFIG") else EvalConfigResource(),
+        "replay": ReplayResource(mode=dg.EnvVar("EVAL_REPLAY_MODE")),
+        "reports": ReportsResource(directory=dg.EnvVar("EVAL_REPORTS_DIR")),
+    }

@@ -1,0 +1,164 @@
+"""Episode files: a directory or file of JSONL or JSON arrays, streamed record by record.
+
+A night's run must not re-read a year of files to find one day, so the source keeps an index
+(file -> modification time, size, days it holds, day first seen) and rescans only files that
+changed. The index lives beside the warehouse, not in the source, which may be read-only.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import UTC, date, datetime
+from pathlib import Path
+
+from filelock import FileLock
+from pydantic import BaseModel
+
+from eval_pipeline.episodes.records import RawRecord, record_days
+
+EPISODE_FILE_SUFFIXES = (".jsonl", ".ndjson", ".json")
+_CHUNK = 1 << 20
+
+
+class UnreadableSource(OSError):
+    """The episode source path is missing or unreadable."""
+
+
+@dataclass(frozen=True, slots=True)
+class FileRecord:
+    line: int  # 1-based line where the record starts
+    raw: str
+
+
+def iter_file_records(path: Path) -> Iterator[FileRecord]:
+    """Yield each record's raw text with its line; JSONL and JSON arrays are told apart by content."""
+    with path.open("r", encoding="utf-8", errors="replace") as handle:
+        is_array = _first_char(handle) == "["
+        handle.seek(0)
+        if is_array:
+            yield from _iter_array(handle)
+            return
+        for line_no, text in enumerate(handle, 1):
+            if text.strip():
+                yield FileRecord(line_no, text.rstrip("\r\n"))
+
+
+def _first_char(handle) -> str:
+    while chunk := handle.read(4096):
+        if stripped := chunk.lstrip():
+            return stripped[0]
+    return ""
+
+
+def _iter_array(handle) -> Iterator[FileRecord]:
+    """Stream the elements of a top-level JSON array without loading the file whole.
+
+    Each element's original text is kept (sliced, not re-serialized). A syntax error makes the
+    rest of the file one invalid record, since nothing after it can be trusted to resync.
+    """
+    decoder = json.JSONDecoder()
+    buffer, eof = handle.read(_CHUNK), False
+    pos = buffer.index("[") + 1
+    line = 1 + buffer.count("\n", 0, pos)
+    while True:
+        while True:  # skip separators, reading more when the buffer runs dry
+            while pos < len(buffer) and buffer[pos] in " \t\r\n,":
+                line += buffer[pos] == "\n"
+                pos += 1
+            if pos < len(buffer) or eof:
+                break
+            buffer, pos = handle.read(_CHUNK), 0
+            eof = not buffer
+        if pos >= len(buffer) or buffer[pos] == "]":
+            return
+        try:
+            _, end = decoder.raw_decode(buffer, pos)
+        except json.JSONDecodeError:
+            more = "" if eof else handle.read(_CHUNK)
+            if more:
+                buffer = buffer[pos:] + more
+                pos = 0
+                continue
+            yield FileRecord(line, buffer[pos:])
+            return
+        raw = buffer[pos:end]
+        yield FileRecord(line, raw)
+        line += raw.count("\n")
+        pos = end
+
+
+class IndexedFile(BaseModel):
+    mtime_ns: int
+    size: int
+    days: dict[date, int]  # records per UTC day of started_at
+    first_seen: date
+
+    @property
+    def fallback_day(self) -> date:
+        """Where a record whose day can't be read goes: the file's main day, else when first seen."""
+        return max(self.days, key=lambda d: (self.days[d], -d.toordinal())) if self.days else self.first_seen
+
+
+class FileIndex(BaseModel):
+    source: str
+    files: dict[str, IndexedFile] = {}
+
+
+class FileSource:
+    """Episodes in local files. `root` is a directory (searched recursively) or one file."""
+
+    def __init__(self, root: Path, index_path: Path):
+        self.root = root
+        self.index_path = index_path
+
+    def episode_files(self) -> list[Path]:
+        if self.root.is_file():
+            return [self.root]
+        if not self.root.is_dir():
+            raise UnreadableSource(f"episode source {self.root} does not exist")
+        return sorted(
+            p for p in self.root.rglob("*") if p.is_file() and p.suffix in EPISODE_FILE_SUFFIXES and not p.name.startswith(".")
+        )
+
+    def refresh_index(self, today: date | None = None) -> FileIndex:
+        """Rescan only files whose size or modification time changed; drop files that vanished."""
+        today = today or datetime.now(UTC).date()
+        self.index_path.parent.mkdir(parents=True, exist_ok=True)
+        with FileLock(f"{self.index_path}.lock", timeout=60):
+            index = self._read_index()
+            fresh: dict[str, IndexedFile] = {}
+            for path in self.episode_files():
+                stat = path.stat()
+                known = index.files.get(str(path))
+                if known and (known.mtime_ns, known.size) == (stat.st_mtime_ns, stat.st_size):
+                    fresh[str(path)] = known
+                    continue
+                days: Counter[date] = Counter()
+                for record in iter_file_records(path):
+                    days.update(record_days(record.raw))
+                first_seen = known.first_seen if known else today
+                fresh[str(path)] = IndexedFile(mtime_ns=stat.st_mtime_ns, size=stat.st_size, days=dict(days), first_seen=first_seen)
+            index = FileIndex(source=str(self.root), files=fresh)
+            tmp = self.index_path.with_suffix(".tmp")
+            tmp.write_text(index.model_dump_json())
+            os.replace(tmp, self.index_path)
+        return index
+
+    def _read_index(self) -> FileIndex:
+        try:
+            index = FileIndex.model_validate_json(self.index_path.read_text())
+        except (OSError, ValueError):
+            return FileIndex(source=str(self.root))
+        return index if index.source == str(self.root) else FileIndex(source=str(self.root))
+
+    def records_for(self, day: date) -> Iterator[RawRecord]:
+        """Every record of the files that hold `day` (the warehouse keeps that day's only)."""
+        for name, entry in self.refresh_index().files.items():
+            if day in entry.days or entry.fallback_day == day:
+                fallback = entry.fallback_day
+                for record in iter_file_records(Path(name)):
+                    yield RawRecord(name, f"{name}:{record.line}", record.raw, fallback)

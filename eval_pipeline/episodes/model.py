@@ -1,0 +1,124 @@
+"""The canonical episode: the AIR Blackbox agent-episode-store shape (DESIGN §3).
+
+This model is the contract for one episode: adapters and the sample generator build it, the
+`schemas` command publishes it, and it states the derivation rules (final output, tool
+sequence, task identity) in Python. The bulk path applies the same rules to whole partitions
+in DuckDB (`warehouse/ingest.py`); a test holds the two to the same answers.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from datetime import UTC, date, datetime
+from enum import StrEnum
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+
+class EpisodeStatus(StrEnum):
+    RUNNING = "running"
+    SUCCESS = "success"
+    FAILURE = "failure"
+    TIMEOUT = "timeout"
+    KILLED = "killed"
+
+
+class StepType(StrEnum):
+    LLM_CALL = "llm_call"
+    TOOL_CALL = "tool_call"
+    TOOL_RESULT = "tool_result"
+    DECISION = "decision"
+    ERROR = "error"
+
+
+class Step(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+    step_index: int
+    step_type: StepType
+    air_record_id: str | None = None
+    tool_name: str | None = None
+    model: str | None = None
+    provider: str | None = None
+    input_summary: str | None = None
+    output_summary: str | None = None
+    tokens: int = 0
+    cost_usd: float = 0.0
+    duration_ms: float = 0.0
+    timestamp: datetime | None = None
+    error: str | None = None
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+    @property
+    def is_error(self) -> bool:
+        return self.step_type is StepType.ERROR or bool(self.error)
+
+
+class Episode(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+    episode_id: str = Field(min_length=1)
+    agent_id: str = Field(min_length=1)
+    status: EpisodeStatus
+    steps: list[Step] = Field(default_factory=list)
+    tools_used: list[str] = Field(default_factory=list)
+    total_tokens: int | None = None  # None: the sum over the steps
+    total_cost_usd: float | None = None
+    total_duration_ms: float | None = None
+    step_count: int | None = None
+    started_at: datetime
+    ended_at: datetime | None = None
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _totals_from_steps(self) -> Episode:
+        if self.total_tokens is None:
+            self.total_tokens = sum(s.tokens for s in self.steps)
+        if self.total_cost_usd is None:
+            self.total_cost_usd = sum(s.cost_usd for s in self.steps)
+        if self.total_duration_ms is None:
+            self.total_duration_ms = sum(s.duration_ms for s in self.steps)
+        return self
+
+    @field_validator("started_at", "ended_at")
+    @classmethod
+    def _aware_utc(cls, value: datetime | None) -> datetime | None:
+        """Naive timestamps are taken as UTC, as the store writes them."""
+        if value is None:
+            return None
+        return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+
+    def ordered_steps(self) -> list[Step]:
+        return sorted(self.steps, key=lambda step: step.step_index)
+
+    @property
+    def partition_date(self) -> date:
+        return self.started_at.date()
+
+    @property
+    def tools(self) -> list[str]:
+        """The full tool-call sequence in order, repeats kept (`tools_used` is deduplicated)."""
+        return [s.tool_name or "" for s in self.ordered_steps() if s.step_type is StepType.TOOL_CALL]
+
+    @property
+    def final_output(self) -> str | None:
+        """`metadata.final_output`, else the output of the last LLM call."""
+        if self.metadata.get("final_output") is not None:
+            return str(self.metadata["final_output"])
+        llm_calls = [s for s in self.ordered_steps() if s.step_type is StepType.LLM_CALL]
+        return llm_calls[-1].output_summary if llm_calls else None
+
+    @property
+    def task_id(self) -> str:
+        """`metadata.task_id`, else a stable hash of the agent and its first user message."""
+        if self.metadata.get("task_id") is not None:
+            return str(self.metadata["task_id"])
+        llm_calls = [s for s in self.ordered_steps() if s.step_type is StepType.LLM_CALL]
+        return derived_task_id(self.agent_id, llm_calls[0].input_summary if llm_calls else None)
+
+
+def derived_task_id(agent_id: str, first_user_message: str | None) -> str:
+    """Trials of one task share it: same agent, same opening message. (`ingest.py` matches it.)"""
+    digest = hashlib.md5(f"{agent_id}\n{first_user_message or ''}".encode()).hexdigest()
+    return f"auto-{digest[:16]}"

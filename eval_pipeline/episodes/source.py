@@ -1,0 +1,34 @@
+"""The episode source named by `EVAL_EPISODE_SOURCE`: an episode store URL, or files."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import date
+from pathlib import Path
+from typing import Any, Protocol
+
+from eval_pipeline.episodes.files import FileSource
+from eval_pipeline.episodes.records import RawRecord
+from eval_pipeline.episodes.store import EpisodeStore
+
+
+class EpisodeSource(Protocol):
+    def records_for(self, day: date) -> Iterator[RawRecord]: ...
+
+
+def open_source(location: str, index_path: Path) -> FileSource | EpisodeStore:
+    if location.startswith(("http://", "https://")):
+        return EpisodeStore(location)
+    return FileSource(Path(location), index_path)
+
+
+def source_health(source: FileSource | EpisodeStore) -> dict[str, Any]:
+    """What `status` shows: the store's own health answer, or file and record counts per day."""
+    if isinstance(source, EpisodeStore):
+        return {"kind": "store", "url": source.base_url, "health": source.health()}
+    index = source.refresh_index()
+    per_day: dict[str, int] = {}
+    for entry in index.files.values():
+        for day, count in entry.days.items():
+            per_day[day.isoformat()] = per_day.get(day.isoformat(), 0) + count
+    return {"kind": "files", "path": str(source.root), "files": len(index.files), "episodes_per_day": dict(sorted(per_day.items()))}

@@ -1,0 +1,115 @@
+"""Client of the AIR Blackbox agent-episode-store HTTP API (DESIGN §3).
+
+The bulk path is the NDJSON export filtered to one day, spooled to a temporary file so a
+broken stream is retried whole and never half-loaded. Stores without the export endpoint are
+read through the list (paged past its 500-row cap) and get-by-id endpoints.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Iterator
+from datetime import UTC, date, datetime, time, timedelta
+from typing import Any
+
+import httpx
+
+from eval_pipeline.episodes.records import RawRecord, record_episode_id
+from eval_pipeline.retry import Backoff, RetriesExhausted, with_retries
+
+PAGE_LIMIT = 500  # the store's cap on `limit`
+
+
+class SourceUnavailable(Exception):
+    """The store could not be reached or kept failing after retries."""
+
+
+def _day_bounds(day: date) -> dict[str, str]:
+    start = datetime.combine(day, time(), tzinfo=UTC)
+    iso = lambda moment: moment.isoformat().replace("+00:00", "Z")  # noqa: E731
+    return {"since": iso(start), "until": iso(start + timedelta(days=1))}
+
+
+class EpisodeStore:
+    def __init__(self, base_url: str, *, timeout: float = 30.0, backoff: Backoff = Backoff()):
+        self.base_url = base_url.rstrip("/")
+        self.timeout = timeout
+        self.backoff = backoff
+
+    def _client(self) -> httpx.Client:
+        return httpx.Client(base_url=self.base_url, timeout=self.timeout)
+
+    def _get_json(self, client: httpx.Client, path: str, params: dict[str, Any] | None = None) -> Any:
+        def call() -> Any:
+            response = client.get(path, params=params)
+            response.raise_for_status()
+            return response.json()
+
+        return self._retrying(f"GET {self.base_url}{path}", call)
+
+    def _retrying(self, what: str, call):
+        try:
+            return with_retries(what, call, self.backoff)
+        except RetriesExhausted as exc:
+            raise SourceUnavailable(f"episode store {self.base_url} unreachable: {exc}") from exc
+        except httpx.HTTPStatusError as exc:
+            raise SourceUnavailable(f"episode store {self.base_url}: {what} answered HTTP {exc.response.status_code}") from exc
+
+    def health(self) -> dict[str, Any]:
+        with self._client() as client:
+            return self._get_json(client, "/v1/health")
+
+    def records_for(self, day: date) -> Iterator[RawRecord]:
+        """Every episode whose start falls on `day` (UTC), as raw records."""
+        with self._client() as client:
+            spool = self._export(client, day)
+            if spool is None:
+                yield from self._paged(client, day)
+                return
+        with spool:
+            for line_no, line in enumerate(spool, 1):
+                text = line.decode("utf-8", errors="replace").strip()
+                if text:
+                    episode_id = record_episode_id(text)
+                    locator = f"episode {episode_id}" if episode_id else f"export line {line_no}"
+                    yield RawRecord(self.base_url, locator, text, day)
+
+    def _export(self, client: httpx.Client, day: date):
+        """Spool the day's NDJSON export; None when this store has no export endpoint."""
+
+        def call():
+            spool = tempfile.TemporaryFile()
+            try:
+                with client.stream("GET", "/v1/episodes/export", params=_day_bounds(day)) as response:
+                    if response.status_code in (404, 405, 501):
+                        spool.close()
+                        return None
+                    response.raise_for_status()
+                    for chunk in response.iter_bytes():
+                        spool.write(chunk)
+            except BaseException:
+                spool.close()
+                raise
+            spool.seek(0)
+            return spool
+
+        return self._retrying(f"GET {self.base_url}/v1/episodes/export", call)
+
+    def _paged(self, client: httpx.Client, day: date) -> Iterator[RawRecord]:
+        ids: list[str] = []
+        for offset in range(0, 10**9, PAGE_LIMIT):
+            page = self._get_json(client, "/v1/episodes", {**_day_bounds(day), "limit": PAGE_LIMIT, "offset": offset})
+            summaries = page.get("episodes", page.get("items", [])) if isinstance(page, dict) else page
+            ids.extend(str(s["episode_id"]) for s in summaries if isinstance(s, dict) and "episode_id" in s)
+            if len(summaries) < PAGE_LIMIT:
+                break
+        for episode_id in dict.fromkeys(ids):  # newest-first paging can repeat an id; keep one
+            response = self._retrying(
+                f"GET {self.base_url}/v1/episodes/{episode_id}", lambda: _checked(client.get(f"/v1/episodes/{episode_id}"))
+            )
+            yield RawRecord(self.base_url, f"episode {episode_id}", response.text, day)
+
+
+def _checked(response: httpx.Response) -> httpx.Response:
+    response.raise_for_status()
+    return response

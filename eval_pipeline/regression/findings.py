@@ -1,0 +1,216 @@
+"""Threshold breaches: per episode and dimension at its highest severity, and per agent.
+
+Values, thresholds and baseline values are in each dimension's own unit (percent for the two
+deltas, 0..1 otherwise). A finding's id hashes (day, agent, episode or "aggregate", dimension,
+severity): a re-run keeps it, an escalation gets a new one, so alerts go out once per id.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from datetime import date
+
+import numpy as np
+import pandas as pd
+
+from eval_pipeline.config import DIMENSION_DIRECTIONS, Direction, EvalConfig, Threshold
+
+EPISODE_DIMENSIONS = {
+    "correctness": "correctness",
+    "cost_delta": "cost_delta_pct",
+    "latency_delta": "latency_delta_pct",
+    "tool_match": "tool_match",
+    "safety": "safety",
+    "weighted_score": "weighted_score",
+}
+FINDING_COLUMNS = [
+    "finding_id",
+    "partition_date",
+    "agent_id",
+    "episode_id",
+    "task_id",
+    "dimension",
+    "severity",
+    "value",
+    "threshold",
+    "baseline_value",
+    "message",
+    "config_version",
+]
+SEVERITY_RANK = {"warning": 1, "critical": 2}
+
+
+def finding_id(day: date, agent_id: str, episode_id: str | None, dimension: str, severity: str) -> str:
+    key = f"{day.isoformat()}|{agent_id}|{episode_id or 'aggregate'}|{dimension}|{severity}"
+    return hashlib.sha256(key.encode()).hexdigest()[:20]
+
+
+def classify(values: pd.Series, threshold: Threshold, direction: Direction) -> tuple[pd.Series, pd.Series]:
+    """(severity or None, the limit breached) per value; NaN never breaches."""
+    severity = pd.Series(None, index=values.index, dtype=object)
+    limit = pd.Series(np.nan, index=values.index)
+    for level in ("warning", "critical"):  # critical last, so it wins
+        bound = getattr(threshold, level)
+        if bound is None:
+            continue
+        breached = values > bound if direction is Direction.ABOVE else values < bound
+        severity = severity.mask(breached.fillna(False), level)
+        limit = limit.mask(breached.fillna(False), bound)
+    return severity, limit
+
+
+def _fmt(dimension: str, value: float) -> str:
+    return f"{value:+.1f}%" if dimension.endswith("_delta") else f"{value:.2f}"
+
+
+def _episode_message(dimension: str, row, value: float, limit: float) -> str:
+    head = f"{dimension} {_fmt(dimension, value)} vs limit {_fmt(dimension, limit)}"
+    if dimension == "cost_delta":
+        detail = f"cost ${row.total_cost_usd:.4f} vs baseline ${row.baseline_total_cost_usd:.4f}"
+        if row.cost_zero_baseline:
+            detail += " (baseline cost was zero: counted as +100%)"
+    elif dimension == "latency_delta":
+        detail = f"{row.total_duration_ms:,.0f} ms vs baseline {row.baseline_total_duration_ms:,.0f} ms"
+        if row.latency_zero_baseline:
+            detail += " (baseline latency was zero: counted as +100%)"
+    elif dimension == "correctness":
+        detail = f"status {row.status} vs baseline {row.baseline_status}"
+    elif dimension == "tool_match":
+        detail = f"tools [{', '.join(row.tools)}] vs baseline [{', '.join(row.baseline_tools)}]"
+    elif dimension == "safety":
+        reasons = [f"{row.error_steps} of {row.step_count} steps errored"] if row.error_steps else []
+        reasons += ["leaked a secret in its output"] if row.leaked_secret else []
+        reasons += [f"called denied tool(s) {row.denied_tools_called}"] if row.denied_tools_called else []
+        detail = "; ".join(reasons)
+    else:
+        detail = "several dimensions fell together"
+    return f"{head}: {detail}"
+
+
+def _baseline_values(scored: pd.DataFrame, config: EvalConfig) -> dict[str, pd.Series]:
+    """Each dimension's value for the baseline compared with itself."""
+    present = scored["baseline_episode_id"].notna()
+    steps = scored["baseline_step_count"].astype(float)
+    safety = (1.0 - scored["baseline_error_steps"].astype(float) / steps.where(steps > 0)).fillna(1.0).where(present)
+    w = config.weights
+    weighted = (w.correctness + w.cost_delta + w.tool_match + w.latency_delta + w.safety * safety) / (
+        w.correctness + w.cost_delta + w.tool_match + w.latency_delta + w.safety
+    )
+    one, zero = pd.Series(1.0, index=scored.index).where(present), pd.Series(0.0, index=scored.index).where(present)
+    return {
+        "correctness": one,
+        "cost_delta": zero,
+        "latency_delta": zero,
+        "tool_match": one,
+        "safety": safety,
+        "weighted_score": weighted,
+    }
+
+
+def episode_findings(scored: pd.DataFrame, day: date, config: EvalConfig) -> pd.DataFrame:
+    """One row per (episode, dimension) that breaches a threshold, at its highest severity."""
+    baseline_values = _baseline_values(scored, config)
+    parts = []
+    for agent_id, group in scored.groupby("agent_id", sort=True):
+        thresholds = config.thresholds_for(str(agent_id))
+        for dimension, column in EPISODE_DIMENSIONS.items():
+            if dimension not in thresholds:
+                continue
+            severity, limit = classify(group[column], thresholds[dimension], DIMENSION_DIRECTIONS[dimension])
+            hit = severity.notna()
+            if not hit.any():
+                continue
+            breached = group.loc[hit]
+            parts.append(
+                pd.DataFrame(
+                    {
+                        "agent_id": agent_id,
+                        "episode_id": breached["episode_id"],
+                        "task_id": breached["task_id"],
+                        "dimension": dimension,
+                        "severity": severity[hit],
+                        "value": breached[column].astype(float),
+                        "threshold": limit[hit],
+                        "baseline_value": baseline_values[dimension][hit[hit].index],
+                        "message": [
+                            _episode_message(dimension, row, value, bound)
+                            for row, value, bound in zip(breached.itertuples(), breached[column], limit[hit])
+                        ],
+                    }
+                )
+            )
+    return _finalize(parts, day, config)
+
+
+def _finalize(parts: list[pd.DataFrame], day: date, config: EvalConfig) -> pd.DataFrame:
+    if not parts:
+        return pd.DataFrame(columns=FINDING_COLUMNS)
+    findings = pd.concat(parts, ignore_index=True)
+    findings["partition_date"] = day
+    findings["config_version"] = config.version
+    findings["finding_id"] = [
+        finding_id(day, agent, episode, dimension, severity)
+        for agent, episode, dimension, severity in zip(
+            findings["agent_id"], findings["episode_id"], findings["dimension"], findings["severity"]
+        )
+    ]
+    return findings[FINDING_COLUMNS]
+
+
+def critical_breaches(scored: pd.DataFrame, config: EvalConfig) -> pd.Series:
+    """Whether each episode breaches any critical threshold (its agent's)."""
+    critical = pd.Series(False, index=scored.index)
+    for agent_id, group in scored.groupby("agent_id"):
+        thresholds = config.thresholds_for(str(agent_id))
+        for dimension, column in EPISODE_DIMENSIONS.items():
+            if dimension in thresholds:
+                severity, _ = classify(group[column], thresholds[dimension], DIMENSION_DIRECTIONS[dimension])
+                critical.loc[group.index] |= severity == "critical"
+    return critical
+
+
+def passed(scored: pd.DataFrame, config: EvalConfig) -> pd.Series:
+    """Weighted ≥ the pass threshold and no critical breach; NULL where there is no weighted score."""
+    verdict = (scored["weighted_score"] >= config.policies.pass_threshold) & ~critical_breaches(scored, config)
+    return verdict.astype(object).where(scored["weighted_score"].notna(), None)
+
+
+def agent_aggregates(scores: pd.DataFrame) -> pd.DataFrame:
+    """Per agent: the mean of each dimension and the pass rate, over the episodes that have them."""
+    columns = {dimension: column for dimension, column in EPISODE_DIMENSIONS.items()}
+    grouped = scores.groupby("agent_id")
+    means = pd.DataFrame({dimension: grouped[column].mean() for dimension, column in columns.items()})
+    means["pass_rate"] = grouped["passed"].apply(lambda s: s.dropna().astype(float).mean())
+    means["episodes"] = grouped.size()
+    return means
+
+
+def aggregate_findings(scores: pd.DataFrame, previous: pd.DataFrame, day: date, config: EvalConfig) -> pd.DataFrame:
+    """Per-agent breaches of the same thresholds by the day's means; baseline = the agent's previous day."""
+    rows = []
+    for agent_id, means in agent_aggregates(scores).iterrows():
+        for dimension, threshold in config.thresholds_for(str(agent_id)).items():
+            value = means.get(dimension)
+            if value is None or pd.isna(value):
+                continue
+            severity, limit = classify(pd.Series([value]), threshold, DIMENSION_DIRECTIONS[dimension])
+            if pd.isna(severity[0]):
+                continue
+            before = previous.loc[agent_id, dimension] if agent_id in previous.index else np.nan
+            noun = "pass rate" if dimension == "pass_rate" else f"mean {dimension}"
+            rows.append(
+                {
+                    "agent_id": agent_id,
+                    "episode_id": None,
+                    "task_id": None,
+                    "dimension": dimension,
+                    "severity": severity[0],
+                    "value": float(value),
+                    "threshold": float(limit[0]),
+                    "baseline_value": None if pd.isna(before) else float(before),
+                    "message": f"{noun} {_fmt(dimension, value)} vs limit {_fmt(dimension, limit[0])} "
+                    f"across {int(means['episodes'])} episodes"
+                    + ("" if pd.isna(before) else f" (previous day {_fmt(dimension, before)})"),
+                }
+            )
+    return _finalize([pd.DataFrame(rows)] if rows else [], day, config)

@@ -1,0 +1,166 @@
+"""The day's report: one JSON document, rendered to Markdown in the AIR eval-harness shape."""
+
+from __future__ import annotations
+
+import json
+import math
+from datetime import date
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from eval_pipeline.reports.markdown import table
+
+WORST_EPISODES = 50
+
+
+def _number(value: Any, digits: int = 3) -> float | None:
+    if value is None or (isinstance(value, float) and math.isnan(value)) or pd.isna(value):
+        return None
+    return round(float(value), digits)
+
+
+def build_report(
+    day: date,
+    scores: pd.DataFrame,
+    findings: pd.DataFrame,
+    status_counts: dict[str, int],
+    quarantined: int,
+    *,
+    run_id: str | None,
+    config_version: str,
+    notes: list[str],
+) -> dict[str, Any]:
+    scored = scores[scores["weighted_score"].notna()]
+    passed = int((scored["passed"] == True).sum())  # noqa: E712 (object column with None)
+    critical = int((findings["severity"] == "critical").sum())
+    warning = int((findings["severity"] == "warning").sum())
+    summary = {
+        "total_episodes": int(sum(status_counts.values())),
+        "scored": len(scored),
+        "running": int(status_counts.get("running", 0)),
+        "without_baseline": int(len(scores) - len(scored)),
+        "passed": passed,
+        "failed": len(scored) - passed,
+        "pass_rate": _number(passed / len(scored)) if len(scored) else None,
+        "avg_weighted_score": _number(scored["weighted_score"].mean()) if len(scored) else None,
+        "alerts": critical + warning,
+        "critical_alerts": critical,
+        "warning_alerts": warning,
+        "quarantined": quarantined,
+    }
+    agents = []
+    for agent_id, group in scores.groupby("agent_id", sort=True):
+        graded = group[group["weighted_score"].notna()]
+        agent_findings = findings[findings["agent_id"] == agent_id]
+        agents.append(
+            {
+                "agent_id": agent_id,
+                "episodes": len(group),
+                "scored": len(graded),
+                "passed": int((graded["passed"] == True).sum()),  # noqa: E712
+                "pass_rate": _number((graded["passed"] == True).mean()) if len(graded) else None,  # noqa: E712
+                "avg_weighted_score": _number(graded["weighted_score"].mean()),
+                "avg_cost_delta_pct": _number(group["cost_delta_pct"].mean(), 1),
+                "avg_latency_delta_pct": _number(group["latency_delta_pct"].mean(), 1),
+                "critical_alerts": int((agent_findings["severity"] == "critical").sum()),
+                "warning_alerts": int((agent_findings["severity"] == "warning").sum()),
+            }
+        )
+    ordered_findings = findings.assign(_rank=findings["severity"].map({"critical": 0, "warning": 1})).sort_values(
+        ["_rank", "agent_id", "dimension", "episode_id"], na_position="first"
+    )
+    alerts = [
+        {
+            "finding_id": f.finding_id,
+            "severity": f.severity,
+            "dimension": f.dimension,
+            "agent_id": f.agent_id,
+            "episode_id": f.episode_id,
+            "value": _number(f.value),
+            "threshold": _number(f.threshold),
+            "baseline_value": _number(f.baseline_value),
+            "message": f.message,
+        }
+        for f in ordered_findings.itertuples()
+    ]
+    worst = scored.sort_values(["weighted_score", "episode_id"]).head(WORST_EPISODES)
+    episodes = [
+        {
+            "episode_id": s.episode_id,
+            "agent_id": s.agent_id,
+            "task_id": s.task_id,
+            "weighted_score": _number(s.weighted_score),
+            "correctness": _number(s.correctness),
+            "cost_delta_pct": _number(s.cost_delta_pct, 1),
+            "latency_delta_pct": _number(s.latency_delta_pct, 1),
+            "tool_match": _number(s.tool_match),
+            "safety": _number(s.safety),
+            "passed": None if s.passed is None or pd.isna(s.passed) else bool(s.passed),
+        }
+        for s in worst.itertuples()
+    ]
+    return {
+        "partition_date": day.isoformat(),
+        "run_id": run_id,
+        "config_version": config_version,
+        **{key: summary[key] for key in ("pass_rate", "critical_alerts", "warning_alerts")},
+        "summary": summary,
+        "agents": agents,
+        "alerts": alerts,
+        "episodes": episodes,
+        "notes": notes,
+    }
+
+
+def _pct(value: float | None) -> str:
+    return "–" if value is None else f"{value:+.1f}%"
+
+
+def render_markdown(report: dict[str, Any]) -> str:
+    s = report["summary"]
+    lines = [f"# Eval report {report['partition_date']}", ""]
+    lines += table(
+        ["Total Episodes", "Passed", "Failed", "Avg Weighted Score", "Alerts"],
+        [[s["total_episodes"], s["passed"], s["failed"], s["avg_weighted_score"],
+          f"{s['alerts']} ({s['critical_alerts']} critical, {s['warning_alerts']} warning)"]],
+    )
+    lines += [
+        "",
+        f"Scored {s['scored']}; without a baseline {s['without_baseline']}; still running {s['running']}; "
+        f"quarantined records {s['quarantined']}. Config `{report['config_version']}`.",
+        "",
+    ]
+    lines += [f"> {note}" for note in report["notes"]] + ([""] if report["notes"] else [])
+    lines += ["## Agents", ""]
+    lines += table(
+        ["Agent", "Episodes", "Pass Rate", "Avg Score", "Cost Δ", "Latency Δ", "Critical", "Warning"],
+        [[a["agent_id"], a["episodes"], a["pass_rate"], a["avg_weighted_score"], _pct(a["avg_cost_delta_pct"]),
+          _pct(a["avg_latency_delta_pct"]), a["critical_alerts"], a["warning_alerts"]] for a in report["agents"]],
+    )
+    lines += ["", "## Regression Alerts", ""]
+    if report["alerts"]:
+        lines += table(
+            ["Severity", "Dimension", "Episode", "Message"],
+            [[f["severity"].upper(), f["dimension"], f["episode_id"] or f"{f['agent_id']} (all episodes)", f["message"]]
+             for f in report["alerts"]],
+        )
+    else:
+        lines.append("No regressions.")
+    lines += ["", f"## Episode Scores (worst {len(report['episodes'])})", ""]
+    lines += table(
+        ["Episode", "Agent", "Score", "Correctness", "Cost Δ", "Latency Δ", "Tools", "Safety"],
+        [[e["episode_id"], e["agent_id"], e["weighted_score"], e["correctness"], _pct(e["cost_delta_pct"]),
+          _pct(e["latency_delta_pct"]), e["tool_match"], e["safety"]] for e in report["episodes"]],
+    )
+    return "\n".join(lines) + "\n"
+
+
+def write_report_files(report: dict[str, Any], directory: Path) -> tuple[Path, Path]:
+    directory.mkdir(parents=True, exist_ok=True)
+    stem = directory / f"eval-report-{report['partition_date']}"
+    json_path, markdown_path = stem.with_suffix(".json"), stem.with_suffix(".md")
+    json_path.write_text(json.dumps(report, indent=2) + "\n")
+    markdown_path.write_text(render_markdown(report))
+    return json_path, markdown_path

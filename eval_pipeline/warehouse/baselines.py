@@ -1,0 +1,78 @@
+"""Baselines: maintained one partition at a time, looked up (never recomputed) when scoring.
+
+Each partition contributes rows: its pinned episodes (`metadata.baseline = true`, valid from
+that day) and, under policy `first`, the earliest successful episode of a task no earlier day
+has one for; under `rolling`, the latest successful episode of every task (both valid from the
+next day). A row snapshots what scoring compares, so a lookup never scans episode history, and
+`valid_from` means a later pin or promotion never rewrites the past.
+"""
+
+from __future__ import annotations
+
+from datetime import date
+
+import pandas as pd
+
+from eval_pipeline.warehouse.connection import Warehouse, replace_partition
+
+_SNAPSHOT = "status, final_output, tools, total_cost_usd, total_duration_ms, total_tokens, step_count, error_steps"
+
+_CONTRIBUTIONS = f"""
+WITH today AS (
+    SELECT * FROM episodes WHERE partition_date = $day AND ($agent IS NULL OR agent_id = $agent)
+), ranked_successes AS (
+    SELECT *, row_number() OVER (
+        PARTITION BY agent_id, task_id
+        ORDER BY CASE WHEN $policy = 'rolling' THEN epoch(started_at) ELSE -epoch(started_at) END DESC, episode_id
+    ) AS rank
+    FROM today WHERE status = 'success'
+)
+SELECT agent_id, task_id, episode_id, true AS pinned, $day AS valid_from, {_SNAPSHOT}
+FROM today WHERE pinned_baseline
+UNION ALL
+SELECT agent_id, task_id, episode_id, false AS pinned, $day + 1 AS valid_from, {_SNAPSHOT}
+FROM ranked_successes s
+WHERE rank = 1 AND ($policy = 'rolling' OR NOT EXISTS (
+    SELECT 1 FROM baselines b
+    WHERE NOT b.pinned AND b.agent_id = s.agent_id AND b.task_id = s.task_id AND b.valid_from <= $day
+))
+"""
+
+
+def write_baselines(warehouse: Warehouse, day: date, policy: str, agent_id: str | None = None) -> int:
+    """Replace the baseline rows `day` contributes; return how many it contributes."""
+    rows = f"""
+        SELECT *, now() AS established_at, $day AS partition_date, $policy AS policy
+        FROM ({_CONTRIBUTIONS})
+    """
+    with warehouse.transaction() as con:
+        return replace_partition(con, "baselines", day, rows, agent_id, {"day": day, "agent": agent_id, "policy": policy})
+
+
+_SCORING_INPUT = f"""
+WITH candidates AS (
+    SELECT r.*, e.task_id
+    FROM replays r JOIN episodes e USING (episode_id, partition_date)
+    WHERE r.partition_date = $day AND r.status <> 'running' AND ($agent IS NULL OR r.agent_id = $agent)
+), ranked AS (
+    SELECT c.episode_id AS candidate_id, b.*, row_number() OVER (
+        PARTITION BY c.episode_id
+        ORDER BY b.pinned DESC,
+                 CASE WHEN b.pinned OR $policy = 'rolling' THEN b.valid_from END DESC NULLS LAST,
+                 b.valid_from, b.established_at DESC
+    ) AS rank
+    FROM candidates c
+    JOIN baselines b ON b.agent_id = c.agent_id AND b.task_id = c.task_id
+        AND b.valid_from <= $day AND b.episode_id <> c.episode_id
+)
+SELECT c.*,
+       b.episode_id AS baseline_episode_id,
+       {", ".join(f"b.{column} AS baseline_{column}" for column in _SNAPSHOT.split(", "))}
+FROM candidates c LEFT JOIN ranked b ON b.candidate_id = c.episode_id AND b.rank = 1
+ORDER BY c.episode_id
+"""
+
+
+def scoring_input(warehouse: Warehouse, day: date, policy: str, agent_id: str | None = None) -> pd.DataFrame:
+    """Each finished candidate of `day` beside its baseline's snapshot (NULLs where none)."""
+    return warehouse.read_frame(_SCORING_INPUT, {"day": day, "agent": agent_id, "policy": policy})

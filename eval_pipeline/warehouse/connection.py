@@ -1,0 +1,93 @@
+"""The warehouse: one DuckDB file, opened briefly, by one process at a time.
+
+DuckDB admits one writing process per file, and from 2.x even read-only opens fail while
+another process holds it. Every opener in every process (run workers, checks, the CLI's
+`query`) therefore takes one file lock first, with a bounded wait and a plain "warehouse
+busy" error after it (DESIGN §6). Connections are closed in `finally`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import date
+from pathlib import Path
+
+import duckdb
+import pandas as pd
+from filelock import FileLock, Timeout
+
+from eval_pipeline.warehouse.schema import migrate
+
+
+class WarehouseBusy(Exception):
+    """Another process held the warehouse longer than the configured wait."""
+
+
+class Warehouse:
+    def __init__(self, path: Path, lock_timeout_seconds: float = 300.0):
+        self.path = Path(path)
+        self.lock_timeout_seconds = lock_timeout_seconds
+        self._migrated = False
+
+    @contextmanager
+    def connect(self, *, read_only: bool = False) -> Iterator[duckdb.DuckDBPyConnection]:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        lock = FileLock(f"{self.path}.lock", timeout=self.lock_timeout_seconds)
+        try:
+            lock.acquire()
+        except Timeout:
+            raise WarehouseBusy(
+                f"warehouse busy: {self.path} was held by another process for over {self.lock_timeout_seconds:.0f}s"
+            ) from None
+        try:
+            if read_only and not self.path.exists():
+                read_only = False  # nothing to protect yet; create it so queries see empty tables
+            con = duckdb.connect(str(self.path), read_only=read_only)
+            try:
+                con.execute("SET TimeZone = 'UTC'")
+                if not read_only and not self._migrated:
+                    migrate(con)
+                    self._migrated = True
+                yield con
+            finally:
+                con.close()
+        finally:
+            lock.release()
+
+    @contextmanager
+    def transaction(self) -> Iterator[duckdb.DuckDBPyConnection]:
+        """A write connection inside BEGIN/COMMIT: all of a partition's rows land, or none."""
+        with self.connect() as con:
+            con.execute("BEGIN TRANSACTION")
+            try:
+                yield con
+                con.execute("COMMIT")
+            except BaseException:
+                con.execute("ROLLBACK")
+                raise
+
+    def read_frame(self, sql: str, params: list | dict | None = None) -> pd.DataFrame:
+        with self.connect(read_only=self.path.exists()) as con:
+            return con.execute(sql, params or []).df()
+
+
+def replace_partition(
+    con: duckdb.DuckDBPyConnection, table: str, day: date, rows: pd.DataFrame | str, agent_id: str | None = None, params: list | dict | None = None
+) -> int:
+    """Replace one partition's rows (only one agent's, when scoped) with `rows`.
+
+    `rows` is a DataFrame or a SELECT over the connection; columns are matched by name, never
+    by position. Call inside `Warehouse.transaction()`.
+    """
+    scope = " AND agent_id = ?" if agent_id else ""
+    scope_params = [day, agent_id] if agent_id else [day]
+    con.execute(f"DELETE FROM {table} WHERE partition_date = ?{scope}", scope_params)
+    if isinstance(rows, pd.DataFrame):
+        if rows.empty:
+            return 0
+        con.register("_incoming", rows)
+        con.execute(f"INSERT INTO {table} BY NAME SELECT * FROM _incoming")
+        con.unregister("_incoming")
+        return len(rows)
+    return con.execute(f"INSERT INTO {table} BY NAME {rows}", params or []).fetchone()[0]

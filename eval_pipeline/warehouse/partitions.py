@@ -1,0 +1,37 @@
+"""Whole-partition reads and writes of the pipeline's tables."""
+
+from __future__ import annotations
+
+from datetime import date
+
+import pandas as pd
+
+from eval_pipeline.warehouse.connection import Warehouse, replace_partition
+
+PIPELINE_TABLES = ("episodes", "episode_steps", "quarantine", "baselines", "replays", "scores", "findings", "reports")
+
+
+def read_partition(warehouse: Warehouse, table: str, day: date, agent_id: str | None = None) -> pd.DataFrame:
+    if table not in PIPELINE_TABLES:
+        raise ValueError(f"unknown table {table}")
+    scope = " AND agent_id = $agent" if agent_id else ""
+    params = {"day": day, "agent": agent_id} if agent_id else {"day": day}
+    return warehouse.read_frame(f"SELECT * FROM {table} WHERE partition_date = $day{scope}", params)
+
+
+def write_partition(warehouse: Warehouse, table: str, day: date, rows: pd.DataFrame, agent_id: str | None = None) -> int:
+    """Replace `day`'s rows of `table` (one agent's, when scoped) in one transaction."""
+    if table not in PIPELINE_TABLES:
+        raise ValueError(f"unknown table {table}")
+    with warehouse.transaction() as con:
+        return replace_partition(con, table, day, rows, agent_id)
+
+
+def partition_counts(warehouse: Warehouse) -> pd.DataFrame:
+    """Rows per partition in each table, for `status`."""
+    unions = " UNION ALL ".join(
+        f"SELECT '{table}' AS table_name, partition_date, count(*) AS n FROM {table} GROUP BY ALL" for table in PIPELINE_TABLES
+    )
+    return warehouse.read_frame(
+        f"PIVOT ({unions}) ON table_name IN {PIPELINE_TABLES} USING sum(n) GROUP BY partition_date ORDER BY partition_date"
+    )

@@ -1,0 +1,53 @@
+"""What the day's report reads, and the `reports` row it leaves."""
+
+from __future__ import annotations
+
+import json
+from datetime import date
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from eval_pipeline.warehouse.connection import Warehouse, replace_partition
+
+
+def report_inputs(warehouse: Warehouse, day: date) -> dict[str, Any]:
+    with warehouse.connect(read_only=True) as con:
+        params = {"day": day}
+        scores = con.execute("SELECT * FROM scores WHERE partition_date = $day", params).df()
+        findings = con.execute("SELECT * FROM findings WHERE partition_date = $day", params).df()
+        statuses = con.execute("SELECT status, count(*) FROM episodes WHERE partition_date = $day GROUP BY ALL", params).fetchall()
+        quarantined = con.execute("SELECT count(*) FROM quarantine WHERE partition_date = $day", params).fetchone()[0]
+    return {"scores": scores, "findings": findings, "status_counts": dict(statuses), "quarantined": int(quarantined)}
+
+
+def write_report_row(warehouse: Warehouse, day: date, json_path: Path, markdown_path: Path, report: dict[str, Any]) -> None:
+    row = pd.DataFrame(
+        [
+            {
+                "partition_date": day,
+                "json_path": str(json_path),
+                "markdown_path": str(markdown_path),
+                "html_path": None,
+                "summary": json.dumps(report["summary"]),
+                "config_version": report["config_version"],
+                "created_at": pd.Timestamp.now(tz="UTC"),
+            }
+        ]
+    )
+    with warehouse.transaction() as con:
+        replace_partition(con, "reports", day, row)
+
+
+def report_rows(warehouse: Warehouse, days: list[date]) -> pd.DataFrame:
+    return warehouse.read_frame(
+        "SELECT * FROM reports WHERE list_contains($days, partition_date) ORDER BY partition_date", {"days": days}
+    )
+
+
+def severity_counts(warehouse: Warehouse, days: list[date]) -> dict[str, int]:
+    rows = warehouse.read_frame(
+        "SELECT severity, count(*) AS n FROM findings WHERE list_contains($days, partition_date) GROUP BY ALL", {"days": days}
+    )
+    return dict(zip(rows["severity"], rows["n"].astype(int)))

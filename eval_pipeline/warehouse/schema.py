@@ -1,0 +1,176 @@
+"""The warehouse tables (a public contract, DESIGN §2) and their migrations.
+
+Migrations only ever append: an upgrade adds tables or columns and never asks users to drop
+their history. `schema_version` records what has been applied.
+"""
+
+from __future__ import annotations
+
+import duckdb
+
+MIGRATIONS: list[str] = [
+    # 1: the foundation's tables
+    """
+    CREATE TABLE episodes (
+        episode_id VARCHAR NOT NULL,
+        partition_date DATE NOT NULL,
+        agent_id VARCHAR NOT NULL,
+        task_id VARCHAR NOT NULL,
+        trial INTEGER,
+        status VARCHAR NOT NULL,
+        model VARCHAR,
+        started_at TIMESTAMPTZ NOT NULL,
+        ended_at TIMESTAMPTZ,
+        total_tokens BIGINT,
+        total_cost_usd DOUBLE,
+        total_duration_ms DOUBLE,
+        tools VARCHAR[],
+        final_output VARCHAR,
+        source VARCHAR,
+        locator VARCHAR,
+        category VARCHAR,
+        pinned_baseline BOOLEAN,
+        step_count INTEGER,
+        error_steps INTEGER,
+        expected JSON,
+        metadata JSON,
+        loaded_at TIMESTAMPTZ
+    );
+    CREATE TABLE episode_steps (
+        episode_id VARCHAR NOT NULL,
+        partition_date DATE NOT NULL,
+        agent_id VARCHAR NOT NULL,
+        step_index INTEGER,
+        step_type VARCHAR,
+        tool_name VARCHAR,
+        model VARCHAR,
+        provider VARCHAR,
+        input VARCHAR,
+        output VARCHAR,
+        tokens BIGINT,
+        cost_usd DOUBLE,
+        duration_ms DOUBLE,
+        timestamp TIMESTAMPTZ,
+        error VARCHAR
+    );
+    CREATE TABLE quarantine (
+        partition_date DATE NOT NULL,
+        source VARCHAR,
+        locator VARCHAR,
+        reason VARCHAR,
+        raw VARCHAR,
+        agent_id VARCHAR,
+        quarantined_at TIMESTAMPTZ
+    );
+    CREATE TABLE baselines (
+        agent_id VARCHAR NOT NULL,
+        task_id VARCHAR NOT NULL,
+        episode_id VARCHAR NOT NULL,
+        pinned BOOLEAN NOT NULL,
+        established_at TIMESTAMPTZ,
+        valid_from DATE NOT NULL,
+        partition_date DATE NOT NULL,
+        policy VARCHAR,
+        status VARCHAR,
+        final_output VARCHAR,
+        tools VARCHAR[],
+        total_cost_usd DOUBLE,
+        total_duration_ms DOUBLE,
+        total_tokens BIGINT,
+        step_count INTEGER,
+        error_steps INTEGER
+    );
+    CREATE TABLE replays (
+        episode_id VARCHAR NOT NULL,
+        partition_date DATE NOT NULL,
+        agent_id VARCHAR NOT NULL,
+        mode VARCHAR NOT NULL,
+        model VARCHAR,
+        status VARCHAR,
+        final_output VARCHAR,
+        tools VARCHAR[],
+        total_cost_usd DOUBLE,
+        total_duration_ms DOUBLE,
+        total_tokens BIGINT,
+        step_count INTEGER,
+        error_steps INTEGER,
+        error VARCHAR
+    );
+    CREATE TABLE scores (
+        episode_id VARCHAR NOT NULL,
+        partition_date DATE NOT NULL,
+        agent_id VARCHAR NOT NULL,
+        task_id VARCHAR NOT NULL,
+        baseline_episode_id VARCHAR,
+        mode VARCHAR,
+        status VARCHAR,
+        correctness DOUBLE,
+        cost_delta_pct DOUBLE,
+        latency_delta_pct DOUBLE,
+        tool_match DOUBLE,
+        safety DOUBLE,
+        weighted_score DOUBLE,
+        passed BOOLEAN,
+        config_version VARCHAR NOT NULL,
+        scored_at TIMESTAMPTZ,
+        -- the evidence behind the dimensions, so a finding can be explained with SQL alone
+        baseline_status VARCHAR,
+        total_cost_usd DOUBLE,
+        baseline_total_cost_usd DOUBLE,
+        total_duration_ms DOUBLE,
+        baseline_total_duration_ms DOUBLE,
+        tools VARCHAR[],
+        baseline_tools VARCHAR[],
+        step_count INTEGER,
+        error_steps INTEGER,
+        baseline_step_count INTEGER,
+        baseline_error_steps INTEGER,
+        leaked_secret BOOLEAN,
+        denied_tools_called VARCHAR,
+        cost_zero_baseline BOOLEAN,
+        latency_zero_baseline BOOLEAN
+    );
+    CREATE TABLE findings (
+        finding_id VARCHAR NOT NULL,
+        partition_date DATE NOT NULL,
+        agent_id VARCHAR NOT NULL,
+        episode_id VARCHAR,
+        task_id VARCHAR,
+        dimension VARCHAR NOT NULL,
+        severity VARCHAR NOT NULL,
+        value DOUBLE,
+        threshold DOUBLE,
+        baseline_value DOUBLE,
+        message VARCHAR,
+        config_version VARCHAR NOT NULL,
+        created_at TIMESTAMPTZ
+    );
+    CREATE TABLE reports (
+        partition_date DATE NOT NULL,
+        json_path VARCHAR,
+        markdown_path VARCHAR,
+        html_path VARCHAR,
+        summary JSON,
+        config_version VARCHAR,
+        created_at TIMESTAMPTZ
+    );
+    """,
+]
+
+
+def migrate(con: duckdb.DuckDBPyConnection) -> int:
+    """Apply pending migrations in one transaction; return the schema version now in force."""
+    con.execute("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL, applied_at TIMESTAMPTZ NOT NULL)")
+    current = con.execute("SELECT coalesce(max(version), 0) FROM schema_version").fetchone()[0]
+    if current >= len(MIGRATIONS):
+        return current
+    con.execute("BEGIN TRANSACTION")
+    try:
+        for version in range(current + 1, len(MIGRATIONS) + 1):
+            con.execute(MIGRATIONS[version - 1])
+            con.execute("INSERT INTO schema_version VALUES (?, now())", [version])
+        con.execute("COMMIT")
+    except BaseException:
+        con.execute("ROLLBACK")
+        raise
+    return len(MIGRATIONS)
