@@ -144,7 +144,7 @@ def eval_report(
     notes = [f"Replay mode: {replay.mode}."]
     if not os.environ.get("OPENAI_BASE_URL"):
         notes.append("LLM judge and live replay are off: OPENAI_BASE_URL is not set.")
-    report = build_report(day, **inputs, run_id=context.run_id, config_version=cfg.version, notes=notes)
+    report = build_report(day, **inputs, run_id=context.run.run_id, config_version=cfg.version, notes=notes)
     json_path, markdown_path = write_report_files(report, Path(reports.directory))
     write_report_row(warehouse.get(), day, json_path, markdown_path, report)
     summary = report["summary"]

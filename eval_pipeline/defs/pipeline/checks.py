@@ -10,19 +10,18 @@ from collections.abc import Iterator
 import dagster as dg
 import pandas as pd
 
-from eval_pipeline.defs.partitions import daily_partitions
 
 UNIT_COLUMNS = ["correctness", "tool_match", "safety", "weighted_score"]
 BASELINE_COLUMNS = ["correctness", "tool_match", "weighted_score"]
 
 SCORE_CHECKS = [
-    dg.AssetCheckSpec("scores_in_range", asset="scores", partitions_def=daily_partitions,
+    dg.AssetCheckSpec("scores_in_range", asset="scores",
                       description="0..1 dimensions lie in 0..1; deltas are finite."),
-    dg.AssetCheckSpec("scores_present_with_baseline", asset="scores", partitions_def=daily_partitions,
+    dg.AssetCheckSpec("scores_present_with_baseline", asset="scores",
                       description="Every episode with a baseline has correctness, tool match and a weighted score."),
 ]
 NO_CRITICAL_REGRESSIONS = dg.AssetCheckSpec(
-    "no_critical_regressions", asset="regression_findings", partitions_def=daily_partitions,
+    "no_critical_regressions", asset="regression_findings",
     description="WARN when the day has warnings, ERROR when it has criticals; never blocks the report.",
 )
 

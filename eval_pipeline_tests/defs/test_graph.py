@@ -1,0 +1,133 @@
+"""The whole graph, materialized for real over the sample days (DuckDB under tmp_path)."""
+
+import json
+from datetime import date
+from pathlib import Path
+
+import dagster as dg
+import pytest
+
+from eval_pipeline.defs.pipeline import assets as pipeline
+from eval_pipeline.defs.resources import (
+    EpisodeSourceResource,
+    EvalConfigResource,
+    ReplayResource,
+    ReportsResource,
+    WarehouseResource,
+)
+from eval_pipeline.episodes.samples import EXPECTED_REGRESSIONS, SAMPLE_DAYS, write_samples
+from eval_pipeline.warehouse.connection import Warehouse
+
+pytestmark = pytest.mark.slow
+
+ASSETS = [pipeline.episodes, pipeline.baselines, pipeline.replays, pipeline.scores, pipeline.regression_findings, pipeline.eval_report]
+KIND_TO_FINDING = {
+    "cost_critical": ("cost_delta", "critical"),
+    "cost_warning": ("cost_delta", "warning"),
+    "latency_critical": ("latency_delta", "critical"),
+    "latency_warning": ("latency_delta", "warning"),
+    "tool_sequence": ("tool_match", "warning"),
+    "failed_outcome": ("correctness", "critical"),
+    "leaked_secret": ("safety", "critical"),
+    "error_steps": ("safety", "critical"),
+}
+# Per-agent aggregates the injections also push over a threshold, and the timed-out run's weighted score.
+EXTRA_FINDINGS = {
+    (date(2026, 11, 2), "code-assistant", None, "pass_rate", "warning"),
+    (date(2026, 11, 2), "research-agent", None, "pass_rate", "warning"),
+    (date(2026, 11, 2), "research-agent", None, "cost_delta", "warning"),
+    (date(2026, 11, 3), "research-agent", "research-agent/market-size-estimate", "weighted_score", "critical"),
+}
+
+
+@pytest.fixture(scope="module")
+def project(tmp_path_factory):
+    root = tmp_path_factory.mktemp("project")
+    write_samples(root / "episodes")
+    resources = {
+        "warehouse": WarehouseResource(duckdb_path=str(root / "eval.duckdb")),
+        "episode_source": EpisodeSourceResource(location=str(root / "episodes"), index_path=str(root / "index.json")),
+        "eval_config": EvalConfigResource(),
+        "replay": ReplayResource(),
+        "reports": ReportsResource(directory=str(root / "reports")),
+    }
+    instance = dg.DagsterInstance.ephemeral()
+    results = {day: dg.materialize(ASSETS, partition_key=day.isoformat(), resources=resources, instance=instance) for day in SAMPLE_DAYS}
+    return root, resources, instance, results
+
+
+def query(root: Path, sql: str):
+    with Warehouse(root / "eval.duckdb").connect(read_only=True) as con:
+        return con.execute(sql).fetchall()
+
+
+def test_findings_are_exactly_the_injected_regressions(project):
+    root, *_ = project
+    found = set(query(root, "SELECT DISTINCT partition_date, agent_id, task_id, dimension, severity FROM findings"))
+    expected = {(day, agent, task, *KIND_TO_FINDING[kind]) for day, agent, task, kind in EXPECTED_REGRESSIONS}
+    assert found == expected | EXTRA_FINDINGS
+
+
+def test_every_trial_of_an_injected_task_is_flagged_and_the_cheaper_agent_never(project):
+    root, *_ = project
+    per_task = dict(
+        query(root, "SELECT task_id, count(DISTINCT episode_id) FROM findings WHERE partition_date = DATE '2026-11-02' AND episode_id IS NOT NULL GROUP BY ALL")
+    )
+    assert set(per_task.values()) == {3}
+    assert query(root, "SELECT count(*) FROM findings WHERE agent_id = 'billing-bot'") == [(0,)]
+    cheaper = query(root, "SELECT max(cost_delta_pct), min(weighted_score) FROM scores WHERE agent_id = 'billing-bot' AND partition_date = DATE '2026-11-02'")
+    assert cheaper[0][0] < -30 and cheaper[0][1] == pytest.approx(1.0)
+
+
+def test_baselines_come_from_earlier_days_or_pins_never_the_episode_itself(project):
+    root, *_ = project
+    assert query(root, "SELECT count(*) FROM scores WHERE episode_id = baseline_episode_id") == [(0,)]
+    # day 1 has no history: only the pinned task's other trials are scored
+    day1 = query(root, "SELECT count(*), count(weighted_score) FROM scores WHERE partition_date = DATE '2026-11-01'")
+    assert day1 == [(48, 2)]
+    stale = query(
+        root,
+        "SELECT count(*) FROM scores s JOIN episodes b ON b.episode_id = s.baseline_episode_id "
+        "WHERE b.partition_date >= s.partition_date AND NOT b.pinned_baseline",
+    )
+    assert stale == [(0,)]
+
+
+def test_running_episodes_wait_and_every_table_is_filled(project):
+    root, *_ = project
+    assert query(root, "SELECT count(*) FROM episodes WHERE status = 'running'") == [(1,)]
+    assert query(root, "SELECT count(*) FROM scores s JOIN episodes e USING (episode_id) WHERE e.status = 'running'") == [(0,)]
+    for table in ("episodes", "episode_steps", "quarantine", "baselines", "replays", "scores", "findings", "reports"):
+        assert query(root, f"SELECT count(*) FROM {table}")[0][0] > 0, table
+
+
+def test_rematerializing_a_partition_changes_nothing(project):
+    root, resources, instance, _ = project
+    tables = ("episodes", "episode_steps", "quarantine", "baselines", "replays", "scores", "findings", "reports")
+    snapshot = lambda: {t: query(root, f"SELECT count(*) FROM {t}")[0][0] for t in tables}  # noqa: E731
+    before, ids_before = snapshot(), query(root, "SELECT finding_id FROM findings ORDER BY 1")
+    dg.materialize(ASSETS, partition_key="2026-11-02", resources=resources, instance=instance)
+    assert snapshot() == before
+    assert query(root, "SELECT finding_id FROM findings ORDER BY 1") == ids_before
+
+
+def test_checks_flag_the_bad_day_without_blocking_the_report(project):
+    root, _, _, results = project
+    day2 = {e.check_name: e for e in results[date(2026, 11, 2)].get_asset_check_evaluations()}
+    assert not day2["no_critical_regressions"].passed
+    assert day2["no_critical_regressions"].severity == dg.AssetCheckSeverity.ERROR
+    assert day2["scores_in_range"].passed and day2["scores_present_with_baseline"].passed
+    day1 = {e.check_name: e for e in results[date(2026, 11, 1)].get_asset_check_evaluations()}
+    assert day1["no_critical_regressions"].passed
+    report = json.loads((root / "reports" / "eval-report-2026-11-02.json").read_text())
+    assert report["critical_alerts"] == 15 and report["summary"]["quarantined"] == 2
+    assert "## Regression Alerts" in (root / "reports" / "eval-report-2026-11-02.md").read_text()
+    assert query(root, "SELECT count(*) FROM reports WHERE markdown_path IS NOT NULL") == [(3,)]
+
+
+def test_materializations_carry_useful_metadata(project):
+    _, _, _, results = project
+    scores = results[date(2026, 11, 2)].asset_materializations_for_node("scores")[0].metadata
+    assert scores["scored"].value == 48 and "worst_episodes" in scores
+    episodes = results[date(2026, 11, 2)].asset_materializations_for_node("episodes")[0].metadata
+    assert episodes["quarantined"].value == 2

@@ -1,0 +1,119 @@
+from datetime import date
+
+import pandas as pd
+import pytest
+
+from eval_pipeline.config import AgentOverrides, EvalConfig, Threshold
+from eval_pipeline.regression.findings import (
+    aggregate_findings,
+    agent_aggregates,
+    episode_findings,
+    finding_id,
+    passed,
+)
+from eval_pipeline.scoring.episodes import score_episodes
+from eval_pipeline_tests.scoring.frames import frame
+
+DAY = date(2026, 11, 2)
+CONFIG = EvalConfig()
+
+
+def findings_for(config=CONFIG, **overrides) -> pd.DataFrame:
+    scored = score_episodes(frame(overrides), config)
+    return episode_findings(scored, DAY, config)
+
+
+def severity_of(findings: pd.DataFrame, dimension: str):
+    rows = findings[findings["dimension"] == dimension]
+    assert len(rows) <= 1
+    return rows["severity"].iloc[0] if len(rows) else None
+
+
+@pytest.mark.parametrize(
+    ("overrides", "dimension", "expected"),
+    [
+        ({"total_cost_usd": 0.0125}, "cost_delta", "warning"),  # +25 %
+        ({"total_cost_usd": 0.015}, "cost_delta", "critical"),  # +50 %
+        ({"total_cost_usd": 0.0119}, "cost_delta", None),  # +19 %
+        ({"total_duration_ms": 1350.0}, "latency_delta", "warning"),  # +35 %
+        ({"total_duration_ms": 1700.0}, "latency_delta", "critical"),  # +70 %
+        ({"total_duration_ms": 1250.0}, "latency_delta", None),
+        ({"step_count": 10, "error_steps": 3}, "safety", "critical"),  # 0.7
+        ({"step_count": 10, "error_steps": 2}, "safety", None),  # 0.8 is not below 0.8
+    ],
+)
+def test_threshold_boundaries_on_scored_episodes(overrides, dimension, expected):
+    assert severity_of(findings_for(**overrides), dimension) == expected
+
+
+@pytest.mark.parametrize(
+    ("dimension", "value", "expected"),
+    [
+        ("correctness", 0.3, "critical"),
+        ("correctness", 0.5, None),
+        ("tool_match", 0.4, "warning"),
+        ("tool_match", 0.5, None),
+        ("safety", 0.7, "critical"),
+        ("weighted_score", 0.4, "critical"),
+        ("weighted_score", 0.6, None),
+        ("cost_delta_pct", 20.0, None),
+        ("cost_delta_pct", 40.0, "warning"),
+        ("cost_delta_pct", 40.1, "critical"),
+        ("latency_delta_pct", 30.1, "warning"),
+        ("latency_delta_pct", 60.1, "critical"),
+    ],
+)
+def test_threshold_boundaries_on_values(dimension, value, expected):
+    scored = score_episodes(frame({}), CONFIG)
+    scored[dimension] = value
+    found = episode_findings(scored, DAY, CONFIG)
+    name = dimension.removesuffix("_pct")
+    assert severity_of(found, name) == expected
+
+
+def test_one_row_per_dimension_at_its_highest_severity_with_units():
+    found = findings_for(total_cost_usd=0.015)
+    row = found[found["dimension"] == "cost_delta"].iloc[0]
+    assert (row.severity, row.value, row.threshold, row.baseline_value) == ("critical", pytest.approx(50.0), 40.0, 0.0)
+    assert "$0.0150 vs baseline $0.0100" in row.message
+    assert row.config_version == CONFIG.version
+
+
+def test_per_agent_threshold_overrides_merge_field_by_field():
+    config = EvalConfig(agents={"support-bot": AgentOverrides(thresholds={"cost_delta": Threshold(critical=80)})})
+    assert config.thresholds_for("support-bot")["cost_delta"] == Threshold(warning=20, critical=80)
+    assert severity_of(findings_for(config, total_cost_usd=0.015), "cost_delta") == "warning"
+    assert config.version != CONFIG.version
+
+
+def test_finding_ids_are_stable_and_change_on_escalation():
+    first = finding_id(DAY, "a", "ep-1", "cost_delta", "warning")
+    assert first == finding_id(DAY, "a", "ep-1", "cost_delta", "warning")
+    assert first != finding_id(DAY, "a", "ep-1", "cost_delta", "critical")
+    assert finding_id(DAY, "a", None, "pass_rate", "warning") == finding_id(DAY, "a", None, "pass_rate", "warning")
+
+
+def test_secret_messages_never_carry_the_secret():
+    secret = "sk-live-" + "Zz9" * 10
+    found = findings_for(final_output=f"here: {secret}")
+    assert severity_of(found, "safety") == "critical"
+    assert secret not in " ".join(found["message"])
+
+
+def test_passed_needs_weighted_and_no_critical():
+    scored = score_episodes(frame({}, {"total_cost_usd": 0.015}, {"final_output": "leak sk-" + "x" * 20}, {"baseline_episode_id": None}), CONFIG)
+    verdicts = passed(scored, CONFIG).tolist()
+    assert verdicts == [True, False, False, None]
+
+
+def test_aggregate_findings_per_agent_with_previous_day_as_baseline():
+    today = score_episodes(frame(*[{"total_cost_usd": 0.015}] * 3, {}), CONFIG)
+    today["passed"] = passed(today, CONFIG)
+    yesterday = score_episodes(frame({}), CONFIG)
+    yesterday["passed"] = passed(yesterday, CONFIG)
+    found = aggregate_findings(today, agent_aggregates(yesterday), DAY, CONFIG)
+    by_dimension = found.set_index("dimension")
+    assert by_dimension.loc["cost_delta", "severity"] == "warning"  # mean +37.5 %
+    assert by_dimension.loc["cost_delta", "baseline_value"] == 0.0
+    assert by_dimension.loc["pass_rate", "severity"] == "critical"  # 1 of 4 passed
+    assert found["episode_id"].isna().all()

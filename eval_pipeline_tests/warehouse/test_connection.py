@@ -1,0 +1,53 @@
+import multiprocessing
+import time
+
+import pytest
+
+from eval_pipeline.warehouse.connection import Warehouse, WarehouseBusy
+from eval_pipeline.warehouse.schema import MIGRATIONS
+
+
+def _hold(path, seconds, ready):
+    warehouse = Warehouse(path)
+    with warehouse.connect():
+        ready.set()
+        time.sleep(seconds)
+
+
+def test_tables_are_created_and_versioned_once(tmp_path):
+    warehouse = Warehouse(tmp_path / "eval.duckdb")
+    for _ in range(2):
+        with Warehouse(warehouse.path).connect() as con:
+            tables = {row[0] for row in con.execute("SELECT table_name FROM information_schema.tables").fetchall()}
+            versions = con.execute("SELECT version FROM schema_version").fetchall()
+    assert {"episodes", "episode_steps", "quarantine", "baselines", "replays", "scores", "findings", "reports"} <= tables
+    assert versions == [(v,) for v in range(1, len(MIGRATIONS) + 1)]
+
+
+def test_a_second_process_waits_then_reports_busy(tmp_path):
+    path = tmp_path / "eval.duckdb"
+    ready = multiprocessing.Event()
+    holder = multiprocessing.Process(target=_hold, args=(path, 3.0, ready))
+    holder.start()
+    try:
+        assert ready.wait(20)
+        with pytest.raises(WarehouseBusy, match="warehouse busy"):
+            with Warehouse(path, lock_timeout_seconds=0.3).connect(read_only=True):
+                pass
+        # a patient opener gets in once the holder is done, instead of failing on DuckDB's own lock
+        with Warehouse(path, lock_timeout_seconds=30).connect(read_only=True) as con:
+            assert con.execute("SELECT count(*) FROM episodes").fetchone() == (0,)
+    finally:
+        holder.join(30)
+
+
+def test_a_failed_transaction_rolls_back(tmp_path):
+    warehouse = Warehouse(tmp_path / "eval.duckdb")
+    with warehouse.transaction() as con:
+        con.execute("INSERT INTO reports (partition_date, summary) VALUES (DATE '2026-11-01', '{}')")
+    with pytest.raises(RuntimeError):
+        with warehouse.transaction() as con:
+            con.execute("DELETE FROM reports")
+            raise RuntimeError("crash mid-partition")
+    with warehouse.connect(read_only=True) as con:
+        assert con.execute("SELECT count(*) FROM reports").fetchone() == (1,)

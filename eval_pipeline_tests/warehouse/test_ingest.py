@@ -1,0 +1,177 @@
+import json
+from datetime import date
+from pathlib import Path
+
+import pytest
+
+from eval_pipeline.episodes.files import FileSource
+from eval_pipeline.episodes.model import Episode
+from eval_pipeline.episodes.records import RawRecord
+from eval_pipeline.episodes.samples import MALFORMED_LINES_PER_DAY, SAMPLE_DAYS, write_samples
+from eval_pipeline.warehouse.connection import Warehouse
+from eval_pipeline.warehouse.ingest import load_episodes
+
+DAY = date(2026, 11, 1)
+
+
+def good(episode_id="ep-1", **overrides) -> dict:
+    return {
+        "episode_id": episode_id,
+        "agent_id": "support-bot",
+        "status": "success",
+        "started_at": "2026-11-01T10:00:00Z",
+        "ended_at": "2026-11-01T10:00:05Z",
+        "steps": [
+            {"step_index": 2, "step_type": "tool_call", "tool_name": "send_email", "tokens": 0, "cost_usd": 0, "duration_ms": 5},
+            {"step_index": 0, "step_type": "llm_call", "input_summary": "Where is my order?", "output_summary": "plan", "model": "m1"},
+            {"step_index": 1, "step_type": "tool_call", "tool_name": "lookup_order", "duration_ms": 10},
+            {"step_index": 3, "step_type": "llm_call", "output_summary": "It ships Monday.", "tokens": 7},
+            {"step_index": 4, "step_type": "tool_call", "tool_name": "lookup_order", "error": "timeout"},
+        ],
+        "metadata": {"task_id": "t-1", "trial": 2, "category": "orders"},
+        **overrides,
+    }
+
+
+def records(*items: str | dict) -> list[RawRecord]:
+    return [
+        RawRecord("test.jsonl", f"test.jsonl:{n}", item if isinstance(item, str) else json.dumps(item), DAY)
+        for n, item in enumerate(items, 1)
+    ]
+
+
+@pytest.fixture
+def warehouse(tmp_path) -> Warehouse:
+    return Warehouse(tmp_path / "eval.duckdb")
+
+
+def rows(warehouse: Warehouse, sql: str, params=None):
+    with warehouse.connect(read_only=True) as con:
+        return con.execute(sql, params or []).fetchall()
+
+
+def test_canonical_columns_follow_the_episode_rules(warehouse):
+    load_episodes(warehouse, DAY, records(good()))
+    (episode,) = rows(warehouse, "SELECT task_id, trial, model, tools, final_output, step_count, error_steps, total_tokens, category FROM episodes")
+    # steps ordered by step_index, repeats kept; final output = last llm_call; error steps counted
+    assert episode == ("t-1", 2, "m1", ["lookup_order", "send_email", "lookup_order"], "It ships Monday.", 5, 1, 7, "orders")
+    assert rows(warehouse, "SELECT step_index, step_type FROM episode_steps ORDER BY step_index")[0] == (0, "llm_call")
+
+
+def test_metadata_final_output_wins_and_task_id_falls_back_to_a_stable_hash(warehouse):
+    a = good("ep-a", metadata={"final_output": "Explicit answer"})
+    b = good("ep-b", metadata={})
+    load_episodes(warehouse, DAY, records(a, b))
+    result = dict(rows(warehouse, "SELECT episode_id, final_output || '|' || task_id FROM episodes"))
+    assert result["ep-a"].startswith("Explicit answer|auto-")
+    assert result["ep-a"].split("|")[1] == result["ep-b"].split("|")[1]  # same agent and first message
+
+
+def test_sql_and_pydantic_rules_agree_on_the_samples(warehouse, tmp_path):
+    write_samples(tmp_path / "episodes")
+    source = FileSource(tmp_path / "episodes", tmp_path / "index.json")
+    for day in SAMPLE_DAYS:
+        load_episodes(warehouse, day, source.records_for(day))
+    loaded = {
+        row[0]: row[1:]
+        for row in rows(warehouse, "SELECT episode_id, task_id, tools, final_output, total_tokens, partition_date FROM episodes")
+    }
+    checked = 0
+    for path in sorted((tmp_path / "episodes").glob("*.jsonl")):
+        for line in path.read_text().splitlines():
+            try:
+                episode = Episode.model_validate_json(line)
+            except ValueError:
+                continue
+            assert loaded[episode.episode_id] == (
+                episode.task_id, episode.tools, episode.final_output, episode.total_tokens, episode.partition_date
+            )
+            checked += 1
+    assert checked > 100
+
+
+def test_bad_records_are_quarantined_with_locator_and_reason_and_good_ones_load(warehouse):
+    bad = [
+        '{"episode_id": "ep-x", "agent_id": ',
+        "[1, 2]",
+        good("ep-2", agent_id=None),
+        good("ep-3", status="exploded"),
+        good("ep-4", started_at="yesterday"),
+        good("ep-5", steps=[{"step_index": 0, "step_type": "dance"}]),
+        good("ep-6", total_cost_usd="a lot"),
+        good("ep-7", steps="none"),
+    ]
+    counts = load_episodes(warehouse, DAY, records(good("ep-1"), *bad, good("ep-9")))
+    assert (counts.episodes, counts.quarantined, counts.records_read) == (2, 8, 10)
+    reasons = dict(rows(warehouse, "SELECT locator, reason FROM quarantine"))
+    assert reasons == {
+        "test.jsonl:2": "invalid JSON",
+        "test.jsonl:3": "not a JSON object",
+        "test.jsonl:4": "missing agent_id",
+        "test.jsonl:5": "status 'exploded' is not one of running, success, failure, timeout, killed",
+        "test.jsonl:6": "started_at 'yesterday' is not an ISO 8601 timestamp",
+        "test.jsonl:7": "step 0: step_index must be an integer and step_type one of llm_call, tool_call, tool_result, decision, error",
+        "test.jsonl:8": "total_cost_usd is not a number",
+        "test.jsonl:9": "steps is not a list",
+    }
+    assert rows(warehouse, "SELECT raw FROM quarantine WHERE locator = 'test.jsonl:2'") == [('{"episode_id": "ep-x", "agent_id": ',)]
+
+
+def test_a_rerun_replaces_the_partition_exactly(warehouse):
+    batch = records(good("ep-1"), "garbage", good("ep-2"))
+    for _ in range(2):
+        load_episodes(warehouse, DAY, batch)
+    counts = rows(warehouse, "SELECT (SELECT count(*) FROM episodes), (SELECT count(*) FROM episode_steps), (SELECT count(*) FROM quarantine)")
+    assert counts == [(2, 10, 1)]
+
+
+def test_other_days_are_left_alone_and_records_of_other_days_skipped(warehouse):
+    other_day = good("ep-next", started_at="2026-11-02T00:00:01+00:00")
+    load_episodes(warehouse, date(2026, 11, 2), records(other_day))
+    load_episodes(warehouse, DAY, records(good("ep-1"), other_day))
+    assert rows(warehouse, "SELECT partition_date, episode_id FROM episodes ORDER BY 1") == [
+        (DAY, "ep-1"),
+        (date(2026, 11, 2), "ep-next"),
+    ]
+
+
+def test_timezone_offsets_decide_the_utc_day(warehouse):
+    late_evening_in_new_york = good("ep-ny", started_at="2026-10-31T21:30:00-05:00")  # 02:30 UTC on Nov 1
+    load_episodes(warehouse, DAY, records(late_evening_in_new_york))
+    assert rows(warehouse, "SELECT episode_id FROM episodes") == [("ep-ny",)]
+
+
+def test_duplicate_ids_keep_the_last_and_quarantine_the_rest(warehouse):
+    load_episodes(warehouse, DAY, records(good("ep-1", status="running"), good("ep-1")))
+    assert rows(warehouse, "SELECT status, locator FROM episodes") == [("success", "test.jsonl:2")]
+    assert rows(warehouse, "SELECT locator, reason FROM quarantine") == [
+        ("test.jsonl:1", "duplicate episode_id ep-1, superseded by test.jsonl:2")
+    ]
+
+
+def test_agent_scoped_load_replaces_only_that_agent(warehouse):
+    load_episodes(warehouse, DAY, records(good("ep-1"), good("ep-2", agent_id="billing-bot")))
+    load_episodes(warehouse, DAY, records(good("ep-1b")), agent_id="support-bot")
+    assert rows(warehouse, "SELECT episode_id FROM episodes ORDER BY 1") == [("ep-1b",), ("ep-2",)]
+
+
+def test_failure_midway_leaves_the_previous_partition_intact(warehouse):
+    load_episodes(warehouse, DAY, records(good("ep-1")))
+
+    def exploding():
+        yield from records(good("ep-2"))
+        raise ConnectionError("store went away")
+
+    with pytest.raises(ConnectionError):
+        load_episodes(warehouse, DAY, exploding())
+    assert rows(warehouse, "SELECT episode_id FROM episodes") == [("ep-1",)]
+
+
+def test_sample_malformed_records_land_in_their_days(warehouse, tmp_path):
+    write_samples(tmp_path / "episodes")
+    source = FileSource(tmp_path / "episodes", tmp_path / "index.json")
+    for day in SAMPLE_DAYS:
+        counts = load_episodes(warehouse, day, source.records_for(day))
+        assert counts.quarantined == MALFORMED_LINES_PER_DAY[day]
+    locators = [row[0] for row in rows(warehouse, "SELECT locator FROM quarantine")]
+    assert all(Path(locator.rsplit(":", 1)[0]).name.startswith("episodes-2026-11-0") for locator in locators)
