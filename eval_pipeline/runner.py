@@ -45,9 +45,11 @@ def _root_cause(result: dg.ExecuteInProcessResult) -> str:
     for event in result.all_events:
         if event.is_step_failure and event.step_failure_data and event.step_failure_data.error:
             error = event.step_failure_data.error
-            while error.cause is not None:
-                error = error.cause
-            return error.message.strip().splitlines()[-1] if error.message.strip() else error.cls_name or "unknown error"
+            while error.cause is not None and (error.cls_name or "").startswith("Dagster"):
+                error = error.cause  # unwrap Dagster's step wrapper down to our own exception
+            message = error.message.strip().splitlines()[0] if error.message.strip() else ""
+            prefix, _, rest = message.partition(": ")
+            return rest if prefix.endswith(error.cls_name or "\0") and rest else message or error.cls_name
     return "the run failed without a step error (see the run in the UI)"
 
 

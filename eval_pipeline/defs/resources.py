@@ -11,6 +11,7 @@ from eval_pipeline.config import EvalConfig, load_config
 from eval_pipeline.episodes.files import FileSource
 from eval_pipeline.episodes.source import open_source
 from eval_pipeline.episodes.store import EpisodeStore
+from eval_pipeline.settings import resolve_environment
 from eval_pipeline.warehouse.connection import Warehouse
 
 
@@ -66,3 +67,9 @@ def resources_from_environment() -> dict[str, dg.ConfigurableResource]:
         "replay": ReplayResource(mode=dg.EnvVar("EVAL_REPLAY_MODE")),
         "reports": ReportsResource(directory=dg.EnvVar("EVAL_REPORTS_DIR")),
     }
+
+
+@dg.definitions
+def resources() -> dg.Definitions:
+    resolve_environment()
+    return dg.Definitions(resources=resources_from_environment())

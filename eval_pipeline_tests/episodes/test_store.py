@@ -116,11 +116,9 @@ def test_broken_export_stream_is_retried_whole_never_half_loaded(fake_store):
 # -- paged fallback (no export endpoint) -----------------------------------------------------
 
 
-@pytest.mark.parametrize("wrapper", [None, "episodes", "items"])
-def test_paged_path_when_export_is_missing(fake_store, wrapper):
+def test_paged_path_when_export_is_missing(fake_store):
     expected = populate(fake_store)
-    fake_store.export_enabled = False
-    fake_store.list_wrapper = wrapper
+    fake_store.export_enabled = False  # the list is a plain JSON list by default
 
     records = list(EpisodeStore(fake_store.url, backoff=FAST).records_for(DAY))
 
@@ -133,6 +131,20 @@ def test_paged_path_when_export_is_missing(fake_store, wrapper):
                if path.startswith(LIST + "/") and path != EXPORT]
     assert len(fetched) == len(set(fetched)) == ON_DAY  # every id fetched exactly once
     assert set(fetched) == expected
+
+
+@pytest.mark.parametrize("wrapper", ["episodes", "items"])
+def test_paged_path_reads_a_wrapped_list(fake_store, wrapper):
+    fake_store.export_enabled = False
+    fake_store.list_wrapper = wrapper  # {"<wrapper>": [...]} instead of a plain list
+    for i in range(3):
+        fake_store.add_episode(f"ep-{i}", DAY_START + timedelta(hours=i))
+    fake_store.add_episode("other-day", DAY_START + timedelta(days=1))
+
+    records = list(EpisodeStore(fake_store.url, backoff=FAST).records_for(DAY))
+
+    assert [r.locator for r in records] == ["episode ep-2", "episode ep-1", "episode ep-0"]  # newest first
+    assert all(json.loads(r.raw)["steps"] for r in records)
 
 
 def test_paged_path_retries_transient_list_and_get_failures(fake_store):
@@ -272,3 +284,15 @@ def test_fake_store_list_contract(fake_store):
         assert len(export.text.splitlines()) == ON_DAY
         fake_store.export_enabled = False
         assert client.get(EXPORT).status_code == 404
+
+
+def test_fake_store_serves_episodes_with_an_unreadable_start(fake_store):
+    import httpx
+
+    fake_store.add_episode("good", DAY_START)
+    fake_store.episodes.append({"episode_id": "bad", "agent_id": "a", "status": "success",
+                                "started_at": "last Tuesday, after lunch", "steps": []})
+    with httpx.Client(base_url=fake_store.url) as client:
+        assert [s["episode_id"] for s in client.get(LIST).json()] == ["good", "bad"]
+        day = client.get(EXPORT, params={"since": "2026-11-02T00:00:00Z", "until": "2026-11-03T00:00:00Z"})
+        assert [json.loads(line)["episode_id"] for line in day.text.splitlines()] == ["good"]

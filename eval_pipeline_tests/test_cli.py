@@ -1,0 +1,108 @@
+"""The command line as cron, CI and people use it: exit codes, one-line errors, real runs."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from eval_pipeline.cli import main
+from eval_pipeline.episodes.model import Episode
+from eval_pipeline.episodes.samples import write_samples
+from eval_pipeline.settings import PROJECT_ROOT
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture
+def project_env(tmp_path, monkeypatch) -> Path:
+    """Every path the CLI resolves points under tmp_path; the process environment is restored after."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("EVAL_EPISODE_SOURCE", str(tmp_path / "episodes"))
+    monkeypatch.setenv("EVAL_DUCKDB_PATH", str(tmp_path / "eval.duckdb"))
+    monkeypatch.setenv("EVAL_REPORTS_DIR", str(tmp_path / "reports"))
+    monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "dagster_home"))
+    monkeypatch.setenv("EVAL_CONFIG", str(PROJECT_ROOT / "eval.toml"))
+    monkeypatch.setenv("EVAL_REPLAY_MODE", "dry")
+    monkeypatch.setenv("EVAL_UI_BASE_URL", "http://127.0.0.1:3000")
+    return tmp_path
+
+
+def test_demo_then_query_report_and_status(project_env, capsys):
+    assert main(["demo"]) == 0
+    out = capsys.readouterr().out
+    assert "2026-11-02" in out and "15 critical, 12 warning" in out and "/runs/" in out
+    assert (project_env / "dagster_home" / "dagster.yaml").exists()
+
+    assert main(["query", "SELECT count(*) AS n FROM findings WHERE agent_id = 'billing-bot'", "--format", "json"]) == 0
+    assert json.loads(capsys.readouterr().out) == [{"n": 0}]
+
+    assert main(["report", "--date", "2026-11-02"]) == 0
+    assert "## Regression Alerts" in capsys.readouterr().out
+    assert main(["report", "--date", "2026-11-02", "--format", "json", "--output", str(project_env / "r.json")]) == 0
+    assert json.loads((project_env / "r.json").read_text())["critical_alerts"] == 15
+
+    assert main(["status"]) == 0
+    status = capsys.readouterr().out
+    assert str(project_env / "eval.duckdb") in status and "2026-11-03" in status and "latest run" in status
+
+
+def test_run_exit_codes_follow_fail_on(project_env, capsys):
+    write_samples(project_env / "episodes")
+    assert main(["run", "--start", "2026-11-01", "--end", "2026-11-02"]) == 1  # criticals on the 2nd
+    assert main(["run", "--date", "2026-11-02", "--fail-on", "never"]) == 0
+    assert main(["run", "--date", "2026-11-01", "--fail-on", "warning"]) == 0  # day 1 has no findings
+    assert main(["run", "--date", "2026-11-02", "--agent", "billing-bot", "--fail-on", "warning"]) == 1  # others' rows stay
+    capsys.readouterr()
+
+
+def test_query_is_read_only_and_errors_are_one_line(project_env, capsys):
+    write_samples(project_env / "episodes")
+    assert main(["run", "--date", "2026-11-01"]) == 0
+    capsys.readouterr()
+    assert main(["query", "DELETE FROM episodes"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "read-only" in err
+    assert main(["query", "SELECT count(*) AS n FROM episodes", "--format", "csv"]) == 0
+    assert capsys.readouterr().out.strip() == "n\n48"
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [["run", "--date", "2026-13-01"], ["run", "--start", "2026-11-02", "--end", "2026-11-01"], ["run"], ["report", "--date", "2026-11-09"]],
+)
+def test_usage_errors_exit_2(project_env, argv, capsys):
+    try:
+        code = main(argv)
+    except SystemExit as exc:  # argparse's own usage errors
+        code = exc.code
+    assert code == 2
+    assert "Traceback" not in capsys.readouterr().err
+
+
+def test_unreachable_store_exits_3_with_one_line_and_writes_nothing(project_env):
+    env = {**os.environ, "EVAL_EPISODE_SOURCE": "http://127.0.0.1:9/"}  # the discard port: nothing listens
+    result = subprocess.run(
+        [sys.executable, "-m", "eval_pipeline.cli", "run", "--date", "2026-11-02"],
+        env=env, cwd=project_env, capture_output=True, text=True, timeout=120,
+    )
+    assert result.returncode == 3, result.stderr
+    assert result.stderr.count("\n") == 1 and "unreachable" in result.stderr and "Traceback" not in result.stderr
+    assert main(["query", "SELECT count(*) AS n FROM episodes", "--format", "csv"]) == 0
+
+
+def test_a_run_against_the_episode_store(project_env, fake_store, capsys):
+    write_samples(project_env / "files")
+    for path in sorted((project_env / "files").glob("*.jsonl")):
+        for line in path.read_text().splitlines():
+            try:  # the store itself only holds episodes that validate
+                fake_store.episodes.append(Episode.model_validate_json(line).model_dump(mode="json"))
+            except ValueError:
+                continue
+    os.environ["EVAL_EPISODE_SOURCE"] = fake_store.url
+    assert main(["run", "--start", "2026-11-01", "--end", "2026-11-02", "--fail-on", "never"]) == 0
+    assert "15 critical, 12 warning" in capsys.readouterr().out
+    assert main(["status"]) == 0
+    assert '"status": "ok"' in capsys.readouterr().out
