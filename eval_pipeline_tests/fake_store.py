@@ -128,7 +128,9 @@ class FakeStore:
 
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self._server.daemon_threads = True
-        self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.01}, name="fake-episode-store", daemon=True)
+        self._thread = threading.Thread(  # a short poll interval makes shutdown() quick
+            target=self._server.serve_forever, kwargs={"poll_interval": 0.01}, name="fake-episode-store", daemon=True
+        )
         self._thread.start()
         return self
 

@@ -145,7 +145,8 @@ def test_exhausted_after_the_attempts_with_the_last_error(sleeps):
 def test_exhausted_on_transport_errors_names_the_error(sleeps):
     request = httpx.Request("GET", "http://store.test/")
     call = Forever(lambda: httpx.ConnectError("[Errno 111] Connection refused", request=request))
-    with pytest.raises(RetriesExhausted, match=r"failed after 4 attempts: ConnectError: \[Errno 111\] Connection refused"):
+    expected = r"failed after 4 attempts: ConnectError: \[Errno 111\] Connection refused"
+    with pytest.raises(RetriesExhausted, match=expected):
         with_retries("GET x", call, BACKOFF, sleep=sleeps.append)
     assert call.calls == 4 and len(sleeps) == 3
 

@@ -43,7 +43,12 @@ class EpisodeStore:
         def call() -> Any:
             response = client.get(path, params=params)
             response.raise_for_status()
-            return response.json()
+            try:
+                return response.json()
+            except ValueError:
+                raise SourceUnavailable(
+                    f"episode store {self.base_url}: GET {path} answered {response.headers.get('content-type', 'a body')} that is not JSON"
+                ) from None
 
         return self._retrying(f"GET {self.base_url}{path}", call)
 
@@ -51,7 +56,7 @@ class EpisodeStore:
         try:
             return with_retries(what, call, self.backoff)
         except RetriesExhausted as exc:
-            raise SourceUnavailable(f"episode store {self.base_url} unreachable: {exc}") from exc
+            raise SourceUnavailable(f"episode store {self.base_url} unreachable or failing: {exc}") from exc
         except httpx.HTTPStatusError as exc:
             raise SourceUnavailable(f"episode store {self.base_url}: {what} answered HTTP {exc.response.status_code}") from exc
 
@@ -99,7 +104,7 @@ class EpisodeStore:
         ids: list[str] = []
         for offset in range(0, 10**9, PAGE_LIMIT):
             page = self._get_json(client, "/v1/episodes", {**_day_bounds(day), "limit": PAGE_LIMIT, "offset": offset})
-            summaries = page.get("episodes", page.get("items", [])) if isinstance(page, dict) else page
+            summaries = _page_items(page)
             ids.extend(str(s["episode_id"]) for s in summaries if isinstance(s, dict) and "episode_id" in s)
             if len(summaries) < PAGE_LIMIT:
                 break
@@ -108,6 +113,15 @@ class EpisodeStore:
                 f"GET {self.base_url}/v1/episodes/{episode_id}", lambda: _checked(client.get(f"/v1/episodes/{episode_id}"))
             )
             yield RawRecord(self.base_url, f"episode {episode_id}", response.text, day)
+
+
+def _page_items(page: Any) -> list[Any]:
+    """A list page is a JSON list, or an object wrapping one under `episodes` or `items`."""
+    if isinstance(page, dict):
+        page = page.get("episodes", page.get("items"))
+    if not isinstance(page, list):
+        raise SourceUnavailable("episode store list answer is neither a list nor {episodes|items: [...]}")
+    return page
 
 
 def _checked(response: httpx.Response) -> httpx.Response:

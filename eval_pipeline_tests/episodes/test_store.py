@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import json
 import socket
+import threading
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
@@ -296,3 +298,43 @@ def test_fake_store_serves_episodes_with_an_unreadable_start(fake_store):
         assert [s["episode_id"] for s in client.get(LIST).json()] == ["good", "bad"]
         day = client.get(EXPORT, params={"since": "2026-11-02T00:00:00Z", "until": "2026-11-03T00:00:00Z"})
         assert [json.loads(line)["episode_id"] for line in day.text.splitlines()] == ["good"]
+
+
+class _OddStore(BaseHTTPRequestHandler):
+    """A proxy error page on /v1/health and an unknown list wrapper on /v1/episodes."""
+
+    def log_message(self, *args):  # quiet
+        pass
+
+    def do_GET(self):  # noqa: N802
+        if self.path.startswith("/v1/health"):
+            body, kind = b"<html>502 from the proxy</html>", "text/html"
+        elif self.path.startswith("/v1/episodes/export"):
+            body, kind = b"", "text/plain"
+        else:
+            body, kind = b'{"data": []}', "application/json"
+        self.send_response(404 if self.path.startswith("/v1/episodes/export") else 200)
+        self.send_header("Content-Type", kind)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+
+@pytest.fixture
+def odd_store():
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _OddStore)
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.01}, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+    server.server_close()
+
+
+def test_a_non_json_answer_is_a_clear_source_error(odd_store):
+    with pytest.raises(SourceUnavailable, match="text/html that is not JSON"):
+        EpisodeStore(odd_store, backoff=FAST).health()
+
+
+def test_an_unknown_list_shape_is_an_error_not_an_empty_day(odd_store):
+    with pytest.raises(SourceUnavailable, match="neither a list"):
+        list(EpisodeStore(odd_store, backoff=FAST).records_for(DAY))
