@@ -45,18 +45,28 @@ def finding_id(day: date, agent_id: str, episode_id: str | None, dimension: str,
     return hashlib.sha256(key.encode()).hexdigest()[:20]
 
 
-def classify(values: pd.Series, threshold: Threshold, direction: Direction) -> tuple[pd.Series, pd.Series]:
-    """(severity or None, the limit breached) per value; NaN never breaches."""
-    severity = pd.Series(None, index=values.index, dtype=object)
-    limit = pd.Series(np.nan, index=values.index)
-    for level in ("warning", "critical"):  # critical last, so it wins
-        bound = getattr(threshold, level)
-        if bound is None:
-            continue
-        breached = values > bound if direction is Direction.ABOVE else values < bound
-        severity = severity.mask(breached.fillna(False), level)
-        limit = limit.mask(breached.fillna(False), bound)
-    return severity, limit
+def limits(agent_ids: pd.Series, dimension: str, config: EvalConfig) -> tuple[np.ndarray, np.ndarray]:
+    """Each row's (warning, critical) limit for `dimension` under its agent's thresholds; NaN = none."""
+    per_agent = {agent: config.thresholds_for(str(agent)).get(dimension, Threshold()) for agent in agent_ids.unique()}
+    as_float = lambda level: agent_ids.map({a: getattr(t, level) for a, t in per_agent.items()}).astype(float).to_numpy()  # noqa: E731
+    return as_float("warning"), as_float("critical")
+
+
+def classify(values: pd.Series, warning: np.ndarray, critical: np.ndarray, direction: Direction) -> tuple[pd.Series, pd.Series]:
+    """(severity or None, the limit breached) per value, critical first; NaN never breaches."""
+    v = values.to_numpy(dtype=float)
+    with np.errstate(invalid="ignore"):
+        breaches = (lambda bound: v > bound) if direction is Direction.ABOVE else (lambda bound: v < bound)
+        is_critical = breaches(critical)
+        is_warning = breaches(warning) & ~is_critical
+    severity = np.where(is_critical, "critical", np.where(is_warning, "warning", None))
+    limit = np.where(is_critical, critical, np.where(is_warning, warning, np.nan))
+    return pd.Series(severity, index=values.index, dtype=object), pd.Series(limit, index=values.index)
+
+
+def _classify_dimension(frame: pd.DataFrame, dimension: str, column: str, config: EvalConfig) -> tuple[pd.Series, pd.Series]:
+    warning, critical = limits(frame["agent_id"], dimension, config)
+    return classify(frame[column], warning, critical, DIMENSION_DIRECTIONS[dimension])
 
 
 def _fmt(dimension: str, value: float) -> str:
@@ -111,34 +121,30 @@ def episode_findings(scored: pd.DataFrame, day: date, config: EvalConfig) -> pd.
     """One row per (episode, dimension) that breaches a threshold, at its highest severity."""
     baseline_values = _baseline_values(scored, config)
     parts = []
-    for agent_id, group in scored.groupby("agent_id", sort=True):
-        thresholds = config.thresholds_for(str(agent_id))
-        for dimension, column in EPISODE_DIMENSIONS.items():
-            if dimension not in thresholds:
-                continue
-            severity, limit = classify(group[column], thresholds[dimension], DIMENSION_DIRECTIONS[dimension])
-            hit = severity.notna()
-            if not hit.any():
-                continue
-            breached = group.loc[hit]
-            parts.append(
-                pd.DataFrame(
-                    {
-                        "agent_id": agent_id,
-                        "episode_id": breached["episode_id"],
-                        "task_id": breached["task_id"],
-                        "dimension": dimension,
-                        "severity": severity[hit],
-                        "value": breached[column].astype(float),
-                        "threshold": limit[hit],
-                        "baseline_value": baseline_values[dimension][hit[hit].index],
-                        "message": [
-                            _episode_message(dimension, row, value, bound)
-                            for row, value, bound in zip(breached.itertuples(), breached[column], limit[hit])
-                        ],
-                    }
-                )
+    for dimension, column in EPISODE_DIMENSIONS.items():
+        severity, limit = _classify_dimension(scored, dimension, column, config)
+        hit = severity.notna()
+        if not hit.any():
+            continue
+        breached = scored.loc[hit]
+        parts.append(
+            pd.DataFrame(
+                {
+                    "agent_id": breached["agent_id"],
+                    "episode_id": breached["episode_id"],
+                    "task_id": breached["task_id"],
+                    "dimension": dimension,
+                    "severity": severity[hit],
+                    "value": breached[column].astype(float),
+                    "threshold": limit[hit],
+                    "baseline_value": baseline_values[dimension][hit],
+                    "message": [
+                        _episode_message(dimension, row, value, bound)
+                        for row, value, bound in zip(breached.itertuples(), breached[column], limit[hit])
+                    ],
+                }
             )
+        )
     return _finalize(parts, day, config)
 
 
@@ -160,12 +166,9 @@ def _finalize(parts: list[pd.DataFrame], day: date, config: EvalConfig) -> pd.Da
 def critical_breaches(scored: pd.DataFrame, config: EvalConfig) -> pd.Series:
     """Whether each episode breaches any critical threshold (its agent's)."""
     critical = pd.Series(False, index=scored.index)
-    for agent_id, group in scored.groupby("agent_id"):
-        thresholds = config.thresholds_for(str(agent_id))
-        for dimension, column in EPISODE_DIMENSIONS.items():
-            if dimension in thresholds:
-                severity, _ = classify(group[column], thresholds[dimension], DIMENSION_DIRECTIONS[dimension])
-                critical.loc[group.index] |= severity == "critical"
+    for dimension, column in EPISODE_DIMENSIONS.items():
+        severity, _ = _classify_dimension(scored, dimension, column, config)
+        critical |= severity == "critical"
     return critical
 
 
@@ -187,30 +190,33 @@ def agent_aggregates(scores: pd.DataFrame) -> pd.DataFrame:
 
 def aggregate_findings(scores: pd.DataFrame, previous: pd.DataFrame, day: date, config: EvalConfig) -> pd.DataFrame:
     """Per-agent breaches of the same thresholds by the day's means; baseline = the agent's previous day."""
-    rows = []
-    for agent_id, means in agent_aggregates(scores).iterrows():
-        for dimension, threshold in config.thresholds_for(str(agent_id)).items():
-            value = means.get(dimension)
-            if value is None or pd.isna(value):
-                continue
-            severity, limit = classify(pd.Series([value]), threshold, DIMENSION_DIRECTIONS[dimension])
-            if pd.isna(severity[0]):
-                continue
-            before = previous.loc[agent_id, dimension] if agent_id in previous.index else np.nan
-            noun = "pass rate" if dimension == "pass_rate" else f"mean {dimension}"
-            rows.append(
+    today = agent_aggregates(scores).reset_index()
+    parts = []
+    for dimension in DIMENSION_DIRECTIONS:
+        severity, limit = _classify_dimension(today, dimension, dimension, config)
+        hit = severity.notna()
+        if not hit.any():
+            continue
+        breached = today.loc[hit]
+        before = [previous.at[a, dimension] if a in previous.index else np.nan for a in breached["agent_id"]]
+        noun = "pass rate" if dimension == "pass_rate" else f"mean {dimension}"
+        parts.append(
+            pd.DataFrame(
                 {
-                    "agent_id": agent_id,
+                    "agent_id": breached["agent_id"],
                     "episode_id": None,
                     "task_id": None,
                     "dimension": dimension,
-                    "severity": severity[0],
-                    "value": float(value),
-                    "threshold": float(limit[0]),
-                    "baseline_value": None if pd.isna(before) else float(before),
-                    "message": f"{noun} {_fmt(dimension, value)} vs limit {_fmt(dimension, limit[0])} "
-                    f"across {int(means['episodes'])} episodes"
-                    + ("" if pd.isna(before) else f" (previous day {_fmt(dimension, before)})"),
+                    "severity": severity[hit],
+                    "value": breached[dimension].astype(float),
+                    "threshold": limit[hit],
+                    "baseline_value": pd.Series(before, index=breached.index, dtype=float),
+                    "message": [
+                        f"{noun} {_fmt(dimension, value)} vs limit {_fmt(dimension, bound)} across {int(n)} episodes"
+                        + ("" if pd.isna(prior) else f" (previous day {_fmt(dimension, prior)})")
+                        for value, bound, n, prior in zip(breached[dimension], limit[hit], breached["episodes"], before)
+                    ],
                 }
             )
-    return _finalize([pd.DataFrame(rows)] if rows else [], day, config)
+        )
+    return _finalize(parts, day, config)

@@ -9,6 +9,7 @@ replaced in one transaction.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import date
@@ -26,77 +27,72 @@ _STAGING_SCHEMA = pa.schema(
     [("seq", pa.int64()), ("source", pa.string()), ("locator", pa.string()), ("raw", pa.string()), ("fallback_day", pa.date32())]
 )
 
-_TOP_LEVEL_FIELDS = "episode_id agent_id status steps total_tokens total_cost_usd total_duration_ms started_at ended_at metadata"
-_TOP_LEVEL = "{" + ",".join(f'"{name}":"JSON"' for name in _TOP_LEVEL_FIELDS.split()) + "}"
-_STEP = (
-    '[{"step_index":"JSON","step_type":"VARCHAR","tool_name":"VARCHAR","model":"VARCHAR","provider":"VARCHAR",'
-    '"input_summary":"VARCHAR","output_summary":"VARCHAR","tokens":"JSON","cost_usd":"JSON","duration_ms":"JSON",'
-    '"timestamp":"VARCHAR","error":"VARCHAR"}]'
+# One typed parse per record. json_transform is lenient (a value of the wrong type becomes NULL),
+# so a NULL is told apart from an absent field only for the rare records that have one.
+_STEP_FIELDS = {
+    "step_index": "BIGINT", "step_type": "VARCHAR", "tool_name": "VARCHAR", "model": "VARCHAR",
+    "provider": "VARCHAR", "input_summary": "VARCHAR", "output_summary": "VARCHAR", "tokens": "BIGINT",
+    "cost_usd": "DOUBLE", "duration_ms": "DOUBLE", "timestamp": "VARCHAR", "error": "VARCHAR",
+}  # fmt: skip
+_NUMBERS = {"total_tokens": "an integer", "total_cost_usd": "a number", "total_duration_ms": "a number"}
+_EPISODE_SCHEMA = json.dumps(
+    {
+        "episode_id": "VARCHAR", "agent_id": "VARCHAR", "status": "VARCHAR", "started_at": "VARCHAR",
+        "ended_at": "VARCHAR", "total_tokens": "BIGINT", "total_cost_usd": "DOUBLE", "total_duration_ms": "DOUBLE",
+        "steps": [_STEP_FIELDS], "metadata": "JSON",
+    }  # fmt: skip
 )
 _STATUSES = ", ".join(f"'{s.value}'" for s in EpisodeStatus)
 _STEP_TYPES = ", ".join(f"'{s.value}'" for s in StepType)
+_BAD_STEP = f"lambda s: s.step_index IS NULL OR s.step_type IS NULL OR s.step_type NOT IN ({_STEP_TYPES})"
 
 
-def _as_number(field: str, sql_type: str) -> str:
-    return f"TRY_CAST(f.{field} ->> '$' AS {sql_type})"
+def _present(field: str) -> str:
+    """The raw record has `field` with a non-null value (asked only where the typed value is NULL)."""
+    return f"coalesce(json_type(raw, '$.{field}'), 'NULL') <> 'NULL'"
 
 
+# Parses one staged batch; only the day's records (of the agent, when scoped) are kept.
 _PARSE = f"""
-CREATE OR REPLACE TEMP TABLE _parsed AS
-WITH decoded AS (
-    SELECT seq, source, locator, raw, fallback_day, json_valid(raw) AS is_json
-    FROM _raw
-), fields AS (
-    SELECT *, CASE WHEN is_json AND json_type(raw) = 'OBJECT' THEN json_transform(raw, '{_TOP_LEVEL}') END AS f
-    FROM decoded
-), typed AS (
-    SELECT
-        seq, source, locator, raw, fallback_day, is_json, f,
-        f.episode_id ->> '$' AS episode_id,
-        f.agent_id ->> '$' AS agent_id,
-        f.status ->> '$' AS status,
-        TRY_CAST(f.started_at ->> '$' AS TIMESTAMPTZ) AS started_at,
-        TRY_CAST(f.ended_at ->> '$' AS TIMESTAMPTZ) AS ended_at,
-        {_as_number("total_tokens", "BIGINT")} AS total_tokens,
-        {_as_number("total_cost_usd", "DOUBLE")} AS total_cost_usd,
-        {_as_number("total_duration_ms", "DOUBLE")} AS total_duration_ms,
-        CASE WHEN json_type(f.steps) = 'ARRAY' THEN list_sort(list_transform(
-            json_transform(f.steps, '{_STEP}'),
-            lambda s: {{'step_index': TRY_CAST(s.step_index ->> '$' AS INTEGER), 'step_type': s.step_type,
-                  'tool_name': s.tool_name, 'model': s.model, 'provider': s.provider,
-                  'input_summary': s.input_summary, 'output_summary': s.output_summary,
-                  'tokens': TRY_CAST(s.tokens ->> '$' AS BIGINT), 'cost_usd': TRY_CAST(s.cost_usd ->> '$' AS DOUBLE),
-                  'duration_ms': TRY_CAST(s.duration_ms ->> '$' AS DOUBLE),
-                  'timestamp': TRY_CAST(s.timestamp AS TIMESTAMPTZ), 'error': s.error,
-                  'bad': s.step_index IS NULL OR TRY_CAST(s.step_index ->> '$' AS INTEGER) IS NULL
-                         OR s.step_type IS NULL OR s.step_type NOT IN ({_STEP_TYPES})}}
-        )) END AS steps,
-        CASE WHEN json_type(f.metadata) = 'OBJECT' THEN f.metadata END AS metadata
-    FROM fields
-)
-SELECT *,
+WITH typed AS (
+    SELECT seq, source, locator, raw, fallback_day, TRY(json_transform(raw, '{_EPISODE_SCHEMA}')) AS e
+    FROM _batch
+), parsed AS (
+SELECT
+    seq, source, locator, raw, fallback_day,
+    e.episode_id, e.agent_id, e.status,
+    TRY_CAST(e.started_at AS TIMESTAMPTZ) AS started_at,
+    TRY_CAST(e.ended_at AS TIMESTAMPTZ) AS ended_at,
+    e.total_tokens, e.total_cost_usd, e.total_duration_ms,
+    list_sort(list_transform(e.steps, lambda s: {{
+        {", ".join(f"'{name}': s.{name}" for name in _STEP_FIELDS if name != "timestamp")},
+        'timestamp': TRY_CAST(s.timestamp AS TIMESTAMPTZ)
+    }})) AS steps,
+    e.metadata,
     CASE
-        WHEN NOT is_json THEN 'invalid JSON'
-        WHEN f IS NULL THEN 'not a JSON object'
-        WHEN coalesce(episode_id, '') = '' THEN 'missing episode_id'
-        WHEN coalesce(agent_id, '') = '' THEN 'missing agent_id'
-        WHEN status IS NULL THEN 'missing status'
-        WHEN status NOT IN ({_STATUSES}) THEN 'status ''' || status || ''' is not one of {_STATUSES.replace("'", "")}'
-        WHEN f.started_at IS NULL THEN 'missing started_at'
-        WHEN started_at IS NULL THEN 'started_at ''' || (f.started_at ->> '$') || ''' is not an ISO 8601 timestamp'
-        WHEN f.ended_at IS NOT NULL AND json_type(f.ended_at) <> 'NULL' AND ended_at IS NULL
-            THEN 'ended_at ''' || (f.ended_at ->> '$') || ''' is not an ISO 8601 timestamp'
-        WHEN f.steps IS NOT NULL AND steps IS NULL THEN 'steps is not a list'
-        WHEN list_bool_or(list_transform(steps, lambda s: s.bad))
-            THEN 'step ' || list_position(list_transform(steps, lambda s: s.bad), true) - 1
+        WHEN e IS NULL THEN 'invalid JSON'
+        WHEN json_type(raw) <> 'OBJECT' THEN 'not a JSON object'
+        WHEN coalesce(e.episode_id, '') = '' THEN 'missing episode_id'
+        WHEN coalesce(e.agent_id, '') = '' THEN 'missing agent_id'
+        WHEN e.status IS NULL THEN 'missing status'
+        WHEN e.status NOT IN ({_STATUSES})
+            THEN 'status ''' || e.status || ''' is not one of {_STATUSES.replace("'", "")}'
+        WHEN e.started_at IS NULL THEN 'missing started_at'
+        WHEN TRY_CAST(e.started_at AS TIMESTAMPTZ) IS NULL
+            THEN 'started_at ''' || e.started_at || ''' is not an ISO 8601 timestamp'
+        WHEN e.ended_at IS NOT NULL AND TRY_CAST(e.ended_at AS TIMESTAMPTZ) IS NULL
+            THEN 'ended_at ''' || e.ended_at || ''' is not an ISO 8601 timestamp'
+        WHEN e.steps IS NULL AND {_present("steps")} THEN 'steps is not a list'
+        WHEN list_bool_or(list_transform(e.steps, {_BAD_STEP}))
+            THEN 'step ' || (list_position(list_transform(e.steps, {_BAD_STEP}), true) - 1)
                  || ': step_index must be an integer and step_type one of {_STEP_TYPES.replace("'", "")}'
-        WHEN f.total_tokens IS NOT NULL AND total_tokens IS NULL THEN 'total_tokens is not an integer'
-        WHEN f.total_cost_usd IS NOT NULL AND total_cost_usd IS NULL THEN 'total_cost_usd is not a number'
-        WHEN f.total_duration_ms IS NOT NULL AND total_duration_ms IS NULL THEN 'total_duration_ms is not a number'
-        WHEN f.metadata IS NOT NULL AND json_type(f.metadata) <> 'NULL' AND metadata IS NULL THEN 'metadata is not an object'
+        {" ".join(f"WHEN e.{name} IS NULL AND {_present(name)} THEN '{name} is not {kind}'" for name, kind in _NUMBERS.items())}
+        WHEN e.metadata IS NOT NULL AND json_type(e.metadata) NOT IN ('OBJECT', 'NULL') THEN 'metadata is not an object'
     END AS reason,
-    coalesce(CAST(timezone('UTC', started_at) AS DATE), fallback_day) AS day
+    coalesce(CAST(timezone('UTC', TRY_CAST(e.started_at AS TIMESTAMPTZ)) AS DATE), fallback_day) AS day
 FROM typed
+)
+SELECT * FROM parsed WHERE day = $day AND ($agent IS NULL OR agent_id = $agent)
 """
 
 _CANONICAL = """
@@ -106,7 +102,7 @@ WITH kept AS (
            list_filter(coalesce(steps, []), lambda s: s.step_type = 'llm_call') AS llm_calls,
            row_number() OVER (PARTITION BY episode_id ORDER BY seq DESC) AS newest
     FROM _parsed
-    WHERE reason IS NULL AND day = $day AND ($agent IS NULL OR agent_id = $agent)
+    WHERE reason IS NULL
 )
 SELECT
     episode_id, $day AS partition_date, agent_id,
@@ -135,12 +131,11 @@ FROM kept WHERE newest = 1
 
 _QUARANTINE = """
 SELECT $day AS partition_date, source, locator, reason, raw, agent_id, now() AS quarantined_at FROM (
-    SELECT source, locator, reason, raw, agent_id FROM _parsed
-    WHERE reason IS NOT NULL AND day = $day AND ($agent IS NULL OR agent_id = $agent)
+    SELECT source, locator, reason, raw, agent_id FROM _parsed WHERE reason IS NOT NULL
     UNION ALL
     SELECT p.source, p.locator, 'duplicate episode_id ' || p.episode_id || ', superseded by ' || c.locator, p.raw, p.agent_id
     FROM _parsed p JOIN _canonical c USING (episode_id)
-    WHERE p.reason IS NULL AND p.day = $day AND p.locator <> c.locator AND ($agent IS NULL OR p.agent_id = $agent)
+    WHERE p.reason IS NULL AND p.locator <> c.locator
 )
 """
 
@@ -176,21 +171,29 @@ def _batches(records: Iterable[RawRecord]) -> Iterable[pa.RecordBatch]:
         seq += len(chunk)
 
 
+def _empty_batch() -> pa.RecordBatch:
+    return pa.RecordBatch.from_pylist([], schema=_STAGING_SCHEMA)
+
+
 def load_episodes(warehouse: Warehouse, day: date, records: Iterable[RawRecord], agent_id: str | None = None) -> IngestCounts:
     """Replace `day`'s episodes, steps and quarantine (one agent's, when scoped) with `records`."""
     params = {"day": day, "agent": agent_id}
     with warehouse.transaction() as con:
-        con.execute("CREATE OR REPLACE TEMP TABLE _raw (seq BIGINT, source VARCHAR, locator VARCHAR, raw VARCHAR, fallback_day DATE)")
         read = 0
         for batch in _batches(records):
             con.register("_batch", batch)
-            con.execute("INSERT INTO _raw SELECT * FROM _batch")
+            if read == 0:
+                con.execute(f"CREATE OR REPLACE TEMP TABLE _parsed AS {_PARSE}", params)
+            else:
+                con.execute(f"INSERT INTO _parsed {_PARSE}", params)
             con.unregister("_batch")
             read += batch.num_rows
-        con.execute(_PARSE)
-        con.execute(_CANONICAL, params)
+        if read == 0:
+            con.register("_batch", _empty_batch())
+            con.execute(f"CREATE OR REPLACE TEMP TABLE _parsed AS {_PARSE}", params)
+        con.execute(_CANONICAL, {"day": day})
         episodes = replace_partition(con, "episodes", day, "SELECT * EXCLUDE (ordered) FROM _canonical", agent_id)
         steps = replace_partition(con, "episode_steps", day, _STEPS, agent_id)
-        quarantined = replace_partition(con, "quarantine", day, _QUARANTINE, agent_id, params)
-        con.execute("DROP TABLE _raw; DROP TABLE _parsed; DROP TABLE _canonical")
+        quarantined = replace_partition(con, "quarantine", day, _QUARANTINE, agent_id, {"day": day})
+        con.execute("DROP TABLE _parsed; DROP TABLE _canonical")
     return IngestCounts(episodes=episodes, steps=steps, quarantined=quarantined, records_read=read)

@@ -19,13 +19,13 @@ from eval_pipeline.defs.resources import (
     WarehouseResource,
 )
 from eval_pipeline.regression.findings import aggregate_findings, agent_aggregates, episode_findings, passed
-from eval_pipeline.replay.dry import dry_replays
 from eval_pipeline.reports.daily import build_report, write_report_files
 from eval_pipeline.reports.markdown import table
 from eval_pipeline.scoring.episodes import SCORE_RECORD_COLUMNS, score_episodes
 from eval_pipeline.warehouse.baselines import scoring_input, write_baselines
 from eval_pipeline.warehouse.ingest import load_episodes
 from eval_pipeline.warehouse.partitions import read_partition, write_partition
+from eval_pipeline.warehouse.replays import write_dry_replays
 from eval_pipeline.warehouse.reports import report_inputs, write_report_row
 
 _COMMON = {"partitions_def": daily_partitions, "group_name": "evaluation", "kinds": {"duckdb"}}
@@ -69,9 +69,7 @@ def replays(
 ) -> dg.MaterializeResult:
     if replay.mode != "dry":
         raise dg.Failure(f"EVAL_REPLAY_MODE={replay.mode} is not available yet; only 'dry' replay is implemented")
-    day = partition_day(context)
-    candidates = dry_replays(read_partition(warehouse.get(), "episodes", day, config.agent_id))
-    written = write_partition(warehouse.get(), "replays", day, candidates, config.agent_id)
+    written = write_dry_replays(warehouse.get(), partition_day(context), config.agent_id)
     return dg.MaterializeResult(metadata={"replays": written, "mode": replay.mode, "dagster/row_count": written})
 
 
