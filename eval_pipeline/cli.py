@@ -103,7 +103,7 @@ def _evaluate(settings, days: list[date], agent: str | None) -> None:
     from eval_pipeline.warehouse.connection import Warehouse
     from eval_pipeline.warehouse.reports import report_rows
 
-    runs = run_days(settings, days, agent)
+    run_id = run_days(settings, days, agent)
     rows = report_rows(Warehouse(settings.duckdb_path), days)
     for row in rows.itertuples():
         s = json.loads(row.summary)
@@ -113,8 +113,7 @@ def _evaluate(settings, days: list[date], agent: str | None) -> None:
             f"pass rate {pass_rate:>4}  {s['critical_alerts']} critical, {s['warning_alerts']} warning  "
             f"{s['quarantined']} quarantined  {row.markdown_path}"
         )
-    if runs:
-        print(f"runs in the UI: {settings.ui_base_url}/runs/{runs[-1].run_id}" + (" (and earlier ones)" if len(runs) > 1 else ""))
+    print(f"run in the UI: {settings.ui_base_url}/runs/{run_id}")
 
 
 def _cmd_run(args, settings) -> int:

@@ -9,5 +9,6 @@ HISTORY_START = "2025-01-01"
 daily_partitions = dg.DailyPartitionsDefinition(start_date=HISTORY_START, timezone="UTC", end_offset=1)
 
 
-def partition_day(context: dg.AssetExecutionContext) -> date:
-    return date.fromisoformat(context.partition_key)
+def partition_days(context: dg.AssetExecutionContext) -> list[date]:
+    """The days this run covers, oldest first: one for a nightly run, a range for a backfill."""
+    return sorted(date.fromisoformat(key) for key in context.partition_keys)

@@ -21,7 +21,8 @@ from eval_pipeline.episodes.model import EpisodeStatus, StepType
 from eval_pipeline.episodes.records import RawRecord
 from eval_pipeline.warehouse.connection import Warehouse, replace_partition
 
-BATCH_ROWS = 20_000
+BATCH_ROWS = 20_000  # records staged per statement: bounds Python-side memory
+CHUNK_ROWS = 1_024  # rows per Arrow chunk: lets DuckDB parse one batch on every core
 
 _STAGING_SCHEMA = pa.schema(
     [("seq", pa.int64()), ("source", pa.string()), ("locator", pa.string()), ("raw", pa.string()), ("fallback_day", pa.date32())]
@@ -181,7 +182,7 @@ def load_episodes(warehouse: Warehouse, day: date, records: Iterable[RawRecord],
     with warehouse.transaction() as con:
         read = 0
         for batch in _batches(records):
-            con.register("_batch", batch)
+            con.register("_batch", pa.Table.from_batches(pa.Table.from_batches([batch]).to_batches(max_chunksize=CHUNK_ROWS)))
             if read == 0:
                 con.execute(f"CREATE OR REPLACE TEMP TABLE _parsed AS {_PARSE}", params)
             else:

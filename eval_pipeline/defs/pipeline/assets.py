@@ -1,14 +1,19 @@
-"""The evaluation graph, one daily partition at a time: read resources, call the core, write."""
+"""The evaluation graph: read resources, call the core, write through the warehouse.
 
+A run covers one day (nightly) or an ordered range of days (a backfill runs as one run, so
+baselines flow forward day by day and the per-run overhead is paid once). Each asset does
+its days in date order; each day's write is one transaction.
+"""
 
 import os
-from datetime import timedelta
+from collections.abc import Callable
+from datetime import date, timedelta
 from pathlib import Path
 
 import dagster as dg
 import pandas as pd
 
-from eval_pipeline.defs.partitions import daily_partitions, partition_day
+from eval_pipeline.defs.partitions import daily_partitions, partition_days
 from eval_pipeline.defs.pipeline import checks
 from eval_pipeline.defs.resources import (
     EpisodeSourceResource,
@@ -28,39 +33,54 @@ from eval_pipeline.warehouse.partitions import read_partition, write_partition
 from eval_pipeline.warehouse.replays import write_dry_replays
 from eval_pipeline.warehouse.reports import report_inputs, write_report_row
 
-_COMMON = {"partitions_def": daily_partitions, "group_name": "evaluation", "kinds": {"duckdb"}}
+_COMMON = {
+    "partitions_def": daily_partitions,
+    "backfill_policy": dg.BackfillPolicy.single_run(),
+    "group_name": "evaluation",
+    "kinds": {"duckdb"},
+}
 
 
-def _table_md(frame: pd.DataFrame, limit: int = 10) -> dg.MetadataValue:
+def _md(frame: pd.DataFrame, limit: int = 10) -> dg.MetadataValue:
     rows = frame.head(limit).itertuples(index=False)
     return dg.MetadataValue.md("\n".join(table(list(frame.columns), rows)) if len(frame) else "_none_")
+
+
+def _each_day(context: dg.AssetExecutionContext, work: Callable[[date], dict]) -> dict:
+    """Run `work` for each day in order; one day's figures as they are, a range's summed plus a per-day table."""
+    per_day = {}
+    for day in partition_days(context):
+        per_day[day] = work(day)
+        context.log.info(f"{context.asset_key.to_user_string()} {day}: {per_day[day]}")
+    if len(per_day) == 1:
+        return next(iter(per_day.values()))
+    numbers = {key for figures in per_day.values() for key, value in figures.items() if isinstance(value, int | float)}
+    totals = {key: sum(figures.get(key, 0) for figures in per_day.values()) for key in sorted(numbers)}
+    rows = pd.DataFrame([{"day": day.isoformat(), **{k: f.get(k) for k in totals}} for day, f in per_day.items()])
+    return {**totals, "days": len(per_day), "per_day": _md(rows, limit=len(rows))}
 
 
 @dg.asset(**_COMMON, description="Canonical episodes of the day, their steps, and quarantined records.")
 def episodes(
     context: dg.AssetExecutionContext, config: RunScope, warehouse: WarehouseResource, episode_source: EpisodeSourceResource
 ) -> dg.MaterializeResult:
-    day = partition_day(context)
-    counts = load_episodes(warehouse.get(), day, episode_source.open().records_for(day), config.agent_id)
-    context.log.info(f"{day}: {counts.episodes} episodes, {counts.quarantined} quarantined of {counts.records_read} records read")
-    return dg.MaterializeResult(
-        metadata={
-            "episodes": counts.episodes,
-            "steps": counts.steps,
-            "quarantined": counts.quarantined,
-            "records_read": counts.records_read,
-            "dagster/row_count": counts.episodes,
-        }
-    )
+    source, wh = episode_source.open(), warehouse.get()
+
+    def load(day: date) -> dict:
+        counts = load_episodes(wh, day, source.records_for(day), config.agent_id)
+        return {"episodes": counts.episodes, "steps": counts.steps, "quarantined": counts.quarantined, "records_read": counts.records_read}
+
+    figures = _each_day(context, load)
+    return dg.MaterializeResult(metadata={**figures, "dagster/row_count": figures["episodes"]})
 
 
 @dg.asset(**_COMMON, deps=[episodes], description="The episode each (agent, task) is compared with, valid from a day on.")
 def baselines(
     context: dg.AssetExecutionContext, config: RunScope, warehouse: WarehouseResource, eval_config: EvalConfigResource
 ) -> dg.MaterializeResult:
-    policy = eval_config.load().baseline.policy
-    added = write_baselines(warehouse.get(), partition_day(context), policy, config.agent_id)
-    return dg.MaterializeResult(metadata={"baselines_contributed": added, "policy": policy})
+    policy, wh = eval_config.load().baseline.policy, warehouse.get()
+    figures = _each_day(context, lambda day: {"baselines_contributed": write_baselines(wh, day, policy, config.agent_id)})
+    return dg.MaterializeResult(metadata={**figures, "policy": policy})
 
 
 @dg.asset(**_COMMON, deps=[episodes], description="One candidate run per finished episode (dry: the recording itself).")
@@ -69,8 +89,9 @@ def replays(
 ) -> dg.MaterializeResult:
     if replay.mode != "dry":
         raise dg.Failure(f"EVAL_REPLAY_MODE={replay.mode} is not available yet; only 'dry' replay is implemented")
-    written = write_dry_replays(warehouse.get(), partition_day(context), config.agent_id)
-    return dg.MaterializeResult(metadata={"replays": written, "mode": replay.mode, "dagster/row_count": written})
+    wh = warehouse.get()
+    figures = _each_day(context, lambda day: {"replays": write_dry_replays(wh, day, config.agent_id)})
+    return dg.MaterializeResult(metadata={**figures, "mode": replay.mode, "dagster/row_count": figures["replays"]})
 
 
 @dg.asset(
@@ -80,28 +101,39 @@ def replays(
     description="One row per finished episode: five dimensions, weighted score, pass/fail.",
 )
 def scores(context: dg.AssetExecutionContext, config: RunScope, warehouse: WarehouseResource, eval_config: EvalConfigResource):
-    day = partition_day(context)
-    cfg = eval_config.load()
-    scored = score_episodes(scoring_input(warehouse.get(), day, cfg.baseline.policy, config.agent_id), cfg)
-    scored["passed"] = passed(scored, cfg)
-    scored["config_version"] = cfg.version
-    scored["scored_at"] = pd.Timestamp.now(tz="UTC")
-    records = scored[SCORE_RECORD_COLUMNS + ["passed", "config_version", "scored_at"]]
-    write_partition(warehouse.get(), "scores", day, records, config.agent_id)
-    graded = records[records["weighted_score"].notna()]
-    worst = graded.nsmallest(10, "weighted_score")[["episode_id", "agent_id", "weighted_score", "correctness", "safety"]]
-    yield dg.MaterializeResult(
-        metadata={
+    cfg, wh = eval_config.load(), warehouse.get()
+    tally = checks.ScoreTally()
+    worst: list[pd.DataFrame] = []
+
+    def score(day: date) -> dict:
+        scored = score_episodes(scoring_input(wh, day, cfg.baseline.policy, config.agent_id), cfg)
+        scored["passed"] = passed(scored, cfg)
+        scored["config_version"] = cfg.version
+        scored["scored_at"] = pd.Timestamp.now(tz="UTC")
+        records = scored[SCORE_RECORD_COLUMNS + ["passed", "config_version", "scored_at"]]
+        write_partition(wh, "scores", day, records, config.agent_id)
+        tally.add(records)
+        graded = records[records["weighted_score"].notna()]
+        worst.append(graded.nsmallest(10, "weighted_score")[["partition_date", "episode_id", "agent_id", "weighted_score"]])
+        return {
             "scored": len(records),
             "without_baseline": int(records["baseline_episode_id"].isna().sum()),
-            "pass_rate": float((graded["passed"] == True).mean()) if len(graded) else 0.0,  # noqa: E712
-            "mean_weighted_score": float(graded["weighted_score"].mean()) if len(graded) else 0.0,
-            "worst_episodes": _table_md(worst),
+            "passed": int((graded["passed"] == True).sum()),  # noqa: E712 (object column with None)
+            "graded": len(graded),
+        }
+
+    figures = _each_day(context, score)
+    graded = figures["graded"]
+    yield dg.MaterializeResult(
+        metadata={
+            **figures,
+            "pass_rate": figures["passed"] / graded if graded else 0.0,
+            "worst_episodes": _md(pd.concat(worst).nsmallest(10, "weighted_score")),
             "config_version": cfg.version,
-            "dagster/row_count": len(records),
+            "dagster/row_count": figures["scored"],
         }
     )
-    yield from checks.score_check_results(records)
+    yield from tally.results()
 
 
 @dg.asset(
@@ -111,48 +143,60 @@ def scores(context: dg.AssetExecutionContext, config: RunScope, warehouse: Wareh
     description="Threshold breaches per episode and per agent (writes the `findings` table).",
 )
 def regression_findings(context: dg.AssetExecutionContext, config: RunScope, warehouse: WarehouseResource, eval_config: EvalConfigResource):
-    day = partition_day(context)
-    cfg = eval_config.load()
-    wh = warehouse.get()
-    today = read_partition(wh, "scores", day, config.agent_id)
-    previous = agent_aggregates(read_partition(wh, "scores", day - timedelta(days=1), config.agent_id))
-    found = pd.concat([episode_findings(today, day, cfg), aggregate_findings(today, previous, day, cfg)], ignore_index=True)
-    found["created_at"] = pd.Timestamp.now(tz="UTC")
-    write_partition(wh, "findings", day, found, config.agent_id)
-    by_severity = found["severity"].value_counts()
+    cfg, wh = eval_config.load(), warehouse.get()
+    found_all: list[pd.DataFrame] = []
+
+    def find(day: date) -> dict:
+        today = read_partition(wh, "scores", day, config.agent_id)
+        previous = agent_aggregates(read_partition(wh, "scores", day - timedelta(days=1), config.agent_id))
+        found = pd.concat([episode_findings(today, day, cfg), aggregate_findings(today, previous, day, cfg)], ignore_index=True)
+        found["created_at"] = pd.Timestamp.now(tz="UTC")
+        write_partition(wh, "findings", day, found, config.agent_id)
+        found_all.append(found[["finding_id", "partition_date", "severity", "agent_id", "dimension", "episode_id", "message"]])
+        return {"critical": int((found["severity"] == "critical").sum()), "warning": int((found["severity"] == "warning").sum())}
+
+    figures = _each_day(context, find)
+    found = pd.concat(found_all, ignore_index=True)
     yield dg.MaterializeResult(
         metadata={
-            "critical": int(by_severity.get("critical", 0)),
-            "warning": int(by_severity.get("warning", 0)),
-            "findings": _table_md(found[["severity", "agent_id", "dimension", "episode_id", "message"]], 20),
-            "finding_ids": dg.MetadataValue.json(found[["finding_id", "severity", "agent_id", "dimension"]].to_dict("records")),
+            **figures,
+            "findings": _md(found.drop(columns=["finding_id"]), 20),
+            "finding_ids": dg.MetadataValue.json(found[["finding_id", "severity", "agent_id", "dimension"]].astype(str).to_dict("records")),
             "dagster/row_count": len(found),
         }
     )
-    yield checks.no_critical_regressions(found)
+    yield checks.no_critical_regressions(figures["critical"], figures["warning"])
 
 
 @dg.asset(**_COMMON, deps=[regression_findings], description="JSON and Markdown report files of the day (writes `reports`).")
 def eval_report(
-    context: dg.AssetExecutionContext, warehouse: WarehouseResource, eval_config: EvalConfigResource, reports: ReportsResource, replay: ReplayResource
+    context: dg.AssetExecutionContext,
+    warehouse: WarehouseResource,
+    eval_config: EvalConfigResource,
+    reports: ReportsResource,
+    replay: ReplayResource,
 ) -> dg.MaterializeResult:
-    day = partition_day(context)
-    cfg = eval_config.load()
-    inputs = report_inputs(warehouse.get(), day)
+    cfg, wh = eval_config.load(), warehouse.get()
     notes = [f"Replay mode: {replay.mode}."]
     if not os.environ.get("OPENAI_BASE_URL"):
         notes.append("LLM judge and live replay are off: OPENAI_BASE_URL is not set.")
-    report = build_report(day, **inputs, run_id=context.run.run_id, config_version=cfg.version, notes=notes)
-    json_path, markdown_path = write_report_files(report, Path(reports.directory))
-    write_report_row(warehouse.get(), day, json_path, markdown_path, report)
-    summary = report["summary"]
+    written: list[Path] = []
+
+    def report(day: date) -> dict:
+        content = build_report(day, **report_inputs(wh, day), run_id=context.run.run_id, config_version=cfg.version, notes=notes)
+        json_path, markdown_path = write_report_files(content, Path(reports.directory))
+        write_report_row(wh, day, json_path, markdown_path, content)
+        written.append(markdown_path)
+        summary = content["summary"]
+        return {"critical_alerts": summary["critical_alerts"], "warning_alerts": summary["warning_alerts"], "episodes": summary["total_episodes"]}
+
+    figures = _each_day(context, report)
+    latest = written[-1]
     return dg.MaterializeResult(
         metadata={
-            "markdown_path": dg.MetadataValue.path(str(markdown_path)),
-            "json_path": dg.MetadataValue.path(str(json_path)),
-            "pass_rate": summary["pass_rate"] or 0.0,
-            "critical_alerts": summary["critical_alerts"],
-            "warning_alerts": summary["warning_alerts"],
-            "summary": dg.MetadataValue.md(markdown_path.read_text().split("## Episode Scores")[0]),
+            **figures,
+            "markdown_path": dg.MetadataValue.path(str(latest)),
+            "json_path": dg.MetadataValue.path(str(latest.with_suffix(".json"))),
+            "summary": dg.MetadataValue.md(latest.read_text().split("## Episode Scores")[0]),
         }
     )
