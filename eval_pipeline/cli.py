@@ -213,6 +213,8 @@ def _cmd_query(args, settings) -> int:
     from eval_pipeline.warehouse.connection import Warehouse
     from eval_pipeline.warehouse.query import run_read_only
 
+    if not settings.duckdb_path.exists():
+        raise UsageError(f"no warehouse at {settings.duckdb_path}; run `eval-pipeline demo` or `eval-pipeline run` first")
     try:
         frame = run_read_only(Warehouse(settings.duckdb_path), args.sql)
     except duckdb.Error as exc:

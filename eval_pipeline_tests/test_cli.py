@@ -82,7 +82,7 @@ def test_usage_errors_exit_2(project_env, argv, capsys):
     assert "Traceback" not in capsys.readouterr().err
 
 
-def test_unreachable_store_exits_3_with_one_line_and_writes_nothing(project_env):
+def test_unreachable_store_exits_3_with_one_line_and_writes_nothing(project_env, capsys):
     env = {**os.environ, "EVAL_EPISODE_SOURCE": "http://127.0.0.1:9/"}  # the discard port: nothing listens
     result = subprocess.run(
         [sys.executable, "-m", "eval_pipeline.cli", "run", "--date", "2026-11-02"],
@@ -90,7 +90,9 @@ def test_unreachable_store_exits_3_with_one_line_and_writes_nothing(project_env)
     )
     assert result.returncode == 3, result.stderr
     assert result.stderr.count("\n") == 1 and "unreachable" in result.stderr and "Traceback" not in result.stderr
-    assert main(["query", "SELECT count(*) AS n FROM episodes", "--format", "csv"]) == 0
+    assert not (project_env / "eval.duckdb").exists()  # the store is asked before the warehouse is touched
+    assert main(["query", "SELECT 1"]) == 2
+    assert "no warehouse" in capsys.readouterr().err
 
 
 def test_a_run_against_the_episode_store(project_env, fake_store, capsys):

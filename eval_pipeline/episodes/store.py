@@ -7,6 +7,7 @@ read through the list (paged past its 500-row cap) and get-by-id endpoints.
 
 from __future__ import annotations
 
+import json
 import tempfile
 from collections.abc import Iterator
 from datetime import UTC, date, datetime, time, timedelta
@@ -65,12 +66,16 @@ class EpisodeStore:
             return self._get_json(client, "/v1/health")
 
     def records_for(self, day: date) -> Iterator[RawRecord]:
-        """Every episode whose start falls on `day` (UTC), as raw records."""
+        """Every episode whose start falls on `day` (UTC), as raw records.
+
+        The whole day is fetched into a local spool before this returns, so a caller that
+        writes records under a lock never holds it while waiting on the network.
+        """
         with self._client() as client:
-            spool = self._export(client, day)
-            if spool is None:
-                yield from self._paged(client, day)
-                return
+            spool = self._export(client, day) or self._paged(client, day)
+        return self._read_spool(spool, day)
+
+    def _read_spool(self, spool, day: date) -> Iterator[RawRecord]:
         with spool:
             for line_no, line in enumerate(spool, 1):
                 text = line.decode("utf-8", errors="replace").strip()
@@ -100,7 +105,8 @@ class EpisodeStore:
 
         return self._retrying(f"GET {self.base_url}/v1/episodes/export", call)
 
-    def _paged(self, client: httpx.Client, day: date) -> Iterator[RawRecord]:
+    def _paged(self, client: httpx.Client, day: date):
+        """Spool the day's episodes one by one: list pages past the 500-row cap, then get-by-id."""
         ids: list[str] = []
         for offset in range(0, 10**9, PAGE_LIMIT):
             page = self._get_json(client, "/v1/episodes", {**_day_bounds(day), "limit": PAGE_LIMIT, "offset": offset})
@@ -108,11 +114,16 @@ class EpisodeStore:
             ids.extend(str(s["episode_id"]) for s in summaries if isinstance(s, dict) and "episode_id" in s)
             if len(summaries) < PAGE_LIMIT:
                 break
-        for episode_id in dict.fromkeys(ids):  # newest-first paging can repeat an id; keep one
-            response = self._retrying(
-                f"GET {self.base_url}/v1/episodes/{episode_id}", lambda: _checked(client.get(f"/v1/episodes/{episode_id}"))
-            )
-            yield RawRecord(self.base_url, f"episode {episode_id}", response.text, day)
+        spool = tempfile.TemporaryFile()
+        try:
+            for episode_id in dict.fromkeys(ids):  # newest-first paging can repeat an id; keep one
+                episode = self._get_json(client, f"/v1/episodes/{episode_id}")
+                spool.write(json.dumps(episode, separators=(",", ":")).encode() + b"\n")
+        except BaseException:
+            spool.close()
+            raise
+        spool.seek(0)
+        return spool
 
 
 def _page_items(page: Any) -> list[Any]:
@@ -122,8 +133,3 @@ def _page_items(page: Any) -> list[Any]:
     if not isinstance(page, list):
         raise SourceUnavailable("episode store list answer is neither a list nor {episodes|items: [...]}")
     return page
-
-
-def _checked(response: httpx.Response) -> httpx.Response:
-    response.raise_for_status()
-    return response

@@ -29,9 +29,30 @@ class Warehouse:
         self.path = Path(path)
         self.lock_timeout_seconds = lock_timeout_seconds
         self._migrated = False
+        self._session: duckdb.DuckDBPyConnection | None = None
+
+    @contextmanager
+    def session(self) -> Iterator[None]:
+        """Hold one write connection (and the lock) across several operations, such as one asset's day.
+
+        Opening a DuckDB file costs tens of milliseconds; a session pays it once. Keep sessions
+        short: every other process waits for the lock meanwhile.
+        """
+        if self._session is not None:
+            yield
+            return
+        with self.connect() as con:
+            self._session = con
+            try:
+                yield
+            finally:
+                self._session = None
 
     @contextmanager
     def connect(self, *, read_only: bool = False) -> Iterator[duckdb.DuckDBPyConnection]:
+        if self._session is not None:
+            yield self._session
+            return
         self.path.parent.mkdir(parents=True, exist_ok=True)
         lock = FileLock(f"{self.path}.lock", timeout=self.lock_timeout_seconds)
         try:

@@ -9,7 +9,5 @@ from eval_pipeline.warehouse.connection import Warehouse
 
 def run_read_only(warehouse: Warehouse, sql: str) -> pd.DataFrame:
     """Run one statement; DuckDB's read-only mode refuses writes, whatever the SQL says."""
-    if not warehouse.path.exists():
-        raise FileNotFoundError(f"no warehouse at {warehouse.path}; run `eval-pipeline run` or `demo` first")
     with warehouse.connect(read_only=True) as con:
         return con.execute(sql).df()

@@ -338,3 +338,14 @@ def test_a_non_json_answer_is_a_clear_source_error(odd_store):
 def test_an_unknown_list_shape_is_an_error_not_an_empty_day(odd_store):
     with pytest.raises(SourceUnavailable, match="neither a list"):
         list(EpisodeStore(odd_store, backoff=FAST).records_for(DAY))
+
+
+@pytest.mark.parametrize("export_enabled", [True, False])
+def test_the_day_is_fetched_before_records_are_read(fake_store, export_enabled):
+    """The warehouse lock is taken while records are read: no network may happen then."""
+    expected = populate(fake_store)
+    fake_store.export_enabled = export_enabled
+    url = fake_store.url
+    records = EpisodeStore(url, backoff=FAST).records_for(DAY)
+    fake_store.close()  # the store goes away before a single record is read
+    check_records(list(records), url, expected)

@@ -28,6 +28,7 @@ from eval_pipeline.reports.daily import build_report, write_report_files
 from eval_pipeline.reports.markdown import table
 from eval_pipeline.scoring.episodes import SCORE_RECORD_COLUMNS, score_episodes
 from eval_pipeline.warehouse.baselines import scoring_input, write_baselines
+from eval_pipeline.warehouse.connection import Warehouse
 from eval_pipeline.warehouse.ingest import load_episodes
 from eval_pipeline.warehouse.partitions import read_partition, write_partition
 from eval_pipeline.warehouse.replays import write_dry_replays
@@ -60,6 +61,16 @@ def _each_day(context: dg.AssetExecutionContext, work: Callable[[date], dict]) -
     return {**totals, "days": len(per_day), "per_day": _md(rows, limit=len(rows))}
 
 
+def _in_session(warehouse: Warehouse, work: Callable[[date], dict]) -> Callable[[date], dict]:
+    """One warehouse connection for all of a day's reads and writes."""
+
+    def run(day: date) -> dict:
+        with warehouse.session():
+            return work(day)
+
+    return run
+
+
 @dg.asset(**_COMMON, description="Canonical episodes of the day, their steps, and quarantined records.")
 def episodes(
     context: dg.AssetExecutionContext, config: RunScope, warehouse: WarehouseResource, episode_source: EpisodeSourceResource
@@ -67,7 +78,8 @@ def episodes(
     source, wh = episode_source.open(), warehouse.get()
 
     def load(day: date) -> dict:
-        counts = load_episodes(wh, day, source.records_for(day), config.agent_id)
+        records = source.records_for(day)  # a store's answer is spooled before the warehouse is locked
+        counts = load_episodes(wh, day, records, config.agent_id)
         return {"episodes": counts.episodes, "steps": counts.steps, "quarantined": counts.quarantined, "records_read": counts.records_read}
 
     figures = _each_day(context, load)
@@ -122,7 +134,7 @@ def scores(context: dg.AssetExecutionContext, config: RunScope, warehouse: Wareh
             "graded": len(graded),
         }
 
-    figures = _each_day(context, score)
+    figures = _each_day(context, _in_session(wh, score))
     graded = figures["graded"]
     yield dg.MaterializeResult(
         metadata={
@@ -155,7 +167,7 @@ def regression_findings(context: dg.AssetExecutionContext, config: RunScope, war
         found_all.append(found[["finding_id", "partition_date", "severity", "agent_id", "dimension", "episode_id", "message"]])
         return {"critical": int((found["severity"] == "critical").sum()), "warning": int((found["severity"] == "warning").sum())}
 
-    figures = _each_day(context, find)
+    figures = _each_day(context, _in_session(wh, find))
     found = pd.concat(found_all, ignore_index=True)
     yield dg.MaterializeResult(
         metadata={
@@ -190,7 +202,7 @@ def eval_report(
         summary = content["summary"]
         return {"critical_alerts": summary["critical_alerts"], "warning_alerts": summary["warning_alerts"], "episodes": summary["total_episodes"]}
 
-    figures = _each_day(context, report)
+    figures = _each_day(context, _in_session(wh, report))
     latest = written[-1]
     return dg.MaterializeResult(
         metadata={
