@@ -4,7 +4,7 @@ PYTHON ?= python3
 BIN := $(VENV)/bin
 export DAGSTER_HOME ?= $(CURDIR)/data/dagster_home
 
-.PHONY: install demo test ui bench clean
+.PHONY: install demo test lint ui bench clean
 
 install: $(VENV)/.installed
 
@@ -17,8 +17,12 @@ $(VENV)/.installed: pyproject.toml constraints.txt
 demo: install
 	$(BIN)/eval-pipeline demo
 
-test: install
+test: install lint
 	$(BIN)/python -m pytest -q
+
+lint: install
+	$(BIN)/ruff check eval_pipeline eval_pipeline_tests benchmarks
+	$(BIN)/ruff format --check eval_pipeline eval_pipeline_tests benchmarks
 
 ui: install
 	$(BIN)/eval-pipeline ui

@@ -53,28 +53,94 @@ REGRESSION_RATE = 0.03  # share of episodes that deviate (split evenly over the 
 REGRESSION_KINDS = ("cost", "latency", "tools", "failure")
 OMIT_FINAL_OUTPUT = 0.10  # exercises the "last llm_call output" fallback
 
-MODELS = (("gpt-4o-mini", "openai"), ("gpt-4o", "openai"), ("gpt-4.1", "openai"),
-          ("claude-sonnet-4", "anthropic"), ("gemini-2.5-flash", "google"))
-TOOLS = ("lookup_order", "send_email", "check_refund_policy", "issue_refund", "update_address",
-         "search_faq", "escalate_to_human", "web_search", "fetch_page", "summarize", "read_file",
-         "search_code", "edit_file", "run_tests", "get_invoice", "get_usage", "apply_credit")
-CATEGORIES = ("order_status", "refunds", "account", "comparison", "summarization", "factual",
-              "research", "bugfix", "refactor", "explanation", "invoices", "usage", "credits")
-WORDS = ("order", "refund", "invoice", "shipped", "arrives", "credit", "tests", "pass", "vector",
-         "database", "summary", "release", "python", "market", "estimate", "policy", "email",
-         "label", "address", "usage", "spike", "outage", "fixed", "renamed", "config", "merged")
+MODELS = (
+    ("gpt-4o-mini", "openai"),
+    ("gpt-4o", "openai"),
+    ("gpt-4.1", "openai"),
+    ("claude-sonnet-4", "anthropic"),
+    ("gemini-2.5-flash", "google"),
+)
+TOOLS = (
+    "lookup_order",
+    "send_email",
+    "check_refund_policy",
+    "issue_refund",
+    "update_address",
+    "search_faq",
+    "escalate_to_human",
+    "web_search",
+    "fetch_page",
+    "summarize",
+    "read_file",
+    "search_code",
+    "edit_file",
+    "run_tests",
+    "get_invoice",
+    "get_usage",
+    "apply_credit",
+)
+CATEGORIES = (
+    "order_status",
+    "refunds",
+    "account",
+    "comparison",
+    "summarization",
+    "factual",
+    "research",
+    "bugfix",
+    "refactor",
+    "explanation",
+    "invoices",
+    "usage",
+    "credits",
+)
+WORDS = (
+    "order",
+    "refund",
+    "invoice",
+    "shipped",
+    "arrives",
+    "credit",
+    "tests",
+    "pass",
+    "vector",
+    "database",
+    "summary",
+    "release",
+    "python",
+    "market",
+    "estimate",
+    "policy",
+    "email",
+    "label",
+    "address",
+    "usage",
+    "spike",
+    "outage",
+    "fixed",
+    "renamed",
+    "config",
+    "merged",
+)
 
 # One step's JSON. Everything fixed per task (types, tools, texts) is substituted once per task;
 # per episode only the numbers, timestamp and record id are %-formatted in (no json.dumps per step).
-_STEP_STATIC = ('{"step_index":%d,"step_type":"%s","tool_name":%s,"model":%s,"provider":%s,'
-                '"input_summary":%s,"output_summary":%s,')
+_STEP_STATIC = '{"step_index":%d,"step_type":"%s","tool_name":%s,"model":%s,"provider":%s,"input_summary":%s,"output_summary":%s,'
 _STEP_DYNAMIC = '"tokens":%d,"cost_usd":%.8f,"duration_ms":%.1f,"timestamp":"%s","air_record_id":"%s"}'
-_EPISODE = ('{"episode_id":"%s","agent_id":"%s","status":"%s","started_at":"%s","ended_at":"%s",'
-            '"total_tokens":%d,"total_cost_usd":%.8f,"total_duration_ms":%.1f,"step_count":6,'
-            '"tools_used":%s,"metadata":%s,"steps":[%s]}')
+_EPISODE = (
+    '{"episode_id":"%s","agent_id":"%s","status":"%s","started_at":"%s","ended_at":"%s",'
+    '"total_tokens":%d,"total_cost_usd":%.8f,"total_duration_ms":%.1f,"step_count":6,'
+    '"tools_used":%s,"metadata":%s,"steps":[%s]}'
+)
 # (step_type, share of cost/tokens, share of latency) of the six steps
-_SHAPE = (("llm_call", 2, 3), ("tool_call", 0, 2), ("tool_result", 0, 0.2),
-          ("tool_call", 0, 2), ("tool_result", 0, 0.2), ("llm_call", 3, 3))
+_SHAPE = (
+    ("llm_call", 2, 3),
+    ("tool_call", 0, 2),
+    ("tool_result", 0, 0.2),
+    ("tool_call", 0, 2),
+    ("tool_result", 0, 0.2),
+    ("llm_call", 3, 3),
+)
 _COST_SUM = sum(c for _, c, _ in _SHAPE)
 _LAT_SUM = sum(w for _, _, w in _SHAPE)
 _J = json.dumps
@@ -107,26 +173,42 @@ def _task(rng: random.Random, agent_id: str, t: int) -> Task:
     wrong = "I could not finish this task: " + " ".join(rng.choices(WORDS, k=6)) + "."
 
     def steps(fields):
-        return tuple(_pct(_STEP_STATIC % (k, stype, *f)) + _STEP_DYNAMIC for k, ((stype, _, _), f) in enumerate(zip(_SHAPE, fields)))
+        return tuple(
+            _pct(_STEP_STATIC % (k, stype, *f)) + _STEP_DYNAMIC
+            for k, ((stype, _, _), f) in enumerate(zip(_SHAPE, fields, strict=False))
+        )
 
     def head(pair):
         a, b = (_J(x) for x in pair)
-        return steps([("null", model, provider, question, _J(f"Plan: call {pair[0]}, {pair[1]}.")),
-                      (a, "null", "null", _J('{"call": %s}' % a), "null"),
-                      (a, "null", "null", "null", _J('{"ok": true, "tool": %s}' % a)),
-                      (b, "null", "null", _J('{"call": %s}' % b), "null"),
-                      (b, "null", "null", "null", _J('{"ok": true, "tool": %s}' % b))])
+        return steps(
+            [
+                ("null", model, provider, question, _J(f"Plan: call {pair[0]}, {pair[1]}.")),
+                (a, "null", "null", _J(f'{{"call": {a}}}'), "null"),
+                (a, "null", "null", "null", _J(f'{{"ok": true, "tool": {a}}}')),
+                (b, "null", "null", _J(f'{{"call": {b}}}'), "null"),
+                (b, "null", "null", "null", _J(f'{{"ok": true, "tool": {b}}}')),
+            ]
+        )
 
     def tail(text):
-        return _pct('{"step_index":5,"step_type":"llm_call","tool_name":null,"model":%s,"provider":%s,'
-                    '"input_summary":%s,"output_summary":%s,' % (model, provider, _J("Compose the final answer."),
-                                                                 _J(text))) + _STEP_DYNAMIC
+        return (
+            _pct(
+                '{{"step_index":5,"step_type":"llm_call","tool_name":null,"model":{},"provider":{},'
+                '"input_summary":{},"output_summary":{},'.format(model, provider, _J("Compose the final answer."), _J(text))
+            )
+            + _STEP_DYNAMIC
+        )
 
     return Task(
-        agent_id=agent_id, task_id=f"{agent_id}/task-{t:03d}", category=rng.choice(CATEGORIES),
-        cost_usd=rng.uniform(0.001, 0.1), duration_ms=rng.uniform(2_000, 30_000), tokens=rng.randrange(800, 12_000),
-        head=(head(tools), head(alt)), tail=(tail(answer), tail(wrong)),
-        tools_used=tuple("[%s]" % ",".join(_J(x) for x in pair) for pair in (tools, alt)),
+        agent_id=agent_id,
+        task_id=f"{agent_id}/task-{t:03d}",
+        category=rng.choice(CATEGORIES),
+        cost_usd=rng.uniform(0.001, 0.1),
+        duration_ms=rng.uniform(2_000, 30_000),
+        tokens=rng.randrange(800, 12_000),
+        head=(head(tools), head(alt)),
+        tail=(tail(answer), tail(wrong)),
+        tools_used=tuple("[{}]".format(",".join(_J(x) for x in pair)) for pair in (tools, alt)),
         final_output=(_J(answer), _J(wrong)),
     )
 
@@ -182,19 +264,38 @@ def day_lines(day: date, n: int, tasks: list[Task], seed: int) -> list[str]:
         steps, elapsed, tokens_sum, cost_sum = [], 0.0, 0, 0.0
         for k in range(6):
             t, c, d = round(tok * _COST_W[k]), round(cost * _COST_W[k], 8), round(lat * _LAT_W[k], 1)
-            h = ids[(i * 6 + k) * 32:(i * 6 + k + 1) * 32]
-            steps.append(templates[k] % (t, c, d, _clock(prefix, start + elapsed),
-                                         f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"))
+            h = ids[(i * 6 + k) * 32 : (i * 6 + k + 1) * 32]
+            steps.append(
+                templates[k] % (t, c, d, _clock(prefix, start + elapsed), f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}")
+            )
             elapsed += d
             tokens_sum += t
             cost_sum += c
         meta = '{"task_id":"%s","trial":%d,"category":"%s"%s}' % (
-            task.task_id, trial, task.category,
-            "" if random_() < OMIT_FINAL_OUTPUT else ',"final_output":' + task.final_output[answer])
-        out.append((start, _EPISODE % (
-            f"ep-{prefix}-{task.task_id.replace('/', '-')}-t{trial}", task.agent_id, status,
-            _clock(prefix, start), _clock(prefix, start + elapsed), tokens_sum, cost_sum, elapsed,
-            task.tools_used[variant], meta, ",".join(steps))))
+            task.task_id,
+            trial,
+            task.category,
+            "" if random_() < OMIT_FINAL_OUTPUT else ',"final_output":' + task.final_output[answer],
+        )
+        out.append(
+            (
+                start,
+                _EPISODE
+                % (
+                    f"ep-{prefix}-{task.task_id.replace('/', '-')}-t{trial}",
+                    task.agent_id,
+                    status,
+                    _clock(prefix, start),
+                    _clock(prefix, start + elapsed),
+                    tokens_sum,
+                    cost_sum,
+                    elapsed,
+                    task.tools_used[variant],
+                    meta,
+                    ",".join(steps),
+                ),
+            )
+        )
     out.sort(key=lambda pair: pair[0])
     return [line for _, line in out]
 
@@ -250,8 +351,7 @@ def eval_pipeline_exe() -> str:
 
 def child_env(source: Path, home: Path) -> dict[str, str]:
     """The environment of one child: every path absolute and private to `home`; nothing networked."""
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("EVAL_", "OPENAI_", "DAGSTER_"))}
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("EVAL_", "OPENAI_", "DAGSTER_"))}
     env.update(
         EVAL_EPISODE_SOURCE=str(source.resolve()),
         EVAL_DUCKDB_PATH=str((home / "eval.duckdb").resolve()),
@@ -273,16 +373,17 @@ def run_child(label: str, args: list[str], env: dict[str, str], logdir: Path) ->
     out_path, err_path = logdir / f"{n:02d}-{label}.stdout", logdir / f"{n:02d}-{label}.stderr"
     with out_path.open("wb") as out, err_path.open("wb") as err:
         t0 = time.perf_counter()
-        proc = subprocess.Popen([eval_pipeline_exe(), *args], stdout=out, stderr=err, stdin=subprocess.DEVNULL,
-                                env=env, cwd=PROJECT)
+        proc = subprocess.Popen(
+            [eval_pipeline_exe(), *args], stdout=out, stderr=err, stdin=subprocess.DEVNULL, env=env, cwd=PROJECT
+        )
         _, status, usage = os.wait4(proc.pid, 0)
         wall = time.perf_counter() - t0
     proc.returncode = os.waitstatus_to_exitcode(status)  # reaped here; keep Popen from waiting again
-    run = ChildRun(label, wall, usage.ru_maxrss, proc.returncode, out_path.read_text(errors="replace"),
-                   err_path.read_text(errors="replace"))
+    run = ChildRun(
+        label, wall, usage.ru_maxrss, proc.returncode, out_path.read_text(errors="replace"), err_path.read_text(errors="replace")
+    )
     if run.returncode != 0:
-        print(f"\nFAILED: eval-pipeline {' '.join(args)} ({label}) exited {run.returncode} after {wall:.1f} s",
-              file=sys.stderr)
+        print(f"\nFAILED: eval-pipeline {' '.join(args)} ({label}) exited {run.returncode} after {wall:.1f} s", file=sys.stderr)
         print(f"--- stdout ---\n{run.stdout}--- stderr ---\n{run.stderr}", file=sys.stderr)
         raise ChildFailed(label)
     return run
@@ -315,8 +416,10 @@ def measure(args: argparse.Namespace, session: Path) -> list[str]:
     size = write_days(session / "src-throughput", [d1, d2], n, tasks, args.seed)
     gen_s = time.perf_counter() - t0
     write_days(session / "src-tiny", [d1, d2], args.tiny_episodes_per_day, tasks, args.seed)
-    say(f"generated 2 x {n} episodes (+ task table) ({size / 2**20:.1f} MiB JSONL) in {gen_s:.2f} s "
-        f"({2 * n / gen_s:,.0f} episodes/s) -> {session / 'src-throughput'}")
+    say(
+        f"generated 2 x {n} episodes (+ task table) ({size / 2**20:.1f} MiB JSONL) in {gen_s:.2f} s "
+        f"({2 * n / gen_s:,.0f} episodes/s) -> {session / 'src-throughput'}"
+    )
 
     # 1 + 2: throughput and fixed overhead, interleaved so both see the same load
     say(f"\n[1+2] throughput and fixed overhead: eval-pipeline {' '.join(range_args)}  ({repeats} x, fresh warehouse each)")
@@ -326,8 +429,10 @@ def measure(args: argparse.Namespace, session: Path) -> list[str]:
             home = session / f"{kind}-{i}"
             run = run_child(kind, range_args, child_env(session / src, home), logs)
             runs.append(run)
-            say(f"  {kind:<4} run {i + 1}/{repeats}: {run.wall_s:6.2f} s  peak RSS {run.rss_mib:6.0f} MiB"
-                f"  ({run.episodes_seen()} episodes reported)")
+            say(
+                f"  {kind:<4} run {i + 1}/{repeats}: {run.wall_s:6.2f} s  peak RSS {run.rss_mib:6.0f} MiB"
+                f"  ({run.episodes_seen()} episodes reported)"
+            )
             if i == 0:
                 show_child_output(run)
             if not args.keep:
@@ -350,8 +455,10 @@ def measure(args: argparse.Namespace, session: Path) -> list[str]:
     short_src.mkdir(parents=True, exist_ok=True)
     for day in history[-2:]:  # byte-identical last two days
         shutil.copy2(long_src / f"episodes-{day.isoformat()}.jsonl", short_src)
-    say(f"\n[3] history: generated {len(history)} days x {m} episodes ({hsize / 2**20:.0f} MiB) "
-        f"in {time.perf_counter() - t0:.1f} s")
+    say(
+        f"\n[3] history: generated {len(history)} days x {m} episodes ({hsize / 2**20:.0f} MiB) "
+        f"in {time.perf_counter() - t0:.1f} s"
+    )
 
     homes = {"long": session / "hist-long", "short": session / "hist-short"}
     sources = {"long": long_src, "short": short_src}
@@ -361,16 +468,17 @@ def measure(args: argparse.Namespace, session: Path) -> list[str]:
         run = run_child(f"setup-{kind}", setup_args, child_env(sources[kind], homes[kind]), logs)
         setup[kind] = run
         days = (last - first).days + 1
-        say(f"  setup {kind:<5}: eval-pipeline run --start {first} --end {last}: {days} days in {run.wall_s:.1f} s "
-            f"({days * m / run.wall_s:,.0f} episodes/s, {run.wall_s / days:.2f} s/day), peak RSS {run.rss_mib:.0f} MiB")
+        say(
+            f"  setup {kind:<5}: eval-pipeline run --start {first} --end {last}: {days} days in {run.wall_s:.1f} s "
+            f"({days * m / run.wall_s:,.0f} episodes/s, {run.wall_s / days:.2f} s/day), peak RSS {run.rss_mib:.0f} MiB"
+        )
     rerun_args = ["run", "--date", last.isoformat(), "--fail-on", "never"]
     rerun: dict[str, list[ChildRun]] = {"long": [], "short": []}
     for i in range(repeats):
         for kind in ("long", "short"):
             run = run_child(f"rerun-{kind}", rerun_args, child_env(sources[kind], homes[kind]), logs)
             rerun[kind].append(run)
-            say(f"  re-run {last} ({kind:<5} history) {i + 1}/{repeats}: {run.wall_s:6.2f} s  "
-                f"peak RSS {run.rss_mib:5.0f} MiB")
+            say(f"  re-run {last} ({kind:<5} history) {i + 1}/{repeats}: {run.wall_s:6.2f} s  peak RSS {run.rss_mib:5.0f} MiB")
     show_child_output(rerun["long"][-1])
     show_child_output(rerun["short"][-1])
     long_wall = statistics.median(r.wall_s for r in rerun["long"])
@@ -410,17 +518,18 @@ def main(argv: list[str] | None = None) -> int:
 
     OUT.mkdir(parents=True, exist_ok=True)
     session = Path(tempfile.mkdtemp(prefix=time.strftime("throughput-%Y%m%d-%H%M%S-"), dir=OUT))
-    say(f"eval-pipeline throughput benchmark: N={args.episodes_per_day}/day, repeats={args.repeats}, "
+    say(
+        f"eval-pipeline throughput benchmark: N={args.episodes_per_day}/day, repeats={args.repeats}, "
         f"history {args.history_days} days x {args.history_episodes_per_day}; {os.cpu_count()} CPUs; "
-        f"load average {os.getloadavg()[0]:.2f}\nworking dir {session}\n")
+        f"load average {os.getloadavg()[0]:.2f}\nworking dir {session}\n"
+    )
     t0 = time.perf_counter()
     try:
         summary = measure(args, session)
     except ChildFailed:
         print(f"kept {session} for inspection (logs/)", file=sys.stderr)
         return 1
-    say(f"\n== summary (total benchmark time {time.perf_counter() - t0:.0f} s, "
-        f"load average now {os.getloadavg()[0]:.2f}) ==")
+    say(f"\n== summary (total benchmark time {time.perf_counter() - t0:.0f} s, load average now {os.getloadavg()[0]:.2f}) ==")
     for line in summary:
         say(line)
     if args.keep:

@@ -40,8 +40,12 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--start", type=_date, help="first day of a range")
     run.add_argument("--end", type=_date, help="last day of a range (inclusive)")
     run.add_argument("--agent", help="evaluate (and replace the rows of) this agent only")
-    run.add_argument("--fail-on", choices=["critical", "warning", "never"], default="critical",
-                     help="exit 1 when findings at or above this severity exist (default: critical)")
+    run.add_argument(
+        "--fail-on",
+        choices=["critical", "warning", "never"],
+        default="critical",
+        help="exit 1 when findings at or above this severity exist (default: critical)",
+    )
 
     commands.add_parser("status", help="source health, partitions in the warehouse, latest run")
 
@@ -63,20 +67,17 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)  # exits 2 on a usage error
     from eval_pipeline.config import ConfigError
-    from eval_pipeline.episodes.files import UnreadableSource
-    from eval_pipeline.episodes.store import SourceUnavailable
-    from eval_pipeline.runner import RunFailed
+    from eval_pipeline.errors import InfrastructureError
     from eval_pipeline.settings import resolve_environment
-    from eval_pipeline.warehouse.connection import WarehouseBusy
 
     settings = resolve_environment()
     handler = globals()[f"_cmd_{args.command}"]
     try:
         return handler(args, settings)
-    except UsageError as exc:
+    except (UsageError, ConfigError) as exc:
         print(f"eval-pipeline: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    except (RunFailed, SourceUnavailable, WarehouseBusy, UnreadableSource, ConfigError, OSError) as exc:
+    except (InfrastructureError, OSError) as exc:
         print(f"eval-pipeline: error: {exc}", file=sys.stderr)
         return EXIT_INFRA
     except KeyboardInterrupt:

@@ -12,12 +12,13 @@ from datetime import date, timedelta
 import dagster as dg
 
 from eval_pipeline.defs.pipeline.jobs import EVALUATE_JOB
+from eval_pipeline.errors import InfrastructureError
 from eval_pipeline.settings import Settings, ensure_dagster_home
 
 ASSET_NAMES = ("episodes", "baselines", "replays", "scores", "regression_findings")
 
 
-class RunFailed(Exception):
+class RunFailed(InfrastructureError):
     """A run failed; the message is the root cause, in one line."""
 
     def __init__(self, first: date, last: date, run_id: str, cause: str):

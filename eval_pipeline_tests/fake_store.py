@@ -163,8 +163,9 @@ class FakeStore:
         self.episodes.append(episode)
         return episode
 
-    def fail_next(self, n: int, status: int = 503, *, path: str | None = None, exact: bool = False,
-                  retry_after: int | float | None = None) -> None:
+    def fail_next(
+        self, n: int, status: int = 503, *, path: str | None = None, exact: bool = False, retry_after: int | float | None = None
+    ) -> None:
         """The next `n` requests under `path` (a prefix, or the whole path when `exact`; None:
         any path) answer `status`, with a `Retry-After` header when `retry_after` is given."""
         with self._lock:
@@ -239,7 +240,7 @@ class FakeStore:
             raise _BadQuery(f"limit must be between 1 and {LIST_CAP}")
         if offset < 0:
             raise _BadQuery("offset must be >= 0")
-        page = self._matching(query)[offset:offset + limit]
+        page = self._matching(query)[offset : offset + limit]
         summaries = [{k: v for k, v in episode.items() if k != "steps"} for episode in page]
         return {self.list_wrapper: summaries} if self.list_wrapper else summaries
 
@@ -256,10 +257,10 @@ class _Handler(BaseHTTPRequestHandler):
     disable_nagle_algorithm = True  # headers and body go out in separate writes: no 40 ms stalls
     timeout = 10  # an idle keep-alive connection is dropped, so no handler thread lingers
 
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - quiet test output
+    def log_message(self, format: str, *args: Any) -> None:
         pass
 
-    def do_GET(self) -> None:  # noqa: N802 - the stdlib's name
+    def do_GET(self) -> None:
         parts = urlsplit(self.path)
         path = parts.path
         query = dict(parse_qsl(parts.query, keep_blank_values=True))
@@ -279,8 +280,8 @@ class _Handler(BaseHTTPRequestHandler):
                 self._json(200, fake._list(query))
             elif path == "/v1/episodes/export" and fake.export_enabled:
                 self._export(fake._matching(query))
-            elif path.startswith("/v1/episodes/") and "/" not in path[len("/v1/episodes/"):]:
-                episode = fake._get(unquote(path[len("/v1/episodes/"):]))
+            elif path.startswith("/v1/episodes/") and "/" not in path[len("/v1/episodes/") :]:
+                episode = fake._get(unquote(path[len("/v1/episodes/") :]))
                 if episode is None:
                     self._json(404, {"detail": "Episode not found"})
                 else:
@@ -324,4 +325,4 @@ class _Handler(BaseHTTPRequestHandler):
 
 def _chunks(items: list[Any], size: int) -> Iterator[list[Any]]:
     for start in range(0, len(items), size):
-        yield items[start:start + size]
+        yield items[start : start + size]

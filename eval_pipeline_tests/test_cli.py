@@ -71,7 +71,12 @@ def test_query_is_read_only_and_errors_are_one_line(project_env, capsys):
 
 @pytest.mark.parametrize(
     "argv",
-    [["run", "--date", "2026-13-01"], ["run", "--start", "2026-11-02", "--end", "2026-11-01"], ["run"], ["report", "--date", "2026-11-09"]],
+    [
+        ["run", "--date", "2026-13-01"],
+        ["run", "--start", "2026-11-02", "--end", "2026-11-01"],
+        ["run"],
+        ["report", "--date", "2026-11-09"],
+    ],
 )
 def test_usage_errors_exit_2(project_env, argv, capsys):
     try:
@@ -86,7 +91,11 @@ def test_unreachable_store_exits_3_with_one_line_and_writes_nothing(project_env,
     env = {**os.environ, "EVAL_EPISODE_SOURCE": "http://127.0.0.1:9/"}  # the discard port: nothing listens
     result = subprocess.run(
         [sys.executable, "-m", "eval_pipeline.cli", "run", "--date", "2026-11-02"],
-        env=env, cwd=project_env, capture_output=True, text=True, timeout=120,
+        env=env,
+        cwd=project_env,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert result.returncode == 3, result.stderr
     assert result.stderr.count("\n") == 1 and "unreachable" in result.stderr and "Traceback" not in result.stderr

@@ -63,7 +63,9 @@ def resources_from_environment() -> dict[str, dg.ConfigurableResource]:
         "episode_source": EpisodeSourceResource(
             location=dg.EnvVar("EVAL_EPISODE_SOURCE"), index_path=source_index_path(os.environ["EVAL_DUCKDB_PATH"])
         ),
-        "eval_config": EvalConfigResource(path=dg.EnvVar("EVAL_CONFIG")) if os.environ.get("EVAL_CONFIG") else EvalConfigResource(),
+        "eval_config": EvalConfigResource(path=dg.EnvVar("EVAL_CONFIG"))
+        if os.environ.get("EVAL_CONFIG")
+        else EvalConfigResource(),
         "replay": ReplayResource(mode=dg.EnvVar("EVAL_REPLAY_MODE")),
         "reports": ReportsResource(directory=dg.EnvVar("EVAL_REPORTS_DIR")),
     }

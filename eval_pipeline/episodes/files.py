@@ -19,12 +19,13 @@ from filelock import FileLock
 from pydantic import BaseModel
 
 from eval_pipeline.episodes.records import RawRecord, record_days
+from eval_pipeline.errors import InfrastructureError
 
 EPISODE_FILE_SUFFIXES = (".jsonl", ".ndjson", ".json")
 _CHUNK = 1 << 20
 
 
-class UnreadableSource(OSError):
+class UnreadableSource(InfrastructureError):
     """The episode source path is missing or unreadable."""
 
 
@@ -141,7 +142,9 @@ class FileSource:
                 for record in iter_file_records(path):
                     days.update(record_days(record.raw))
                 first_seen = known.first_seen if known else today
-                fresh[str(path)] = IndexedFile(mtime_ns=stat.st_mtime_ns, size=stat.st_size, days=dict(days), first_seen=first_seen)
+                fresh[str(path)] = IndexedFile(
+                    mtime_ns=stat.st_mtime_ns, size=stat.st_size, days=dict(days), first_seen=first_seen
+                )
             index = FileIndex(source=str(self.root), files=fresh)
             tmp = self.index_path.with_suffix(".tmp")
             tmp.write_text(index.model_dump_json())

@@ -48,67 +48,192 @@ class Agent:
 
 
 AGENTS: tuple[Agent, ...] = (
-    Agent("support-bot", "gpt-4o-mini", (
-        Task("where-is-my-order", "order_status", ("lookup_order", "send_email"), 0.0031, 4200, 1450,
-             "Where is my order A-10482? It was due on Monday.",
-             "Order A-10482 shipped Oct 30 with UPS and arrives Nov 4. I emailed you the tracking link."),
-        Task("refund-request", "refunds", ("lookup_order", "check_refund_policy", "issue_refund"),
-             0.0044, 6100, 2100, "I want a refund for order A-10391, the jacket doesn't fit.",
-             "Your refund of $89.00 for order A-10391 is issued; allow 5-7 business days."),
-        Task("damaged-item", "refunds",
-             ("lookup_order", "check_refund_policy", "issue_refund", "send_email"), 0.0052, 7900, 2500,
-             "My blender (order A-10277) arrived cracked. What can you do?",
-             "Sorry about that. I refunded $129.99 for order A-10277 and emailed you a return label."),
-        Task("change-shipping-address", "account", ("lookup_order", "update_address"),
-             0.0027, 3600, 1200, "Please ship order A-10510 to 12 Harbour St, Leith.",
-             "Done: order A-10510 will now ship to 12 Harbour St, Leith."),
-    )),
-    Agent("research-agent", "gpt-4o", (
-        Task("compare-vector-databases", "comparison", ("web_search", "fetch_page", "summarize"),
-             0.084, 21000, 9200, "Compare pgvector and Qdrant for 10M vectors.",
-             "Qdrant scales better past 10M vectors with on-disk HNSW; pgvector is simpler if you "
-             "already run Postgres and stay under a few million vectors."),
-        Task("summarize-arxiv-paper", "summarization", ("fetch_page", "summarize"),
-             0.052, 14000, 6100, "Summarize arXiv 2310.06825 in three sentences.",
-             "Mistral 7B uses grouped-query and sliding-window attention. It beats Llama 2 13B on "
-             "all reported benchmarks. Weights are released under Apache 2.0."),
-        Task("latest-python-release", "factual", ("web_search", "fetch_page"), 0.021, 9000, 2600,
-             "What is the latest stable Python release?",
-             "The latest stable release is Python 3.15.0, published in October 2026."),
-        Task("market-size-estimate", "research",
-             ("web_search", "web_search", "fetch_page", "summarize"), 0.097, 26000, 11000,
-             "Estimate the 2026 home battery market in Germany.",
-             "Roughly EUR 2.1-2.6 billion: about 600,000 new home batteries at EUR 4,000 each."),
-    )),
-    Agent("code-assistant", "gpt-4.1", (
-        Task("fix-failing-test", "bugfix", ("read_file", "edit_file", "run_tests"), 0.038, 18000, 7400,
-             "tests/test_parser.py::test_empty_input fails with IndexError.",
-             "parse() read tokens[0] without checking for empty input; it now returns an empty "
-             "Document. All 212 tests pass."),
-        Task("add-type-hints", "refactor", ("search_code", "read_file", "edit_file"),
-             0.029, 12000, 5600, "Add type hints to utils/dates.py.",
-             "Added type hints to the 7 functions in utils/dates.py; mypy reports no errors."),
-        Task("rename-config-key", "refactor", ("search_code", "edit_file", "run_tests"),
-             0.033, 15000, 6300, "Rename the config key max_retry to max_retries everywhere.",
-             "Renamed max_retry to max_retries in 5 files, with a fallback for old configs."),
-        Task("explain-function", "explanation", ("search_code", "read_file"), 0.017, 7000, 3900,
-             "What does merge_intervals in core/ranges.py do?",
-             "It sorts intervals by start and merges overlapping ones in one pass."),
-    )),
-    Agent("billing-bot", "gpt-4o-mini", (
-        Task("explain-invoice", "invoices", ("get_invoice",), 0.0019, 2600, 900,
-             "Why is invoice INV-2026-0412 higher than last month?",
-             "INV-2026-0412 includes 3 seats added on Oct 12, which adds $42.00."),
-        Task("usage-spike", "usage", ("get_usage", "get_invoice"), 0.0028, 3900, 1300,
-             "Our API usage doubled this week. Why?",
-             "Calls rose from 1.2M to 2.5M, almost all from the key 'staging-sync' since Oct 28."),
-        Task("apply-outage-credit", "credits", ("get_usage", "apply_credit"), 0.0025, 3400, 1150,
-             "We were down in the Oct 29 outage. Can we get a credit?",
-             "I applied a $25.00 credit for the Oct 29 outage; it shows on your next invoice."),
-        Task("duplicate-charge", "disputes", ("get_invoice", "get_invoice", "apply_credit"),
-             0.0034, 4800, 1600, "I was charged twice for October.",
-             "You were billed twice for October (INV-2026-0398 and INV-2026-0401); I credited $59.00."),
-    )),
+    Agent(
+        "support-bot",
+        "gpt-4o-mini",
+        (
+            Task(
+                "where-is-my-order",
+                "order_status",
+                ("lookup_order", "send_email"),
+                0.0031,
+                4200,
+                1450,
+                "Where is my order A-10482? It was due on Monday.",
+                "Order A-10482 shipped Oct 30 with UPS and arrives Nov 4. I emailed you the tracking link.",
+            ),
+            Task(
+                "refund-request",
+                "refunds",
+                ("lookup_order", "check_refund_policy", "issue_refund"),
+                0.0044,
+                6100,
+                2100,
+                "I want a refund for order A-10391, the jacket doesn't fit.",
+                "Your refund of $89.00 for order A-10391 is issued; allow 5-7 business days.",
+            ),
+            Task(
+                "damaged-item",
+                "refunds",
+                ("lookup_order", "check_refund_policy", "issue_refund", "send_email"),
+                0.0052,
+                7900,
+                2500,
+                "My blender (order A-10277) arrived cracked. What can you do?",
+                "Sorry about that. I refunded $129.99 for order A-10277 and emailed you a return label.",
+            ),
+            Task(
+                "change-shipping-address",
+                "account",
+                ("lookup_order", "update_address"),
+                0.0027,
+                3600,
+                1200,
+                "Please ship order A-10510 to 12 Harbour St, Leith.",
+                "Done: order A-10510 will now ship to 12 Harbour St, Leith.",
+            ),
+        ),
+    ),
+    Agent(
+        "research-agent",
+        "gpt-4o",
+        (
+            Task(
+                "compare-vector-databases",
+                "comparison",
+                ("web_search", "fetch_page", "summarize"),
+                0.084,
+                21000,
+                9200,
+                "Compare pgvector and Qdrant for 10M vectors.",
+                "Qdrant scales better past 10M vectors with on-disk HNSW; pgvector is simpler if you "
+                "already run Postgres and stay under a few million vectors.",
+            ),
+            Task(
+                "summarize-arxiv-paper",
+                "summarization",
+                ("fetch_page", "summarize"),
+                0.052,
+                14000,
+                6100,
+                "Summarize arXiv 2310.06825 in three sentences.",
+                "Mistral 7B uses grouped-query and sliding-window attention. It beats Llama 2 13B on "
+                "all reported benchmarks. Weights are released under Apache 2.0.",
+            ),
+            Task(
+                "latest-python-release",
+                "factual",
+                ("web_search", "fetch_page"),
+                0.021,
+                9000,
+                2600,
+                "What is the latest stable Python release?",
+                "The latest stable release is Python 3.15.0, published in October 2026.",
+            ),
+            Task(
+                "market-size-estimate",
+                "research",
+                ("web_search", "web_search", "fetch_page", "summarize"),
+                0.097,
+                26000,
+                11000,
+                "Estimate the 2026 home battery market in Germany.",
+                "Roughly EUR 2.1-2.6 billion: about 600,000 new home batteries at EUR 4,000 each.",
+            ),
+        ),
+    ),
+    Agent(
+        "code-assistant",
+        "gpt-4.1",
+        (
+            Task(
+                "fix-failing-test",
+                "bugfix",
+                ("read_file", "edit_file", "run_tests"),
+                0.038,
+                18000,
+                7400,
+                "tests/test_parser.py::test_empty_input fails with IndexError.",
+                "parse() read tokens[0] without checking for empty input; it now returns an empty Document. All 212 tests pass.",
+            ),
+            Task(
+                "add-type-hints",
+                "refactor",
+                ("search_code", "read_file", "edit_file"),
+                0.029,
+                12000,
+                5600,
+                "Add type hints to utils/dates.py.",
+                "Added type hints to the 7 functions in utils/dates.py; mypy reports no errors.",
+            ),
+            Task(
+                "rename-config-key",
+                "refactor",
+                ("search_code", "edit_file", "run_tests"),
+                0.033,
+                15000,
+                6300,
+                "Rename the config key max_retry to max_retries everywhere.",
+                "Renamed max_retry to max_retries in 5 files, with a fallback for old configs.",
+            ),
+            Task(
+                "explain-function",
+                "explanation",
+                ("search_code", "read_file"),
+                0.017,
+                7000,
+                3900,
+                "What does merge_intervals in core/ranges.py do?",
+                "It sorts intervals by start and merges overlapping ones in one pass.",
+            ),
+        ),
+    ),
+    Agent(
+        "billing-bot",
+        "gpt-4o-mini",
+        (
+            Task(
+                "explain-invoice",
+                "invoices",
+                ("get_invoice",),
+                0.0019,
+                2600,
+                900,
+                "Why is invoice INV-2026-0412 higher than last month?",
+                "INV-2026-0412 includes 3 seats added on Oct 12, which adds $42.00.",
+            ),
+            Task(
+                "usage-spike",
+                "usage",
+                ("get_usage", "get_invoice"),
+                0.0028,
+                3900,
+                1300,
+                "Our API usage doubled this week. Why?",
+                "Calls rose from 1.2M to 2.5M, almost all from the key 'staging-sync' since Oct 28.",
+            ),
+            Task(
+                "apply-outage-credit",
+                "credits",
+                ("get_usage", "apply_credit"),
+                0.0025,
+                3400,
+                1150,
+                "We were down in the Oct 29 outage. Can we get a credit?",
+                "I applied a $25.00 credit for the Oct 29 outage; it shows on your next invoice.",
+            ),
+            Task(
+                "duplicate-charge",
+                "disputes",
+                ("get_invoice", "get_invoice", "apply_credit"),
+                0.0034,
+                4800,
+                1600,
+                "I was charged twice for October.",
+                "You were billed twice for October (INV-2026-0398 and INV-2026-0401); I credited $59.00.",
+            ),
+        ),
+    ),
 )
 TASKS: dict[str, tuple[Agent, Task]] = {
     f"{agent.agent_id}/{task.slug}": (agent, task) for agent in AGENTS for task in agent.tasks
@@ -170,8 +295,10 @@ _DAY2: dict[str, Injection] = {
     "code-assistant/add-type-hints": Injection("latency_warning", latency=1.35),
     "support-bot/where-is-my-order": Injection("tool_sequence", tools=("search_faq", "escalate_to_human")),
     "code-assistant/rename-config-key": Injection(
-        "failed_outcome", status=EpisodeStatus.FAILURE,
-        answer="I'm sorry, I could not finish this: after my edits 3 tests in test_client.py still fail."),
+        "failed_outcome",
+        status=EpisodeStatus.FAILURE,
+        answer="I'm sorry, I could not finish this: after my edits 3 tests in test_client.py still fail.",
+    ),
     "support-bot/refund-request": _LEAK,
     "research-agent/latest-python-release": Injection("error_steps", error_results=True),
     # Cheaper and faster on every task, same tools and answers: an improvement, never a finding.
@@ -220,10 +347,10 @@ def write_samples(directory: Path) -> list[Path]:
         good = [episode.model_dump_json(exclude_none=True) for episode in _day_episodes(day)]
         lines = _interleave(good, [_malformed(day, n, kind, good) for n, kind in enumerate(_MALFORMED[day])])
         paths.append(_write(directory / f"episodes-{day.isoformat()}.jsonl", "\n".join(lines) + "\n"))
-    extra = [_episode(SAMPLE_DAYS[2], task_id, trial).model_dump(mode="json", exclude_none=True)
-             for task_id, trial in _ARRAY_EXTRAS]
-    paths.append(_write(directory / f"episodes-{SAMPLE_DAYS[2].isoformat()}-extra.json",
-                        json.dumps(extra, indent=2) + "\n"))
+    extra = [
+        _episode(SAMPLE_DAYS[2], task_id, trial).model_dump(mode="json", exclude_none=True) for task_id, trial in _ARRAY_EXTRAS
+    ]
+    paths.append(_write(directory / f"episodes-{SAMPLE_DAYS[2].isoformat()}-extra.json", json.dumps(extra, indent=2) + "\n"))
     return paths
 
 
@@ -235,8 +362,7 @@ def _write(path: Path, text: str) -> Path:
 def _day_episodes(day: date) -> list[Episode]:
     """Every task's trials 0..2 (plus day 3's extra runs), in start order like a store export."""
     injections = _INJECTIONS[day]
-    episodes = [_episode(day, task_id, trial, injections.get(task_id))
-                for task_id in TASKS for trial in range(TRIALS)]
+    episodes = [_episode(day, task_id, trial, injections.get(task_id)) for task_id in TASKS for trial in range(TRIALS)]
     if day == SAMPLE_DAYS[2]:
         episodes += [_episode(day, task_id, trial, status=status) for task_id, trial, status in _DAY3_EXTRAS]
     return sorted(episodes, key=lambda e: (e.started_at, e.episode_id))
@@ -253,8 +379,9 @@ def _factors(day: date, task_id: str, trial: int) -> tuple[random.Random, float,
     return rng, 1 + rng.uniform(-JITTER, JITTER), 1 + rng.uniform(-JITTER, JITTER)
 
 
-def _episode(day: date, task_id: str, trial: int, injection: Injection | None = None,
-             status: EpisodeStatus | None = None) -> Episode:
+def _episode(
+    day: date, task_id: str, trial: int, injection: Injection | None = None, status: EpisodeStatus | None = None
+) -> Episode:
     agent, task = TASKS[task_id]
     injection = injection or Injection("normal")
     status = status or injection.status
@@ -281,10 +408,16 @@ def _episode(day: date, task_id: str, trial: int, injection: Injection | None = 
     total_ms = round(sum(s.duration_ms for s in steps), 1)
     tool_calls = [s.tool_name for s in steps if s.step_type is StepType.TOOL_CALL]
     return Episode(
-        episode_id=_episode_id(day, task_id, trial), agent_id=agent.agent_id, status=status,
-        steps=steps, tools_used=list(dict.fromkeys(tool_calls)),
-        total_tokens=sum(s.tokens for s in steps), total_cost_usd=round(sum(s.cost_usd for s in steps), 8),
-        total_duration_ms=total_ms, step_count=len(steps), started_at=started_at,
+        episode_id=_episode_id(day, task_id, trial),
+        agent_id=agent.agent_id,
+        status=status,
+        steps=steps,
+        tools_used=list(dict.fromkeys(tool_calls)),
+        total_tokens=sum(s.tokens for s in steps),
+        total_cost_usd=round(sum(s.cost_usd for s in steps), 8),
+        total_duration_ms=total_ms,
+        step_count=len(steps),
+        started_at=started_at,
         ended_at=None if status is EpisodeStatus.RUNNING else started_at + timedelta(milliseconds=total_ms),
         metadata=metadata,
     )
@@ -311,8 +444,9 @@ def _vary_case_or_space(answer: str, pick: int) -> str:
     return answer
 
 
-def _steps(agent: Agent, task: Task, injection: Injection, answer: str, cost_factor: float,
-           latency_factor: float, rng: random.Random) -> list[Step]:
+def _steps(
+    agent: Agent, task: Task, injection: Injection, answer: str, cost_factor: float, latency_factor: float, rng: random.Random
+) -> list[Step]:
     """llm_call (the question), a tool_call/tool_result pair per tool, llm_call (the answer).
 
     Cost and tokens go to the two LLM calls (2:3), latency to every step by weight, so scaling
@@ -321,24 +455,41 @@ def _steps(agent: Agent, task: Task, injection: Injection, answer: str, cost_fac
     tools = injection.tools or task.tools
     llm = {"model": agent.model, "provider": PROVIDER}
     specs: list[tuple[dict[str, object], float, float]] = [  # (fields, cost weight, latency weight)
-        ({"step_type": StepType.LLM_CALL, "input_summary": task.question,
-          "output_summary": f"Plan: call {', '.join(tools)}.", **llm}, 2, 3)]
+        (
+            {
+                "step_type": StepType.LLM_CALL,
+                "input_summary": task.question,
+                "output_summary": f"Plan: call {', '.join(tools)}.",
+                **llm,
+            },
+            2,
+            3,
+        )
+    ]
     for tool in tools:
         tool_in, tool_out = TOOL_IO[tool]
         specs.append(({"step_type": StepType.TOOL_CALL, "tool_name": tool, "input_summary": tool_in}, 0, 2))
-        result = ({"step_type": StepType.ERROR, "error": TOOL_ERRORS[tool]} if injection.error_results
-                  else {"step_type": StepType.TOOL_RESULT, "output_summary": tool_out})
+        result = (
+            {"step_type": StepType.ERROR, "error": TOOL_ERRORS[tool]}
+            if injection.error_results
+            else {"step_type": StepType.TOOL_RESULT, "output_summary": tool_out}
+        )
         specs.append(({"tool_name": tool, **result}, 0, 0.2))
-    specs.append(({"step_type": StepType.LLM_CALL, "input_summary": "Compose the final answer.",
-                   "output_summary": answer, **llm}, 3, 3))
+    specs.append(
+        ({"step_type": StepType.LLM_CALL, "input_summary": "Compose the final answer.", "output_summary": answer, **llm}, 3, 3)
+    )
 
     cost_sum = sum(c for _, c, _ in specs)
     latency_sum = sum(w for _, _, w in specs)
     return [
-        Step(step_index=i, air_record_id=str(uuid.UUID(int=rng.getrandbits(128), version=4)),
-             tokens=round(task.tokens * cost_factor * c / cost_sum),
-             cost_usd=round(task.cost_usd * cost_factor * c / cost_sum, 8),
-             duration_ms=round(task.duration_ms * latency_factor * w / latency_sum, 1), **fields)
+        Step(
+            step_index=i,
+            air_record_id=str(uuid.UUID(int=rng.getrandbits(128), version=4)),
+            tokens=round(task.tokens * cost_factor * c / cost_sum),
+            cost_usd=round(task.cost_usd * cost_factor * c / cost_sum, 8),
+            duration_ms=round(task.duration_ms * latency_factor * w / latency_sum, 1),
+            **fields,
+        )
         for i, (fields, c, w) in enumerate(specs)
     ]
 

@@ -31,4 +31,9 @@ def source_health(source: FileSource | EpisodeStore) -> dict[str, Any]:
     for entry in index.files.values():
         for day, count in entry.days.items():
             per_day[day.isoformat()] = per_day.get(day.isoformat(), 0) + count
-    return {"kind": "files", "path": str(source.root), "files": len(index.files), "episodes_per_day": dict(sorted(per_day.items()))}
+    return {
+        "kind": "files",
+        "path": str(source.root),
+        "files": len(index.files),
+        "episodes_per_day": dict(sorted(per_day.items())),
+    }

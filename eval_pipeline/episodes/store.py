@@ -16,12 +16,14 @@ from typing import Any
 import httpx
 
 from eval_pipeline.episodes.records import RawRecord, record_episode_id
+from eval_pipeline.errors import InfrastructureError
 from eval_pipeline.retry import Backoff, RetriesExhausted, with_retries
 
 PAGE_LIMIT = 500  # the store's cap on `limit`
+DEFAULT_BACKOFF = Backoff()
 
 
-class SourceUnavailable(Exception):
+class SourceUnavailable(InfrastructureError):
     """The store could not be reached or kept failing after retries."""
 
 
@@ -32,7 +34,7 @@ def _day_bounds(day: date) -> dict[str, str]:
 
 
 class EpisodeStore:
-    def __init__(self, base_url: str, *, timeout: float = 30.0, backoff: Backoff = Backoff()):
+    def __init__(self, base_url: str, *, timeout: float = 30.0, backoff: Backoff = DEFAULT_BACKOFF):
         self.base_url = base_url.rstrip("/")
         self.timeout = timeout
         self.backoff = backoff
@@ -47,9 +49,8 @@ class EpisodeStore:
             try:
                 return response.json()
             except ValueError:
-                raise SourceUnavailable(
-                    f"episode store {self.base_url}: GET {path} answered {response.headers.get('content-type', 'a body')} that is not JSON"
-                ) from None
+                kind = response.headers.get("content-type", "a body")
+                raise SourceUnavailable(f"episode store {self.base_url}: GET {path} answered {kind} that is not JSON") from None
 
         return self._retrying(f"GET {self.base_url}{path}", call)
 
@@ -88,7 +89,7 @@ class EpisodeStore:
         """Spool the day's NDJSON export; None when this store has no export endpoint."""
 
         def call():
-            spool = tempfile.TemporaryFile()
+            spool = tempfile.TemporaryFile()  # noqa: SIM115 (returned to the caller, who closes it)
             try:
                 with client.stream("GET", "/v1/episodes/export", params=_day_bounds(day)) as response:
                     if response.status_code in (404, 405, 501):
@@ -114,7 +115,7 @@ class EpisodeStore:
             ids.extend(str(s["episode_id"]) for s in summaries if isinstance(s, dict) and "episode_id" in s)
             if len(summaries) < PAGE_LIMIT:
                 break
-        spool = tempfile.TemporaryFile()
+        spool = tempfile.TemporaryFile()  # noqa: SIM115 (returned to the caller, who closes it)
         try:
             for episode_id in dict.fromkeys(ids):  # newest-first paging can repeat an id; keep one
                 episode = self._get_json(client, f"/v1/episodes/{episode_id}")

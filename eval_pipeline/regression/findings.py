@@ -140,7 +140,7 @@ def episode_findings(scored: pd.DataFrame, day: date, config: EvalConfig) -> pd.
                     "baseline_value": baseline_values[dimension][hit],
                     "message": [
                         _episode_message(dimension, row, value, bound)
-                        for row, value, bound in zip(breached.itertuples(), breached[column], limit[hit])
+                        for row, value, bound in zip(breached.itertuples(), breached[column], limit[hit], strict=False)
                     ],
                 }
             )
@@ -157,7 +157,7 @@ def _finalize(parts: list[pd.DataFrame], day: date, config: EvalConfig) -> pd.Da
     findings["finding_id"] = [
         finding_id(day, agent, episode, dimension, severity)
         for agent, episode, dimension, severity in zip(
-            findings["agent_id"], findings["episode_id"], findings["dimension"], findings["severity"]
+            findings["agent_id"], findings["episode_id"], findings["dimension"], findings["severity"], strict=False
         )
     ]
     return findings[FINDING_COLUMNS]
@@ -214,7 +214,9 @@ def aggregate_findings(scores: pd.DataFrame, previous: pd.DataFrame, day: date, 
                     "message": [
                         f"{noun} {_fmt(dimension, value)} vs limit {_fmt(dimension, bound)} across {int(n)} episodes"
                         + ("" if pd.isna(prior) else f" (previous day {_fmt(dimension, prior)})")
-                        for value, bound, n, prior in zip(breached[dimension], limit[hit], breached["episodes"], before)
+                        for value, bound, n, prior in zip(
+                            breached[dimension], limit[hit], breached["episodes"], before, strict=False
+                        )
                     ],
                 }
             )

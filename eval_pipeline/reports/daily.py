@@ -123,8 +123,15 @@ def render_markdown(report: dict[str, Any]) -> str:
     lines = [f"# Eval report {report['partition_date']}", ""]
     lines += table(
         ["Total Episodes", "Passed", "Failed", "Avg Weighted Score", "Alerts"],
-        [[s["total_episodes"], s["passed"], s["failed"], s["avg_weighted_score"],
-          f"{s['alerts']} ({s['critical_alerts']} critical, {s['warning_alerts']} warning)"]],
+        [
+            [
+                s["total_episodes"],
+                s["passed"],
+                s["failed"],
+                s["avg_weighted_score"],
+                f"{s['alerts']} ({s['critical_alerts']} critical, {s['warning_alerts']} warning)",
+            ]
+        ],
     )
     lines += [
         "",
@@ -136,23 +143,47 @@ def render_markdown(report: dict[str, Any]) -> str:
     lines += ["## Agents", ""]
     lines += table(
         ["Agent", "Episodes", "Pass Rate", "Avg Score", "Cost Δ", "Latency Δ", "Critical", "Warning"],
-        [[a["agent_id"], a["episodes"], a["pass_rate"], a["avg_weighted_score"], _pct(a["avg_cost_delta_pct"]),
-          _pct(a["avg_latency_delta_pct"]), a["critical_alerts"], a["warning_alerts"]] for a in report["agents"]],
+        [
+            [
+                a["agent_id"],
+                a["episodes"],
+                a["pass_rate"],
+                a["avg_weighted_score"],
+                _pct(a["avg_cost_delta_pct"]),
+                _pct(a["avg_latency_delta_pct"]),
+                a["critical_alerts"],
+                a["warning_alerts"],
+            ]
+            for a in report["agents"]
+        ],
     )
     lines += ["", "## Regression Alerts", ""]
     if report["alerts"]:
         lines += table(
             ["Severity", "Dimension", "Episode", "Message"],
-            [[f["severity"].upper(), f["dimension"], f["episode_id"] or f"{f['agent_id']} (all episodes)", f["message"]]
-             for f in report["alerts"]],
+            [
+                [f["severity"].upper(), f["dimension"], f["episode_id"] or f"{f['agent_id']} (all episodes)", f["message"]]
+                for f in report["alerts"]
+            ],
         )
     else:
         lines.append("No regressions.")
     lines += ["", f"## Episode Scores (worst {len(report['episodes'])})", ""]
     lines += table(
         ["Episode", "Agent", "Score", "Correctness", "Cost Δ", "Latency Δ", "Tools", "Safety"],
-        [[e["episode_id"], e["agent_id"], e["weighted_score"], e["correctness"], _pct(e["cost_delta_pct"]),
-          _pct(e["latency_delta_pct"]), e["tool_match"], e["safety"]] for e in report["episodes"]],
+        [
+            [
+                e["episode_id"],
+                e["agent_id"],
+                e["weighted_score"],
+                e["correctness"],
+                _pct(e["cost_delta_pct"]),
+                _pct(e["latency_delta_pct"]),
+                e["tool_match"],
+                e["safety"],
+            ]
+            for e in report["episodes"]
+        ],
     )
     return "\n".join(lines) + "\n"
 

@@ -17,10 +17,11 @@ import duckdb
 import pandas as pd
 from filelock import FileLock, Timeout
 
+from eval_pipeline.errors import InfrastructureError
 from eval_pipeline.warehouse.schema import migrate
 
 
-class WarehouseBusy(Exception):
+class WarehouseBusy(InfrastructureError):
     """Another process held the warehouse longer than the configured wait."""
 
 
@@ -94,7 +95,12 @@ class Warehouse:
 
 
 def replace_partition(
-    con: duckdb.DuckDBPyConnection, table: str, day: date, rows: pd.DataFrame | str, agent_id: str | None = None, params: list | dict | None = None
+    con: duckdb.DuckDBPyConnection,
+    table: str,
+    day: date,
+    rows: pd.DataFrame | str,
+    agent_id: str | None = None,
+    params: list | dict | None = None,
 ) -> int:
     """Replace one partition's rows (only one agent's, when scoped) with `rows`.
 

@@ -38,10 +38,17 @@ _STEP_FIELDS = {
 _NUMBERS = {"total_tokens": "an integer", "total_cost_usd": "a number", "total_duration_ms": "a number"}
 _EPISODE_SCHEMA = json.dumps(
     {
-        "episode_id": "VARCHAR", "agent_id": "VARCHAR", "status": "VARCHAR", "started_at": "VARCHAR",
-        "ended_at": "VARCHAR", "total_tokens": "BIGINT", "total_cost_usd": "DOUBLE", "total_duration_ms": "DOUBLE",
-        "steps": [_STEP_FIELDS], "metadata": "JSON",
-    }  # fmt: skip
+        "episode_id": "VARCHAR",
+        "agent_id": "VARCHAR",
+        "status": "VARCHAR",
+        "started_at": "VARCHAR",
+        "ended_at": "VARCHAR",
+        "total_tokens": "BIGINT",
+        "total_cost_usd": "DOUBLE",
+        "total_duration_ms": "DOUBLE",
+        "steps": [_STEP_FIELDS],
+        "metadata": "JSON",
+    }
 )
 _STATUSES = ", ".join(f"'{s.value}'" for s in EpisodeStatus)
 _STEP_TYPES = ", ".join(f"'{s.value}'" for s in StepType)

@@ -17,7 +17,9 @@ def report_inputs(warehouse: Warehouse, day: date) -> dict[str, Any]:
         params = {"day": day}
         scores = con.execute("SELECT * FROM scores WHERE partition_date = $day", params).df()
         findings = con.execute("SELECT * FROM findings WHERE partition_date = $day", params).df()
-        statuses = con.execute("SELECT status, count(*) FROM episodes WHERE partition_date = $day GROUP BY ALL", params).fetchall()
+        statuses = con.execute(
+            "SELECT status, count(*) FROM episodes WHERE partition_date = $day GROUP BY ALL", params
+        ).fetchall()
         quarantined = con.execute("SELECT count(*) FROM quarantine WHERE partition_date = $day", params).fetchone()[0]
     return {"scores": scores, "findings": findings, "status_counts": dict(statuses), "quarantined": int(quarantined)}
 
@@ -50,4 +52,4 @@ def severity_counts(warehouse: Warehouse, days: list[date]) -> dict[str, int]:
     rows = warehouse.read_frame(
         "SELECT severity, count(*) AS n FROM findings WHERE list_contains($days, partition_date) GROUP BY ALL", {"days": days}
     )
-    return dict(zip(rows["severity"], rows["n"].astype(int)))
+    return dict(zip(rows["severity"], rows["n"].astype(int), strict=False))

@@ -20,7 +20,14 @@ from eval_pipeline.warehouse.connection import Warehouse
 
 pytestmark = pytest.mark.slow
 
-ASSETS = [pipeline.episodes, pipeline.baselines, pipeline.replays, pipeline.scores, pipeline.regression_findings, pipeline.eval_report]
+ASSETS = [
+    pipeline.episodes,
+    pipeline.baselines,
+    pipeline.replays,
+    pipeline.scores,
+    pipeline.regression_findings,
+    pipeline.eval_report,
+]
 KIND_TO_FINDING = {
     "cost_critical": ("cost_delta", "critical"),
     "cost_warning": ("cost_delta", "warning"),
@@ -52,7 +59,9 @@ def project(tmp_path_factory):
         "reports": ReportsResource(directory=str(root / "reports")),
     }
     instance = dg.DagsterInstance.ephemeral()
-    results = {day: dg.materialize(ASSETS, partition_key=day.isoformat(), resources=resources, instance=instance) for day in SAMPLE_DAYS}
+    results = {
+        day: dg.materialize(ASSETS, partition_key=day.isoformat(), resources=resources, instance=instance) for day in SAMPLE_DAYS
+    }
     return root, resources, instance, results
 
 
@@ -71,11 +80,19 @@ def test_findings_are_exactly_the_injected_regressions(project):
 def test_every_trial_of_an_injected_task_is_flagged_and_the_cheaper_agent_never(project):
     root, *_ = project
     per_task = dict(
-        query(root, "SELECT task_id, count(DISTINCT episode_id) FROM findings WHERE partition_date = DATE '2026-11-02' AND episode_id IS NOT NULL GROUP BY ALL")
+        query(
+            root,
+            "SELECT task_id, count(DISTINCT episode_id) FROM findings "
+            "WHERE partition_date = DATE '2026-11-02' AND episode_id IS NOT NULL GROUP BY ALL",
+        )
     )
     assert set(per_task.values()) == {3}
     assert query(root, "SELECT count(*) FROM findings WHERE agent_id = 'billing-bot'") == [(0,)]
-    cheaper = query(root, "SELECT max(cost_delta_pct), min(weighted_score) FROM scores WHERE agent_id = 'billing-bot' AND partition_date = DATE '2026-11-02'")
+    cheaper = query(
+        root,
+        "SELECT max(cost_delta_pct), min(weighted_score) FROM scores "
+        "WHERE agent_id = 'billing-bot' AND partition_date = DATE '2026-11-02'",
+    )
     assert cheaper[0][0] < -30 and cheaper[0][1] == pytest.approx(1.0)
 
 

@@ -55,10 +55,16 @@ def _by_trial(days, day: date) -> dict[tuple[str, int], Episode]:
 def test_same_bytes_every_call(tmp_path: Path) -> None:
     first = write_samples(tmp_path / "a")
     second = write_samples(tmp_path / "b")
-    assert [p.name for p in first] == [p.name for p in second] == [
-        "episodes-2026-11-01.jsonl", "episodes-2026-11-02.jsonl", "episodes-2026-11-03.jsonl",
-        "episodes-2026-11-03-extra.json",
-    ]
+    assert (
+        [p.name for p in first]
+        == [p.name for p in second]
+        == [
+            "episodes-2026-11-01.jsonl",
+            "episodes-2026-11-02.jsonl",
+            "episodes-2026-11-03.jsonl",
+            "episodes-2026-11-03-extra.json",
+        ]
+    )
     for a, b in zip(first, second, strict=True):
         assert a.read_bytes() == b.read_bytes()
 
@@ -104,8 +110,10 @@ def test_episode_totals_match_steps(days) -> None:
 
 def test_trial_zero_is_the_earliest_run_and_one_baseline_is_pinned(days) -> None:
     for day in SAMPLE_DAYS:
-        earliest = {t: min((e for e in days[day][0] if e.task_id == t), key=lambda e: e.started_at)
-                    for t in {e.task_id for e in days[day][0]}}
+        earliest = {
+            t: min((e for e in days[day][0] if e.task_id == t), key=lambda e: e.started_at)
+            for t in {e.task_id for e in days[day][0]}
+        }
         assert all(e.metadata["trial"] == 0 for e in earliest.values())
     pinned = [e for day in SAMPLE_DAYS for e in days[day][0] if e.metadata.get("baseline")]
     assert [(e.partition_date, e.metadata["trial"]) for e in pinned] == [(DAY1, 0)]
@@ -118,14 +126,17 @@ def test_final_output_is_sometimes_left_to_the_last_llm_call(days) -> None:
     assert all(e.final_output for e in without)
 
 
-@pytest.mark.parametrize(("task_id", "cost", "latency"), [
-    ("research-agent/compare-vector-databases", 1.50, None),
-    ("research-agent/summarize-arxiv-paper", 1.25, None),
-    ("code-assistant/fix-failing-test", None, 1.70),
-    ("code-assistant/add-type-hints", None, 1.35),
-    ("billing-bot/explain-invoice", 0.6, 0.7),
-    ("billing-bot/duplicate-charge", 0.6, 0.7),
-])
+@pytest.mark.parametrize(
+    ("task_id", "cost", "latency"),
+    [
+        ("research-agent/compare-vector-databases", 1.50, None),
+        ("research-agent/summarize-arxiv-paper", 1.25, None),
+        ("code-assistant/fix-failing-test", None, 1.70),
+        ("code-assistant/add-type-hints", None, 1.35),
+        ("billing-bot/explain-invoice", 0.6, 0.7),
+        ("billing-bot/duplicate-charge", 0.6, 0.7),
+    ],
+)
 def test_injected_ratios_against_day1_trial0(days, task_id: str, cost, latency) -> None:
     baseline = _by_trial(days, DAY1)[(task_id, 0)]
     for trial in range(3):
@@ -198,6 +209,14 @@ def test_day3_cut_short_runs(days) -> None:
 
 def test_expected_regressions_cover_every_kind() -> None:
     kinds = {kind for _, _, _, kind in EXPECTED_REGRESSIONS}
-    assert kinds == {"cost_warning", "cost_critical", "latency_warning", "latency_critical",
-                     "tool_sequence", "failed_outcome", "leaked_secret", "error_steps"}
+    assert kinds == {
+        "cost_warning",
+        "cost_critical",
+        "latency_warning",
+        "latency_critical",
+        "tool_sequence",
+        "failed_outcome",
+        "leaked_secret",
+        "error_steps",
+    }
     assert all(agent != "billing-bot" for _, agent, _, _ in EXPECTED_REGRESSIONS)

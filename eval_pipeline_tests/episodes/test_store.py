@@ -47,8 +47,12 @@ def populate(store) -> set[str]:
     expected = set()
     for i in range(ON_DAY):
         episode_id = f"ep-{i:04d}"
-        store.add_episode(episode_id, DAY_START + timedelta(seconds=120 * i), agent_id=f"agent-{i % 4}",
-                          status="failure" if i % 7 == 0 else "success")
+        store.add_episode(
+            episode_id,
+            DAY_START + timedelta(seconds=120 * i),
+            agent_id=f"agent-{i % 4}",
+            status="failure" if i % 7 == 0 else "success",
+        )
         expected.add(episode_id)
     store.add_episode("prev-late", DAY_START - timedelta(microseconds=1))  # 23:59:59.999999 the day before
     store.add_episode("prev-noon", DAY_START - timedelta(hours=12))
@@ -129,8 +133,9 @@ def test_paged_path_when_export_is_missing(fake_store):
     pages = fake_store.requests_to(LIST)
     assert [(p["offset"], p["limit"]) for p in pages] == [("0", "500"), ("500", "500")]
     assert all(p["since"] == "2026-11-02T00:00:00Z" and p["until"] == "2026-11-03T00:00:00Z" for p in pages)
-    fetched = [path.rsplit("/", 1)[1] for method, path, _ in fake_store.requests
-               if path.startswith(LIST + "/") and path != EXPORT]
+    fetched = [
+        path.rsplit("/", 1)[1] for method, path, _ in fake_store.requests if path.startswith(LIST + "/") and path != EXPORT
+    ]
     assert len(fetched) == len(set(fetched)) == ON_DAY  # every id fetched exactly once
     assert set(fetched) == expected
 
@@ -276,8 +281,16 @@ def test_fake_store_list_contract(fake_store):
         assert client.get(LIST, params={"limit": 0}).status_code == 422
         assert client.get(LIST, params={"limit": 501}).status_code == 422
         assert client.get(LIST, params={"since": "nonsense"}).status_code == 422
-        day = client.get(LIST, params={"since": "2026-11-02T00:00:00Z", "until": "2026-11-03T00:00:00Z",
-                                       "agent_id": "agent-1", "status": "success", "limit": 500}).json()
+        day = client.get(
+            LIST,
+            params={
+                "since": "2026-11-02T00:00:00Z",
+                "until": "2026-11-03T00:00:00Z",
+                "agent_id": "agent-1",
+                "status": "success",
+                "limit": 500,
+            },
+        ).json()
         assert day and all(s["agent_id"] == "agent-1" and s["status"] == "success" for s in day)
         assert client.get("/v1/episodes/nope").status_code == 404
         assert len(client.get("/v1/episodes/ep-0001").json()["steps"]) == 2
@@ -292,8 +305,9 @@ def test_fake_store_serves_episodes_with_an_unreadable_start(fake_store):
     import httpx
 
     fake_store.add_episode("good", DAY_START)
-    fake_store.episodes.append({"episode_id": "bad", "agent_id": "a", "status": "success",
-                                "started_at": "last Tuesday, after lunch", "steps": []})
+    fake_store.episodes.append(
+        {"episode_id": "bad", "agent_id": "a", "status": "success", "started_at": "last Tuesday, after lunch", "steps": []}
+    )
     with httpx.Client(base_url=fake_store.url) as client:
         assert [s["episode_id"] for s in client.get(LIST).json()] == ["good", "bad"]
         day = client.get(EXPORT, params={"since": "2026-11-02T00:00:00Z", "until": "2026-11-03T00:00:00Z"})
@@ -306,7 +320,7 @@ class _OddStore(BaseHTTPRequestHandler):
     def log_message(self, *args):  # quiet
         pass
 
-    def do_GET(self):  # noqa: N802
+    def do_GET(self):
         if self.path.startswith("/v1/health"):
             body, kind = b"<html>502 from the proxy</html>", "text/html"
         elif self.path.startswith("/v1/episodes/export"):

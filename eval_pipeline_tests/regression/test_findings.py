@@ -5,8 +5,8 @@ import pytest
 
 from eval_pipeline.config import AgentOverrides, EvalConfig, Threshold
 from eval_pipeline.regression.findings import (
-    aggregate_findings,
     agent_aggregates,
+    aggregate_findings,
     episode_findings,
     finding_id,
     passed,
@@ -101,7 +101,9 @@ def test_secret_messages_never_carry_the_secret():
 
 
 def test_passed_needs_weighted_and_no_critical():
-    scored = score_episodes(frame({}, {"total_cost_usd": 0.015}, {"final_output": "leak sk-" + "x" * 20}, {"baseline_episode_id": None}), CONFIG)
+    scored = score_episodes(
+        frame({}, {"total_cost_usd": 0.015}, {"final_output": "leak sk-" + "x" * 20}, {"baseline_episode_id": None}), CONFIG
+    )
     verdicts = passed(scored, CONFIG).tolist()
     assert verdicts == [True, False, False, None]
 

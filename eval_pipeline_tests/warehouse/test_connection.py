@@ -31,9 +31,11 @@ def test_a_second_process_waits_then_reports_busy(tmp_path):
     holder.start()
     try:
         assert ready.wait(20)
-        with pytest.raises(WarehouseBusy, match="warehouse busy"):
-            with Warehouse(path, lock_timeout_seconds=0.3).connect(read_only=True):
-                pass
+        with (
+            pytest.raises(WarehouseBusy, match="warehouse busy"),
+            Warehouse(path, lock_timeout_seconds=0.3).connect(read_only=True),
+        ):
+            pass
         # a patient opener gets in once the holder is done, instead of failing on DuckDB's own lock
         with Warehouse(path, lock_timeout_seconds=30).connect(read_only=True) as con:
             assert con.execute("SELECT count(*) FROM episodes").fetchone() == (0,)
@@ -45,9 +47,8 @@ def test_a_failed_transaction_rolls_back(tmp_path):
     warehouse = Warehouse(tmp_path / "eval.duckdb")
     with warehouse.transaction() as con:
         con.execute("INSERT INTO reports (partition_date, summary) VALUES (DATE '2026-11-01', '{}')")
-    with pytest.raises(RuntimeError):
-        with warehouse.transaction() as con:
-            con.execute("DELETE FROM reports")
-            raise RuntimeError("crash mid-partition")
+    with pytest.raises(RuntimeError), warehouse.transaction() as con:
+        con.execute("DELETE FROM reports")
+        raise RuntimeError("crash mid-partition")
     with warehouse.connect(read_only=True) as con:
         assert con.execute("SELECT count(*) FROM reports").fetchone() == (1,)

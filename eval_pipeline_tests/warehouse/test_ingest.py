@@ -23,7 +23,13 @@ def good(episode_id="ep-1", **overrides) -> dict:
         "ended_at": "2026-11-01T10:00:05Z",
         "steps": [
             {"step_index": 2, "step_type": "tool_call", "tool_name": "send_email", "tokens": 0, "cost_usd": 0, "duration_ms": 5},
-            {"step_index": 0, "step_type": "llm_call", "input_summary": "Where is my order?", "output_summary": "plan", "model": "m1"},
+            {
+                "step_index": 0,
+                "step_type": "llm_call",
+                "input_summary": "Where is my order?",
+                "output_summary": "plan",
+                "model": "m1",
+            },
             {"step_index": 1, "step_type": "tool_call", "tool_name": "lookup_order", "duration_ms": 10},
             {"step_index": 3, "step_type": "llm_call", "output_summary": "It ships Monday.", "tokens": 7},
             {"step_index": 4, "step_type": "tool_call", "tool_name": "lookup_order", "error": "timeout"},
@@ -52,7 +58,10 @@ def rows(warehouse: Warehouse, sql: str, params=None):
 
 def test_canonical_columns_follow_the_episode_rules(warehouse):
     load_episodes(warehouse, DAY, records(good()))
-    (episode,) = rows(warehouse, "SELECT task_id, trial, model, tools, final_output, step_count, error_steps, total_tokens, category FROM episodes")
+    (episode,) = rows(
+        warehouse,
+        "SELECT task_id, trial, model, tools, final_output, step_count, error_steps, total_tokens, category FROM episodes",
+    )
     # steps ordered by step_index, repeats kept; final output = last llm_call; error steps counted
     assert episode == ("t-1", 2, "m1", ["lookup_order", "send_email", "lookup_order"], "It ships Monday.", 5, 1, 7, "orders")
     assert rows(warehouse, "SELECT step_index, step_type FROM episode_steps ORDER BY step_index")[0] == (0, "llm_call")
@@ -84,7 +93,11 @@ def test_sql_and_pydantic_rules_agree_on_the_samples(warehouse, tmp_path):
             except ValueError:
                 continue
             assert loaded[episode.episode_id] == (
-                episode.task_id, episode.tools, episode.final_output, episode.total_tokens, episode.partition_date
+                episode.task_id,
+                episode.tools,
+                episode.final_output,
+                episode.total_tokens,
+                episode.partition_date,
             )
             checked += 1
     assert checked > 100
@@ -110,18 +123,24 @@ def test_bad_records_are_quarantined_with_locator_and_reason_and_good_ones_load(
         "test.jsonl:4": "missing agent_id",
         "test.jsonl:5": "status 'exploded' is not one of running, success, failure, timeout, killed",
         "test.jsonl:6": "started_at 'yesterday' is not an ISO 8601 timestamp",
-        "test.jsonl:7": "step 0: step_index must be an integer and step_type one of llm_call, tool_call, tool_result, decision, error",
+        "test.jsonl:7": "step 0: step_index must be an integer and step_type one of "
+        "llm_call, tool_call, tool_result, decision, error",
         "test.jsonl:8": "total_cost_usd is not a number",
         "test.jsonl:9": "steps is not a list",
     }
-    assert rows(warehouse, "SELECT raw FROM quarantine WHERE locator = 'test.jsonl:2'") == [('{"episode_id": "ep-x", "agent_id": ',)]
+    assert rows(warehouse, "SELECT raw FROM quarantine WHERE locator = 'test.jsonl:2'") == [
+        ('{"episode_id": "ep-x", "agent_id": ',)
+    ]
 
 
 def test_a_rerun_replaces_the_partition_exactly(warehouse):
     batch = records(good("ep-1"), "garbage", good("ep-2"))
     for _ in range(2):
         load_episodes(warehouse, DAY, batch)
-    counts = rows(warehouse, "SELECT (SELECT count(*) FROM episodes), (SELECT count(*) FROM episode_steps), (SELECT count(*) FROM quarantine)")
+    counts = rows(
+        warehouse,
+        "SELECT (SELECT count(*) FROM episodes), (SELECT count(*) FROM episode_steps), (SELECT count(*) FROM quarantine)",
+    )
     assert counts == [(2, 10, 1)]
 
 

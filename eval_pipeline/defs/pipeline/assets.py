@@ -23,7 +23,7 @@ from eval_pipeline.defs.resources import (
     RunScope,
     WarehouseResource,
 )
-from eval_pipeline.regression.findings import aggregate_findings, agent_aggregates, episode_findings, passed
+from eval_pipeline.regression.findings import agent_aggregates, aggregate_findings, episode_findings, passed
 from eval_pipeline.reports.daily import build_report, write_report_files
 from eval_pipeline.reports.markdown import table
 from eval_pipeline.scoring.episodes import SCORE_RECORD_COLUMNS, score_episodes
@@ -80,7 +80,12 @@ def episodes(
     def load(day: date) -> dict:
         records = source.records_for(day)  # a store's answer is spooled before the warehouse is locked
         counts = load_episodes(wh, day, records, config.agent_id)
-        return {"episodes": counts.episodes, "steps": counts.steps, "quarantined": counts.quarantined, "records_read": counts.records_read}
+        return {
+            "episodes": counts.episodes,
+            "steps": counts.steps,
+            "quarantined": counts.quarantined,
+            "records_read": counts.records_read,
+        }
 
     figures = _each_day(context, load)
     return dg.MaterializeResult(metadata={**figures, "dagster/row_count": figures["episodes"]})
@@ -122,7 +127,7 @@ def scores(context: dg.AssetExecutionContext, config: RunScope, warehouse: Wareh
         scored["passed"] = passed(scored, cfg)
         scored["config_version"] = cfg.version
         scored["scored_at"] = pd.Timestamp.now(tz="UTC")
-        records = scored[SCORE_RECORD_COLUMNS + ["passed", "config_version", "scored_at"]]
+        records = scored[[*SCORE_RECORD_COLUMNS, "passed", "config_version", "scored_at"]]
         write_partition(wh, "scores", day, records, config.agent_id)
         tally.add(records)
         graded = records[records["weighted_score"].notna()]
@@ -154,7 +159,9 @@ def scores(context: dg.AssetExecutionContext, config: RunScope, warehouse: Wareh
     check_specs=[checks.NO_CRITICAL_REGRESSIONS],
     description="Threshold breaches per episode and per agent (writes the `findings` table).",
 )
-def regression_findings(context: dg.AssetExecutionContext, config: RunScope, warehouse: WarehouseResource, eval_config: EvalConfigResource):
+def regression_findings(
+    context: dg.AssetExecutionContext, config: RunScope, warehouse: WarehouseResource, eval_config: EvalConfigResource
+):
     cfg, wh = eval_config.load(), warehouse.get()
     found_all: list[pd.DataFrame] = []
 
@@ -173,7 +180,9 @@ def regression_findings(context: dg.AssetExecutionContext, config: RunScope, war
         metadata={
             **figures,
             "findings": _md(found.drop(columns=["finding_id"]), 20),
-            "finding_ids": dg.MetadataValue.json(found[["finding_id", "severity", "agent_id", "dimension"]].astype(str).to_dict("records")),
+            "finding_ids": dg.MetadataValue.json(
+                found[["finding_id", "severity", "agent_id", "dimension"]].astype(str).to_dict("records")
+            ),
             "dagster/row_count": len(found),
         }
     )
@@ -200,7 +209,11 @@ def eval_report(
         write_report_row(wh, day, json_path, markdown_path, content)
         written.append(markdown_path)
         summary = content["summary"]
-        return {"critical_alerts": summary["critical_alerts"], "warning_alerts": summary["warning_alerts"], "episodes": summary["total_episodes"]}
+        return {
+            "critical_alerts": summary["critical_alerts"],
+            "warning_alerts": summary["warning_alerts"],
+            "episodes": summary["total_episodes"],
+        }
 
     figures = _each_day(context, _in_session(wh, report))
     latest = written[-1]
