@@ -349,14 +349,17 @@ def eval_pipeline_exe() -> str:
     return found
 
 
-def child_env(source: Path, home: Path) -> dict[str, str]:
-    """The environment of one child: every path absolute and private to `home`; nothing networked."""
+def child_env(source: Path, home: Path, dagster_home: Path | None = None) -> dict[str, str]:
+    """The environment of one child: every path absolute and private to `home`; nothing networked.
+
+    `dagster_home` is shared across runs when given, as a deployment's instance is.
+    """
     env = {k: v for k, v in os.environ.items() if not k.startswith(("EVAL_", "OPENAI_", "DAGSTER_"))}
     env.update(
         EVAL_EPISODE_SOURCE=str(source.resolve()),
         EVAL_DUCKDB_PATH=str((home / "eval.duckdb").resolve()),
         EVAL_REPORTS_DIR=str((home / "reports").resolve()),
-        DAGSTER_HOME=str((home / "dagster_home").resolve()),
+        DAGSTER_HOME=str((dagster_home or home / "dagster_home").resolve()),
         EVAL_REPLAY_MODE="dry",
         PYTHONUNBUFFERED="1",
     )
@@ -422,12 +425,17 @@ def measure(args: argparse.Namespace, session: Path) -> list[str]:
     )
 
     # 1 + 2: throughput and fixed overhead, interleaved so both see the same load
-    say(f"\n[1+2] throughput and fixed overhead: eval-pipeline {' '.join(range_args)}  ({repeats} x, fresh warehouse each)")
+    say(
+        f"\n[1+2] throughput and fixed overhead: eval-pipeline {' '.join(range_args)}  ({repeats} x, fresh warehouse each; "
+        "one DAGSTER_HOME for all, created by an untimed warm-up run, as a deployment keeps its instance)"
+    )
+    instance_home = session / "dagster_home"
+    run_child("warm-up", range_args, child_env(session / "src-tiny", session / "warm-up", instance_home), logs)
     big, tiny = [], []
     for i in range(repeats):
         for kind, runs, src in (("tp", big, "src-throughput"), ("tiny", tiny, "src-tiny")):
             home = session / f"{kind}-{i}"
-            run = run_child(kind, range_args, child_env(session / src, home), logs)
+            run = run_child(kind, range_args, child_env(session / src, home, instance_home), logs)
             runs.append(run)
             say(
                 f"  {kind:<4} run {i + 1}/{repeats}: {run.wall_s:6.2f} s  peak RSS {run.rss_mib:6.0f} MiB"

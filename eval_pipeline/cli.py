@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import os
 import sys
 from datetime import date
@@ -98,9 +99,24 @@ def _days(args) -> list[date]:
     return days_between(args.start, args.end)
 
 
+def _check_partitions(days: list[date]) -> None:
+    from datetime import UTC, datetime, timedelta
+
+    from eval_pipeline.defs.partitions import HISTORY_START
+
+    last = datetime.now(UTC).date() + timedelta(days=1)
+    outside = [day for day in days if not HISTORY_START <= day < last]
+    if outside:
+        raise UsageError(
+            f"{outside[0]} is outside the partitions ({HISTORY_START} to today, UTC); set EVAL_HISTORY_START for older history"
+        )
+
+
 def _evaluate(settings, days: list[date], agent: str | None) -> None:
     """Run the days and print one line per day, then where to look."""
     from eval_pipeline.runner import run_days
+
+    _check_partitions(days)
     from eval_pipeline.warehouse.connection import Warehouse
     from eval_pipeline.warehouse.reports import report_rows
 
@@ -240,5 +256,18 @@ def _cmd_ui(args, settings) -> int:
     return EXIT_OK  # not reached
 
 
+def entry_point() -> None:
+    """The installed `eval-pipeline` command.
+
+    Everything is written and closed when `main` returns, so the process ends at once instead
+    of spending about a second tearing down Dagster's, pandas' and DuckDB's objects.
+    """
+    code = main()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    logging.shutdown()
+    os._exit(code)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    entry_point()

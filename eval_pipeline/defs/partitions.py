@@ -1,12 +1,16 @@
-"""Daily partitions by the episode's start date (UTC); today is included, for late-day reruns."""
+"""Daily partitions by the episode's start date (UTC), from `EVAL_HISTORY_START` to today.
 
+Today is included, for late-day reruns; the first day bounds how far back a backfill can go.
+"""
+
+import os
 from datetime import date
 
 import dagster as dg
 
-HISTORY_START = "2025-01-01"
+HISTORY_START = date.fromisoformat(os.environ.get("EVAL_HISTORY_START") or "2025-01-01")
 
-daily_partitions = dg.DailyPartitionsDefinition(start_date=HISTORY_START, timezone="UTC", end_offset=1)
+daily_partitions = dg.DailyPartitionsDefinition(start_date=HISTORY_START.isoformat(), timezone="UTC", end_offset=1)
 
 
 def partition_days(context: dg.AssetExecutionContext) -> list[date]:

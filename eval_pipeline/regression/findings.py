@@ -222,3 +222,9 @@ def aggregate_findings(scores: pd.DataFrame, previous: pd.DataFrame, day: date, 
             )
         )
     return _finalize(parts, day, config)
+
+
+def partition_findings(scores: pd.DataFrame, previous_scores: pd.DataFrame, day: date, config: EvalConfig) -> pd.DataFrame:
+    """Everything `findings` holds for a day: episode breaches, then per-agent ones against the day before."""
+    aggregates = aggregate_findings(scores, agent_aggregates(previous_scores), day, config)
+    return pd.concat([episode_findings(scores, day, config), aggregates], ignore_index=True)

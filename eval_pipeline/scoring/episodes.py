@@ -5,6 +5,7 @@ from __future__ import annotations
 import pandas as pd
 
 from eval_pipeline.config import EvalConfig
+from eval_pipeline.regression.findings import passed
 from eval_pipeline.scoring import dimensions as dim
 from eval_pipeline.scoring.weighted import delta_to_unit, weighted_score
 
@@ -65,3 +66,11 @@ def score_episodes(frame: pd.DataFrame, config: EvalConfig) -> pd.DataFrame:
     }
     scored["weighted_score"] = weighted_score(units, config.weights).where(dim.has_baseline(frame))
     return scored
+
+
+def score_records(frame: pd.DataFrame, config: EvalConfig) -> pd.DataFrame:
+    """A partition's `scores` rows: dimensions, evidence, the pass verdict and the config version."""
+    scored = score_episodes(frame, config)
+    scored["passed"] = passed(scored, config)
+    scored["config_version"] = config.version
+    return scored[[*SCORE_RECORD_COLUMNS, "passed", "config_version"]]

@@ -42,7 +42,7 @@ WHERE rank = 1 AND ($policy = 'rolling' OR NOT EXISTS (
 def write_baselines(warehouse: Warehouse, day: date, policy: str, agent_id: str | None = None) -> int:
     """Replace the baseline rows `day` contributes; return how many it contributes."""
     rows = f"""
-        SELECT *, now() AS established_at, $day AS partition_date, $policy AS policy
+        SELECT *, $day AS partition_date, $policy AS policy
         FROM ({_CONTRIBUTIONS})
     """
     with warehouse.transaction() as con:

@@ -132,13 +132,12 @@ SELECT
     len(list_filter(ordered, lambda s: s.step_type = 'error' OR coalesce(s.error, '') <> '')) AS error_steps,
     metadata -> '$.expected' AS expected,
     metadata,
-    now() AS loaded_at,
     ordered
 FROM kept WHERE newest = 1
 """
 
 _QUARANTINE = """
-SELECT $day AS partition_date, source, locator, reason, raw, agent_id, now() AS quarantined_at FROM (
+SELECT $day AS partition_date, source, locator, reason, raw, agent_id FROM (
     SELECT source, locator, reason, raw, agent_id FROM _parsed WHERE reason IS NOT NULL
     UNION ALL
     SELECT p.source, p.locator, 'duplicate episode_id ' || p.episode_id || ', superseded by ' || c.locator, p.raw, p.agent_id

@@ -34,7 +34,6 @@ def write_report_row(warehouse: Warehouse, day: date, json_path: Path, markdown_
                 "html_path": None,
                 "summary": json.dumps(report["summary"]),
                 "config_version": report["config_version"],
-                "created_at": pd.Timestamp.now(tz="UTC"),
             }
         ]
     )

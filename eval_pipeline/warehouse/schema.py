@@ -34,7 +34,7 @@ MIGRATIONS: list[str] = [
         error_steps INTEGER,
         expected JSON,
         metadata JSON,
-        loaded_at TIMESTAMPTZ
+        loaded_at TIMESTAMPTZ DEFAULT current_timestamp
     );
     CREATE TABLE episode_steps (
         episode_id VARCHAR NOT NULL,
@@ -60,14 +60,14 @@ MIGRATIONS: list[str] = [
         reason VARCHAR,
         raw VARCHAR,
         agent_id VARCHAR,
-        quarantined_at TIMESTAMPTZ
+        quarantined_at TIMESTAMPTZ DEFAULT current_timestamp
     );
     CREATE TABLE baselines (
         agent_id VARCHAR NOT NULL,
         task_id VARCHAR NOT NULL,
         episode_id VARCHAR NOT NULL,
         pinned BOOLEAN NOT NULL,
-        established_at TIMESTAMPTZ,
+        established_at TIMESTAMPTZ DEFAULT current_timestamp,
         valid_from DATE NOT NULL,
         partition_date DATE NOT NULL,
         policy VARCHAR,
@@ -112,7 +112,7 @@ MIGRATIONS: list[str] = [
         weighted_score DOUBLE,
         passed BOOLEAN,
         config_version VARCHAR NOT NULL,
-        scored_at TIMESTAMPTZ,
+        scored_at TIMESTAMPTZ DEFAULT current_timestamp,
         -- the evidence behind the dimensions, so a finding can be explained with SQL alone
         baseline_status VARCHAR,
         total_cost_usd DOUBLE,
@@ -143,7 +143,7 @@ MIGRATIONS: list[str] = [
         baseline_value DOUBLE,
         message VARCHAR,
         config_version VARCHAR NOT NULL,
-        created_at TIMESTAMPTZ
+        created_at TIMESTAMPTZ DEFAULT current_timestamp
     );
     CREATE TABLE reports (
         partition_date DATE NOT NULL,
@@ -152,7 +152,7 @@ MIGRATIONS: list[str] = [
         html_path VARCHAR,
         summary JSON,
         config_version VARCHAR,
-        created_at TIMESTAMPTZ
+        created_at TIMESTAMPTZ DEFAULT current_timestamp
     );
     """,
 ]

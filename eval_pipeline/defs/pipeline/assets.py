@@ -23,10 +23,10 @@ from eval_pipeline.defs.resources import (
     RunScope,
     WarehouseResource,
 )
-from eval_pipeline.regression.findings import agent_aggregates, aggregate_findings, episode_findings, passed
+from eval_pipeline.regression.findings import partition_findings
 from eval_pipeline.reports.daily import build_report, write_report_files
 from eval_pipeline.reports.markdown import table
-from eval_pipeline.scoring.episodes import SCORE_RECORD_COLUMNS, score_episodes
+from eval_pipeline.scoring.episodes import score_records
 from eval_pipeline.warehouse.baselines import scoring_input, write_baselines
 from eval_pipeline.warehouse.connection import Warehouse
 from eval_pipeline.warehouse.ingest import load_episodes
@@ -123,11 +123,7 @@ def scores(context: dg.AssetExecutionContext, config: RunScope, warehouse: Wareh
     worst: list[pd.DataFrame] = []
 
     def score(day: date) -> dict:
-        scored = score_episodes(scoring_input(wh, day, cfg.baseline.policy, config.agent_id), cfg)
-        scored["passed"] = passed(scored, cfg)
-        scored["config_version"] = cfg.version
-        scored["scored_at"] = pd.Timestamp.now(tz="UTC")
-        records = scored[[*SCORE_RECORD_COLUMNS, "passed", "config_version", "scored_at"]]
+        records = score_records(scoring_input(wh, day, cfg.baseline.policy, config.agent_id), cfg)
         write_partition(wh, "scores", day, records, config.agent_id)
         tally.add(records)
         graded = records[records["weighted_score"].notna()]
@@ -167,9 +163,8 @@ def regression_findings(
 
     def find(day: date) -> dict:
         today = read_partition(wh, "scores", day, config.agent_id)
-        previous = agent_aggregates(read_partition(wh, "scores", day - timedelta(days=1), config.agent_id))
-        found = pd.concat([episode_findings(today, day, cfg), aggregate_findings(today, previous, day, cfg)], ignore_index=True)
-        found["created_at"] = pd.Timestamp.now(tz="UTC")
+        previous = read_partition(wh, "scores", day - timedelta(days=1), config.agent_id)
+        found = partition_findings(today, previous, day, cfg)
         write_partition(wh, "findings", day, found, config.agent_id)
         found_all.append(found[["finding_id", "partition_date", "severity", "agent_id", "dimension", "episode_id", "message"]])
         return {"critical": int((found["severity"] == "critical").sum()), "warning": int((found["severity"] == "warning").sum())}
