@@ -83,6 +83,11 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_INFRA
     except KeyboardInterrupt:
         return 130
+    except Exception as exc:  # a bug: still one line for cron; EVAL_DEBUG=1 shows where
+        if os.environ.get("EVAL_DEBUG"):
+            raise
+        print(f"eval-pipeline: internal error: {type(exc).__name__}: {exc} (EVAL_DEBUG=1 for the traceback)", file=sys.stderr)
+        return EXIT_INFRA
 
 
 def _days(args) -> list[date]:
@@ -156,6 +161,7 @@ def _cmd_demo(args, settings) -> int:
         written = write_samples(source)
         print(f"wrote {len(written)} sample files to {source}")
     _evaluate(settings, list(SAMPLE_DAYS), None)
+    _print_findings(settings, list(SAMPLE_DAYS))
     print(
         "\nnext:\n"
         f"  eval-pipeline report --date {SAMPLE_DAYS[1]}          # the day with injected regressions\n"
@@ -163,6 +169,22 @@ def _cmd_demo(args, settings) -> int:
         "  make ui                                            # the Dagster UI at http://127.0.0.1:3000"
     )
     return EXIT_OK
+
+
+def _print_findings(settings, days: list[date]) -> None:
+    """Every finding of `days`, one line per task and dimension, and the agents without any."""
+    from eval_pipeline.warehouse.connection import Warehouse
+    from eval_pipeline.warehouse.reports import agents_seen, findings_digest
+
+    warehouse = Warehouse(settings.duckdb_path)
+    digest = findings_digest(warehouse, days)
+    print("\nfindings:")
+    for f in digest.itertuples():
+        count = "aggregate" if not f.episodes else f"{f.episodes} episode" + ("s" if f.episodes > 1 else "")
+        print(f"  {f.partition_date:%Y-%m-%d}  {f.severity.upper():<8} {f.agent_id:<16} {f.task_id:<40} {count:<11} {f.message}")
+    clean = sorted(set(agents_seen(warehouse, days)) - set(digest["agent_id"]))
+    for agent in clean:
+        print(f"  no findings for {agent}")
 
 
 def _cmd_status(args, settings) -> int:
@@ -241,7 +263,7 @@ def _cmd_query(args, settings) -> int:
     elif args.format == "json":
         print(frame.to_json(orient="records", date_format="iso", default_handler=str))
     else:
-        print(frame.to_string(index=False, max_colwidth=80) if len(frame) else "(no rows)")
+        print(frame.to_string(index=False, max_colwidth=200) if len(frame) else "(no rows)")
     return EXIT_OK
 
 

@@ -93,7 +93,17 @@ def _episode_message(dimension: str, row, value: float, limit: float) -> str:
         reasons += [f"called denied tool(s) {row.denied_tools_called}"] if row.denied_tools_called else []
         detail = "; ".join(reasons)
     else:
-        detail = "several dimensions fell together"
+        parts = {
+            "correctness": row.correctness,
+            "cost": row.cost_delta_pct,
+            "latency": row.latency_delta_pct,
+            "tools": row.tool_match,
+            "safety": row.safety,
+        }
+        detail = ", ".join(
+            f"{name} {'n/a' if pd.isna(v) else _fmt(name + '_delta' if name in ('cost', 'latency') else name, v)}"
+            for name, v in parts.items()
+        )
     return f"{head}: {detail}"
 
 

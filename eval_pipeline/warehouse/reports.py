@@ -52,3 +52,24 @@ def severity_counts(warehouse: Warehouse, days: list[date]) -> dict[str, int]:
         "SELECT severity, count(*) AS n FROM findings WHERE list_contains($days, partition_date) GROUP BY ALL", {"days": days}
     )
     return dict(zip(rows["severity"], rows["n"].astype(int), strict=False))
+
+
+def findings_digest(warehouse: Warehouse, days: list[date]) -> pd.DataFrame:
+    """Findings grouped by day, severity, agent, task and dimension, with one message each."""
+    return warehouse.read_frame(
+        """
+        SELECT partition_date, severity, agent_id, coalesce(task_id, '(all episodes)') AS task_id, dimension,
+               count(episode_id) AS episodes, min(message) AS message
+        FROM findings WHERE list_contains($days, partition_date)
+        GROUP BY partition_date, severity, agent_id, task_id, dimension
+        ORDER BY partition_date, severity, agent_id, task_id, dimension
+        """,
+        {"days": days},
+    )
+
+
+def agents_seen(warehouse: Warehouse, days: list[date]) -> list[str]:
+    frame = warehouse.read_frame(
+        "SELECT DISTINCT agent_id FROM episodes WHERE list_contains($days, partition_date) ORDER BY 1", {"days": days}
+    )
+    return list(frame["agent_id"])
