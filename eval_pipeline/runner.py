@@ -1,7 +1,7 @@
-"""Materialize the graph for a list of days in this process, recorded in the Dagster instance.
+"""Materialize the graph for a day or a range of days in this process, recorded in the instance.
 
-This is how cron and CI run the pipeline without a daemon: each day is one run of the
-`evaluate_partition` job, visible in the UI like any launched from there.
+This is how cron and CI run the pipeline without a daemon: one run of the `evaluate_partition`
+job over the whole range, visible in the UI like any run launched from there.
 """
 
 from __future__ import annotations

@@ -34,6 +34,7 @@ def test_demo_then_query_report_and_status(project_env, capsys):
     assert main(["demo"]) == 0
     out = capsys.readouterr().out
     assert "2026-11-02" in out and "15 critical, 12 warning" in out and "/runs/" in out
+    assert "no findings for billing-bot" in out and "leaked a secret" in out
     assert (project_env / "dagster_home" / "dagster.yaml").exists()
 
     assert main(["query", "SELECT count(*) AS n FROM findings WHERE agent_id = 'billing-bot'", "--format", "json"]) == 0

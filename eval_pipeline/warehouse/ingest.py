@@ -10,7 +10,7 @@ replaced in one transaction.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import date
 from itertools import islice
@@ -161,43 +161,34 @@ class IngestCounts:
     records_read: int
 
 
-def _batches(records: Iterable[RawRecord]) -> Iterable[pa.RecordBatch]:
+def _staged(records: Iterable[RawRecord]) -> Iterator[pa.Table]:
+    """Records as Arrow tables of BATCH_ROWS rows, in chunks DuckDB can parse in parallel."""
     iterator = iter(records)
     seq = 0
     while chunk := list(islice(iterator, BATCH_ROWS)):
-        yield pa.RecordBatch.from_arrays(
-            [
-                pa.array(range(seq, seq + len(chunk)), pa.int64()),
-                pa.array([r.source for r in chunk], pa.string()),
-                pa.array([r.locator for r in chunk], pa.string()),
-                pa.array([r.raw for r in chunk], pa.string()),
-                pa.array([r.fallback_day for r in chunk], pa.date32()),
-            ],
-            schema=_STAGING_SCHEMA,
-        )
+        columns = [
+            pa.array(range(seq, seq + len(chunk)), pa.int64()),
+            pa.array([r.source for r in chunk], pa.string()),
+            pa.array([r.locator for r in chunk], pa.string()),
+            pa.array([r.raw for r in chunk], pa.string()),
+            pa.array([r.fallback_day for r in chunk], pa.date32()),
+        ]
+        yield pa.Table.from_batches(pa.table(columns, schema=_STAGING_SCHEMA).to_batches(max_chunksize=CHUNK_ROWS))
         seq += len(chunk)
-
-
-def _empty_batch() -> pa.RecordBatch:
-    return pa.RecordBatch.from_pylist([], schema=_STAGING_SCHEMA)
 
 
 def load_episodes(warehouse: Warehouse, day: date, records: Iterable[RawRecord], agent_id: str | None = None) -> IngestCounts:
     """Replace `day`'s episodes, steps and quarantine (one agent's, when scoped) with `records`."""
     params = {"day": day, "agent": agent_id}
     with warehouse.transaction() as con:
+        con.register("_batch", _STAGING_SCHEMA.empty_table())
+        con.execute(f"CREATE OR REPLACE TEMP TABLE _parsed AS {_PARSE}", params)
         read = 0
-        for batch in _batches(records):
-            con.register("_batch", pa.Table.from_batches(pa.Table.from_batches([batch]).to_batches(max_chunksize=CHUNK_ROWS)))
-            if read == 0:
-                con.execute(f"CREATE OR REPLACE TEMP TABLE _parsed AS {_PARSE}", params)
-            else:
-                con.execute(f"INSERT INTO _parsed {_PARSE}", params)
-            con.unregister("_batch")
-            read += batch.num_rows
-        if read == 0:
-            con.register("_batch", _empty_batch())
-            con.execute(f"CREATE OR REPLACE TEMP TABLE _parsed AS {_PARSE}", params)
+        for staged in _staged(records):
+            con.register("_batch", staged)
+            con.execute(f"INSERT INTO _parsed {_PARSE}", params)
+            read += staged.num_rows
+        con.unregister("_batch")
         con.execute(_CANONICAL, {"day": day})
         episodes = replace_partition(con, "episodes", day, "SELECT * EXCLUDE (ordered) FROM _canonical", agent_id)
         steps = replace_partition(con, "episode_steps", day, _STEPS, agent_id)
