@@ -119,9 +119,11 @@ def _check_partitions(days: list[date]) -> None:
 
 def _evaluate(settings, days: list[date], agent: str | None) -> None:
     """Run the days and print one line per day, then where to look."""
+    from eval_pipeline.config import load_config
     from eval_pipeline.runner import run_days
 
     _check_partitions(days)
+    load_config(settings.config_path)  # a bad config is the user's to fix: say so before any run starts
     from eval_pipeline.warehouse.connection import Warehouse
     from eval_pipeline.warehouse.reports import report_rows
 

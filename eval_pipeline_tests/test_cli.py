@@ -120,3 +120,12 @@ def test_a_run_against_the_episode_store(project_env, fake_store, capsys):
     assert "15 critical, 12 warning" in capsys.readouterr().out
     assert main(["status"]) == 0
     assert '"status": "ok"' in capsys.readouterr().out
+
+
+def test_a_bad_config_is_a_usage_error_before_any_run(project_env, monkeypatch, capsys):
+    (project_env / "eval.toml").write_text('[thresholds]\ncost_delta = { warning = "high" }\n')
+    monkeypatch.setenv("EVAL_CONFIG", str(project_env / "eval.toml"))
+    assert main(["run", "--date", "2026-11-02"]) == 2
+    err = capsys.readouterr().err
+    assert "thresholds.cost_delta.warning" in err and err.count("\n") == 1
+    assert not (project_env / "dagster_home").exists()
