@@ -118,16 +118,18 @@ def _check_partitions(days: list[date]) -> None:
 
 
 def _evaluate(settings, days: list[date], agent: str | None) -> None:
-    """Run the days and print one line per day, then where to look."""
+    """Run the days, deliver their alerts, and print one line per day, then where to look."""
     from eval_pipeline.config import load_config
     from eval_pipeline.runner import run_days
-
-    _check_partitions(days)
-    load_config(settings.config_path)  # a bad config is the user's to fix: say so before any run starts
     from eval_pipeline.warehouse.connection import Warehouse
     from eval_pipeline.warehouse.reports import report_rows
 
-    run_id = run_days(settings, days, agent)
+    _check_partitions(days)
+    config = load_config(settings.config_path)  # a bad config is the user's to fix: say so before any run starts
+    try:
+        run_id = run_days(settings, days, agent)
+    finally:  # without a daemon nobody else announces what this run found, or that it failed
+        _deliver_alerts(settings, config.policies.secret_patterns)
     rows = report_rows(Warehouse(settings.duckdb_path), days)
     for row in rows.itertuples():
         s = json.loads(row.summary)
@@ -138,6 +140,22 @@ def _evaluate(settings, days: list[date], agent: str | None) -> None:
             f"{s['quarantined']} quarantined  {row.markdown_path}"
         )
     print(f"run in the UI: {settings.ui_base_url}/runs/{run_id}")
+
+
+def _deliver_alerts(settings, secret_patterns: list[str]) -> None:
+    from eval_pipeline.alerts.delivery import alerts_directory, deliver_pending, destination
+    from eval_pipeline.alerts.outbox import AlertOutbox
+
+    outbox = AlertOutbox(alerts_directory(settings.duckdb_path))
+    report = deliver_pending(outbox, settings.alert_webhook_url, settings.ui_base_url, secret_patterns)
+    if report.delivered:
+        print(f"alerts: {report.delivered} delivered to {destination(outbox, settings.alert_webhook_url)}")
+    if report.pending:
+        print(
+            f"alerts: {report.pending} not delivered ({report.errors[0]}); they stay in the outbox for the next run "
+            "or the alert sensor",
+            file=sys.stderr,
+        )
 
 
 def _cmd_run(args, settings) -> int:

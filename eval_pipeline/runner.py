@@ -11,6 +11,9 @@ from datetime import date, timedelta
 
 import dagster as dg
 
+from eval_pipeline.alerts.delivery import alerts_directory
+from eval_pipeline.alerts.messages import run_failure_alert
+from eval_pipeline.alerts.outbox import AlertOutbox
 from eval_pipeline.defs.pipeline.jobs import EVALUATE_JOB
 from eval_pipeline.errors import InfrastructureError
 from eval_pipeline.settings import Settings, ensure_dagster_home
@@ -73,5 +76,9 @@ def run_days(settings: Settings, days: list[date], agent_id: str | None = None) 
                 instance=instance, run_config=_run_config(agent_id), tags=tags, raise_on_error=False, **partition
             )
     if not result.success:
-        raise RunFailed(first, last, result.run_id, _root_cause(result))
+        failure = RunFailed(first, last, result.run_id, _root_cause(result))
+        span = first.isoformat() if first == last else f"{first}..{last}"
+        alert = run_failure_alert(result.run_id, EVALUATE_JOB, span, str(failure))
+        AlertOutbox(alerts_directory(settings.duckdb_path)).enqueue([alert], name=f"run-failed-{result.run_id}")
+        raise failure
     return result.run_id

@@ -30,6 +30,7 @@ class Settings(BaseModel):
     config_path: Path | None
     replay_mode: str
     ui_base_url: str
+    alert_webhook_url: str | None  # a secret (Slack's URLs carry a token): never print it
 
     @property
     def source_is_store(self) -> bool:
@@ -72,6 +73,7 @@ def resolve_environment(cwd: Path | None = None) -> Settings:
         config_path=Path(env["EVAL_CONFIG"]) if config else None,
         replay_mode=env["EVAL_REPLAY_MODE"],
         ui_base_url=env["EVAL_UI_BASE_URL"],
+        alert_webhook_url=env.get("EVAL_ALERT_WEBHOOK_URL") or None,
     )
 
 

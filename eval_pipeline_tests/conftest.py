@@ -6,10 +6,8 @@ from collections.abc import Iterator
 
 import pytest
 
-try:
-    from eval_pipeline_tests.fake_store import FakeStore
-except ModuleNotFoundError:  # the project root is not on sys.path; pytest put this directory there
-    from fake_store import FakeStore
+from eval_pipeline_tests.fake_store import FakeStore
+from eval_pipeline_tests.webhook_receiver import WebhookReceiver
 
 
 @pytest.fixture
@@ -17,3 +15,10 @@ def fake_store() -> Iterator[FakeStore]:
     """A running fake episode store (see `fake_store.py`), empty; shut down at teardown."""
     with FakeStore() as store:
         yield store
+
+
+@pytest.fixture
+def webhook() -> Iterator[WebhookReceiver]:
+    """A running webhook receiver that records POSTed alerts; shut down at teardown."""
+    with WebhookReceiver() as receiver:
+        yield receiver

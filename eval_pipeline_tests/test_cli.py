@@ -129,3 +129,14 @@ def test_a_bad_config_is_a_usage_error_before_any_run(project_env, monkeypatch, 
     err = capsys.readouterr().err
     assert "thresholds.cost_delta.warning" in err and err.count("\n") == 1
     assert not (project_env / "dagster_home").exists()
+
+
+def test_run_delivers_its_alerts_itself_once(project_env, monkeypatch, webhook, capsys):
+    write_samples(project_env / "episodes")
+    monkeypatch.setenv("EVAL_ALERT_WEBHOOK_URL", webhook.url)
+    assert main(["run", "--start", "2026-11-01", "--end", "2026-11-02", "--fail-on", "never"]) == 0
+    assert "alerts: 27 delivered to the webhook" in capsys.readouterr().out
+    assert len(webhook.finding_ids) == 27 and len(webhook.messages) == 3
+    assert main(["run", "--date", "2026-11-02", "--fail-on", "never"]) == 0  # the same findings again
+    assert len(webhook.finding_ids) == 27
+    assert webhook.url not in capsys.readouterr().out  # the URL carries a token: never printed

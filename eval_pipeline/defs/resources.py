@@ -7,6 +7,8 @@ from pathlib import Path
 
 import dagster as dg
 
+from eval_pipeline.alerts.delivery import alerts_directory, deliver_pending
+from eval_pipeline.alerts.outbox import AlertOutbox, DeliveryReport
 from eval_pipeline.config import EvalConfig, load_config
 from eval_pipeline.episodes.files import FileSource
 from eval_pipeline.episodes.source import open_source
@@ -46,6 +48,20 @@ class ReportsResource(dg.ConfigurableResource):
     directory: str
 
 
+class AlertsResource(dg.ConfigurableResource):
+    """Where regressions are announced. The webhook URL is a secret: it only ever comes from the environment."""
+
+    directory: str  # the outbox and the delivered ledger, beside the warehouse
+    webhook_url: str = ""  # empty: alerts go to the log and a file in `directory`
+    ui_base_url: str = "http://127.0.0.1:3000"
+
+    def outbox(self) -> AlertOutbox:
+        return AlertOutbox(Path(self.directory))
+
+    def deliver(self, secret_patterns: list[str]) -> DeliveryReport:
+        return deliver_pending(self.outbox(), self.webhook_url or None, self.ui_base_url, secret_patterns)
+
+
 class RunScope(dg.Config):
     """Narrow a run to one agent (`eval-pipeline run --agent`); only its rows are replaced."""
 
@@ -68,6 +84,11 @@ def resources_from_environment() -> dict[str, dg.ConfigurableResource]:
         else EvalConfigResource(),
         "replay": ReplayResource(mode=dg.EnvVar("EVAL_REPLAY_MODE")),
         "reports": ReportsResource(directory=dg.EnvVar("EVAL_REPORTS_DIR")),
+        "alerts": AlertsResource(
+            directory=str(alerts_directory(Path(os.environ["EVAL_DUCKDB_PATH"]))),
+            webhook_url=dg.EnvVar("EVAL_ALERT_WEBHOOK_URL") if os.environ.get("EVAL_ALERT_WEBHOOK_URL") else "",
+            ui_base_url=dg.EnvVar("EVAL_UI_BASE_URL"),
+        ),
     }
 
 

@@ -9,6 +9,7 @@ import pytest
 
 from eval_pipeline.defs.pipeline import assets as pipeline
 from eval_pipeline.defs.resources import (
+    AlertsResource,
     EpisodeSourceResource,
     EvalConfigResource,
     ReplayResource,
@@ -57,6 +58,7 @@ def project(tmp_path_factory):
         "eval_config": EvalConfigResource(),
         "replay": ReplayResource(),
         "reports": ReportsResource(directory=str(root / "reports")),
+        "alerts": AlertsResource(directory=str(root / "alerts")),
     }
     instance = dg.DagsterInstance.ephemeral()
     results = {

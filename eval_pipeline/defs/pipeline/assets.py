@@ -13,9 +13,11 @@ from pathlib import Path
 import dagster as dg
 import pandas as pd
 
+from eval_pipeline.alerts.messages import finding_alerts
 from eval_pipeline.defs.partitions import daily_partitions, partition_days
 from eval_pipeline.defs.pipeline import checks
 from eval_pipeline.defs.resources import (
+    AlertsResource,
     EpisodeSourceResource,
     EvalConfigResource,
     ReplayResource,
@@ -156,9 +158,13 @@ def scores(context: dg.AssetExecutionContext, config: RunScope, warehouse: Wareh
     description="Threshold breaches per episode and per agent (writes the `findings` table).",
 )
 def regression_findings(
-    context: dg.AssetExecutionContext, config: RunScope, warehouse: WarehouseResource, eval_config: EvalConfigResource
+    context: dg.AssetExecutionContext,
+    config: RunScope,
+    warehouse: WarehouseResource,
+    eval_config: EvalConfigResource,
+    alerts: AlertsResource,
 ):
-    cfg, wh = eval_config.load(), warehouse.get()
+    cfg, wh, outbox = eval_config.load(), warehouse.get(), alerts.outbox()
     found_all: list[pd.DataFrame] = []
 
     def find(day: date) -> dict:
@@ -166,6 +172,8 @@ def regression_findings(
         previous = read_partition(wh, "scores", day - timedelta(days=1), config.agent_id)
         found = partition_findings(today, previous, day, cfg)
         write_partition(wh, "findings", day, found, config.agent_id)
+        # announced by the alert sensor, or by `eval-pipeline run` itself; a re-run replaces the day's batch
+        outbox.enqueue(finding_alerts(found, context.run.run_id), name=f"{day}-{config.agent_id or 'all-agents'}")
         found_all.append(found[["finding_id", "partition_date", "severity", "agent_id", "dimension", "episode_id", "message"]])
         return {"critical": int((found["severity"] == "critical").sum()), "warning": int((found["severity"] == "warning").sum())}
 

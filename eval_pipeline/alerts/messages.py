@@ -1,0 +1,85 @@
+"""Alerts as Slack-compatible webhook messages: one per agent and day, or one per failed run."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+import pandas as pd
+
+from eval_pipeline.alerts.outbox import Alert
+from eval_pipeline.redaction import redact
+
+FINDING_FIELDS = [
+    "finding_id",
+    "partition_date",
+    "agent_id",
+    "episode_id",
+    "task_id",
+    "dimension",
+    "severity",
+    "value",
+    "threshold",
+    "baseline_value",
+    "message",
+]
+LISTED_PER_MESSAGE = 20  # beyond these, a message counts the rest (Slack caps a section at 3,000 characters)
+SEVERITY_ICON = {"critical": ":red_circle:", "warning": ":large_yellow_circle:"}
+
+
+def finding_alerts(findings: pd.DataFrame, run_id: str) -> list[Alert]:
+    """Each finding (already WARNING or CRITICAL) as an alert named by its stable finding id."""
+    records = findings[FINDING_FIELDS].astype(object).where(findings[FINDING_FIELDS].notna(), None).to_dict("records")
+    return [{"alert_id": r["finding_id"], "kind": "finding", "run_id": run_id, **r} for r in records]
+
+
+def run_failure_alert(run_id: str, job_name: str, partitions: str, error: str) -> Alert:
+    return {"alert_id": f"run-failed:{run_id}", "kind": "run_failure", "run_id": run_id, "job_name": job_name,
+            "partitions": partitions, "message": error}  # fmt: skip
+
+
+def group_key(alert: Alert) -> tuple:
+    """Findings travel per agent and day; each failed run alone."""
+    if alert["kind"] == "finding":
+        return ("finding", alert["agent_id"], str(alert["partition_date"]))
+    return ("run", alert["run_id"])
+
+
+def _number(value: Any, dimension: str) -> str:
+    if value is None:
+        return "n/a"
+    return f"{value:+.1f}%" if dimension.endswith("_delta") else f"{value:.2f}"
+
+
+def slack_message(alerts: list[Alert], ui_base_url: str, secret_patterns: Iterable[str]) -> dict[str, Any]:
+    """A message Slack's incoming webhooks accept (`text` + `blocks`), plus the alert ids for deduplication."""
+    patterns = tuple(secret_patterns)
+    first = alerts[0]
+    run_link = f"{ui_base_url.rstrip('/')}/runs/{first['run_id']}"
+    if first["kind"] == "run_failure":
+        text = f":rotating_light: eval_pipeline run failed ({first['job_name']}, {first['partitions']}): {first['message']}"
+        lines = [text, f"<{run_link}|Open the run>"]
+    else:
+        critical = sum(a["severity"] == "critical" for a in alerts)
+        text = (
+            f"eval_pipeline: {first['agent_id']} on {first['partition_date']}: "
+            f"{critical} critical, {len(alerts) - critical} warning regression(s)"
+        )
+        lines = [f"*{text}*"]
+        ordered = sorted(alerts, key=lambda a: (a["severity"] != "critical", a["dimension"], a["episode_id"] or ""))
+        for a in ordered[:LISTED_PER_MESSAGE]:
+            where = a["episode_id"] or "all episodes"
+            lines.append(
+                f"{SEVERITY_ICON.get(a['severity'], '')} *{a['severity'].upper()}* {a['dimension']} on {where}: "
+                f"value {_number(a['value'], a['dimension'])} vs threshold {_number(a['threshold'], a['dimension'])}, "
+                f"baseline {_number(a['baseline_value'], a['dimension'])}. {a['message']}"
+            )
+        if len(ordered) > LISTED_PER_MESSAGE:
+            lines.append(f"… and {len(ordered) - LISTED_PER_MESSAGE} more in the day's report")
+        lines.append(f"<{run_link}|Open the run in Dagster>")
+    body = redact("\n".join(lines), patterns)
+    return {
+        "text": redact(text, patterns),
+        "blocks": [{"type": "section", "text": {"type": "mrkdwn", "text": body[:2900]}}],
+        "finding_ids": [a["alert_id"] for a in alerts],
+    }

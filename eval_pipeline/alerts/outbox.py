@@ -1,0 +1,101 @@
+"""The alert outbox and the delivered ledger: files beside the warehouse, never DuckDB.
+
+A run that finds regressions puts them in the outbox (one file per run and day); whoever
+delivers (the alert sensor under the daemon, or `eval-pipeline run` itself) sends what the
+ledger has not recorded yet and records each alert id once its POST succeeded. A failed POST
+leaves the alert for the next attempt; only a crash between a POST and its record can repeat
+one, and the ids travel in the payload so a receiver can drop that duplicate.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from filelock import FileLock
+
+Alert = dict[str, Any]  # a finding (or a failed run) as JSON: "alert_id" names it for the ledger
+
+
+@dataclass(frozen=True)
+class DeliveryReport:
+    delivered: int
+    pending: int
+    errors: list[str]
+
+
+class AlertOutbox:
+    def __init__(self, directory: Path, lock_timeout_seconds: float = 60.0):
+        self.directory = Path(directory)
+        self.pending_dir = self.directory / "outbox"
+        self.ledger = self.directory / "delivered.jsonl"
+        self._lock = FileLock(str(self.directory / ".lock"), timeout=lock_timeout_seconds)
+
+    def enqueue(self, alerts: Iterable[Alert], name: str) -> int:
+        """Put alerts under `name` (e.g. a day); the same name again replaces them, an empty batch removes them."""
+        batch = [dict(alert) for alert in alerts]
+        self.pending_dir.mkdir(parents=True, exist_ok=True)
+        target = self.pending_dir / f"{name}.json"
+        if not batch:
+            target.unlink(missing_ok=True)
+            return 0
+        tmp = target.with_suffix(".tmp")
+        tmp.write_text(json.dumps(batch, default=str))
+        os.replace(tmp, target)  # atomic: a reader sees all of the batch or none
+        return len(batch)
+
+    def delivered_ids(self) -> set[str]:
+        if not self.ledger.exists():
+            return set()
+        with self.ledger.open() as handle:
+            return {json.loads(line)["alert_id"] for line in handle if line.strip()}
+
+    def pending(self) -> list[Alert]:
+        """Undelivered alerts, oldest batch first, each id once."""
+        delivered, seen, alerts = self.delivered_ids(), set(), []
+        for path in sorted(self.pending_dir.glob("*.json"), key=lambda p: p.stat().st_mtime_ns):
+            for alert in json.loads(path.read_text()):
+                if alert["alert_id"] not in delivered and alert["alert_id"] not in seen:
+                    seen.add(alert["alert_id"])
+                    alerts.append(alert)
+        return alerts
+
+    def deliver(self, send: Callable[[list[Alert]], None], group_key: Callable[[Alert], Any]) -> DeliveryReport:
+        """Send pending alerts one group at a time; record each group once `send` returns.
+
+        One deliverer at a time (the lock), so the sensor and a CLI run never both send a group.
+        """
+        self.directory.mkdir(parents=True, exist_ok=True)
+        with self._lock:
+            groups: dict[Any, list[Alert]] = {}
+            for alert in self.pending():
+                groups.setdefault(group_key(alert), []).append(alert)
+            delivered, errors = 0, []
+            for group in groups.values():
+                try:
+                    send(group)
+                except Exception as exc:  # kept for the next attempt, and reported
+                    errors.append(str(exc))
+                    continue
+                self._record(group)
+                delivered += len(group)
+            self._drop_delivered_batches()
+            return DeliveryReport(delivered=delivered, pending=sum(map(len, groups.values())) - delivered, errors=errors)
+
+    def _record(self, alerts: list[Alert]) -> None:
+        now = datetime.now(UTC).isoformat()
+        with self.ledger.open("a") as handle:
+            handle.writelines(json.dumps({"alert_id": a["alert_id"], "delivered_at": now}) + "\n" for a in alerts)
+            handle.flush()
+            os.fsync(handle.fileno())
+
+    def _drop_delivered_batches(self) -> None:
+        delivered = self.delivered_ids()
+        for path in self.pending_dir.glob("*.json"):
+            if all(alert["alert_id"] in delivered for alert in json.loads(path.read_text())):
+                path.unlink()

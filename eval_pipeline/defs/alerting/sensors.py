@@ -1,0 +1,38 @@
+"""Alerts that deliver themselves under the daemon: regressions from the outbox, and failed runs."""
+
+import dagster as dg
+
+from eval_pipeline.alerts.delivery import destination
+from eval_pipeline.alerts.messages import run_failure_alert
+from eval_pipeline.defs.resources import AlertsResource, EvalConfigResource
+
+
+@dg.sensor(
+    minimum_interval_seconds=30,
+    default_status=dg.DefaultSensorStatus.RUNNING,
+    description="Posts each new WARNING and CRITICAL finding once (outbox + delivered ledger; never DuckDB).",
+)
+def regression_alerts(alerts: AlertsResource, eval_config: EvalConfigResource) -> dg.SkipReason:
+    report = alerts.deliver(eval_config.load().policies.secret_patterns)
+    where = destination(alerts.outbox(), alerts.webhook_url)
+    problems = f"; webhook failed, retried next tick: {report.errors[0]}" if report.errors else ""
+    return dg.SkipReason(f"delivered {report.delivered} alert(s) to {where}, {report.pending} pending{problems}")
+
+
+@dg.run_failure_sensor(
+    monitor_all_code_locations=True,
+    default_status=dg.DefaultSensorStatus.RUNNING,
+    description="One alert per failed run, launched from anywhere (UI, schedule, CLI).",
+)
+def run_failure_alerts(context: dg.RunFailureSensorContext, alerts: AlertsResource, eval_config: EvalConfigResource) -> None:
+    run = context.dagster_run
+    tags = run.tags
+    partitions = tags.get("dagster/partition") or "..".join(
+        filter(None, [tags.get("dagster/asset_partition_range_start"), tags.get("dagster/asset_partition_range_end")])
+    )
+    error = context.failure_event.message or "failed"
+    outbox = alerts.outbox()
+    outbox.enqueue([run_failure_alert(run.run_id, run.job_name, partitions or "-", error)], name=f"run-failed-{run.run_id}")
+    report = alerts.deliver(eval_config.load().policies.secret_patterns)
+    if report.errors:
+        context.log.warning(f"alert webhook failed, the regression_alerts sensor retries: {report.errors[0]}")

@@ -1,0 +1,112 @@
+import threading
+import time
+
+from eval_pipeline.alerts.delivery import deliver_pending
+from eval_pipeline.alerts.messages import group_key, run_failure_alert, slack_message
+from eval_pipeline.alerts.outbox import AlertOutbox
+from eval_pipeline.config import DEFAULT_SECRET_PATTERNS
+from eval_pipeline.retry import Backoff
+
+FAST = Backoff(attempts=2, base_seconds=0.01, max_seconds=0.02)
+LEAK = "sk-live-" + "Ab3" * 10
+
+
+def finding(finding_id: str, agent: str = "support-bot", day: str = "2026-11-02", severity: str = "critical", **extra) -> dict:
+    return {
+        "alert_id": finding_id, "kind": "finding", "run_id": "run-1", "finding_id": finding_id, "partition_date": day,
+        "agent_id": agent, "episode_id": f"ep-{finding_id}", "task_id": "t", "dimension": "cost_delta",
+        "severity": severity, "value": 52.0, "threshold": 40.0, "baseline_value": 0.0, "message": "cost rose", **extra,
+    }  # fmt: skip
+
+
+def test_each_alert_is_sent_once_and_a_failure_keeps_it(tmp_path):
+    outbox = AlertOutbox(tmp_path)
+    outbox.enqueue([finding("f1"), finding("f2", agent="billing-bot")], name="2026-11-02-all")
+    sent, failures = [], [1]  # the billing-bot group fails once
+
+    def flaky(alerts):
+        if alerts[0]["agent_id"] == "billing-bot" and failures:
+            failures.pop()
+            raise ConnectionError("webhook down")
+        sent.extend(a["alert_id"] for a in alerts)
+
+    first = outbox.deliver(flaky, group_key)
+    assert (first.delivered, first.pending, first.errors) == (1, 1, ["webhook down"])
+    second = outbox.deliver(flaky, group_key)
+    assert (second.delivered, second.pending) == (1, 0)
+    assert outbox.deliver(flaky, group_key).delivered == 0  # nothing is repeated
+    assert sorted(sent) == ["f1", "f2"]
+    assert list(outbox.pending_dir.glob("*.json")) == []  # delivered batches are cleared
+
+
+def test_a_rerun_replaces_the_days_batch_and_delivered_ids_stay_delivered(tmp_path):
+    outbox = AlertOutbox(tmp_path)
+    outbox.enqueue([finding("f1")], name="day")
+    outbox.deliver(lambda alerts: None, group_key)
+    outbox.enqueue([finding("f1"), finding("f3")], name="day")  # the re-run finds f1 again, and f3
+    assert [a["alert_id"] for a in outbox.pending()] == ["f3"]
+    outbox.enqueue([], name="day")  # a re-run that finds nothing withdraws what was not sent yet
+    assert outbox.pending() == []
+
+
+def test_slack_message_groups_links_lists_ids_and_redacts_secrets():
+    alerts = [finding("f1", message=f"tools [lookup, {LEAK}]"), finding("f2", severity="warning")]
+    message = slack_message(alerts, "http://ui.example:3000/", DEFAULT_SECRET_PATTERNS)
+    body = message["blocks"][0]["text"]["text"]
+    assert message["text"] == "eval_pipeline: support-bot on 2026-11-02: 1 critical, 1 warning regression(s)"
+    assert message["finding_ids"] == ["f1", "f2"]
+    assert "value +52.0% vs threshold +40.0%, baseline +0.0%" in body
+    assert "<http://ui.example:3000/runs/run-1|" in body
+    assert LEAK not in body and "sk-…[redacted]" in body
+    assert body.index("CRITICAL") < body.index("WARNING")
+
+
+def test_large_groups_list_twenty_and_count_the_rest():
+    alerts = [finding(f"f{i}") for i in range(45)]
+    body = slack_message(alerts, "http://ui", [])["blocks"][0]["text"]["text"]
+    assert body.count("*CRITICAL*") == 20 and "… and 25 more" in body
+    assert len(slack_message(alerts, "http://ui", [])["finding_ids"]) == 45
+
+
+def test_run_failures_travel_alone():
+    failure = run_failure_alert("run-9", "evaluate_partition", "2026-11-02", "episode store unreachable")
+    assert group_key(failure) == ("run", "run-9")
+    assert "run failed" in slack_message([failure], "http://ui", [])["text"]
+
+
+def test_webhook_delivery_retries_then_keeps_alerts_for_later(tmp_path, webhook):
+    outbox = AlertOutbox(tmp_path)
+    outbox.enqueue([finding("f1")], name="day")
+    webhook.fail_next = 5  # more than one delivery's attempts
+    report = deliver_pending(outbox, webhook.url, "http://ui", [], FAST)
+    assert report.delivered == 0 and report.pending == 1 and "HTTP 500" in report.errors[0]
+    assert webhook.attempts == 2
+    webhook.fail_next = 0
+    assert deliver_pending(outbox, webhook.url, "http://ui", [], FAST).delivered == 1
+    assert webhook.finding_ids == ["f1"]
+
+
+def test_without_a_webhook_alerts_go_to_a_file_and_the_log(tmp_path, caplog):
+    outbox = AlertOutbox(tmp_path)
+    outbox.enqueue([finding("f1")], name="day")
+    with caplog.at_level("INFO"):
+        assert deliver_pending(outbox, None, "http://ui", []).delivered == 1
+    assert "support-bot on 2026-11-02" in (tmp_path / "alerts.jsonl").read_text()
+    assert "no EVAL_ALERT_WEBHOOK_URL" in caplog.text
+
+
+def test_two_deliverers_never_send_the_same_alert(tmp_path):
+    """The sensor and a CLI run deliver under one lock: the second finds nothing left to send."""
+    AlertOutbox(tmp_path).enqueue([finding("f1"), finding("f2", agent="billing-bot")], name="day")
+    sent: list[str] = []
+
+    def slow_send(alerts):
+        time.sleep(0.2)
+        sent.extend(a["alert_id"] for a in alerts)
+
+    threads = [threading.Thread(target=AlertOutbox(tmp_path).deliver, args=(slow_send, group_key)) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(10)
+    assert sorted(sent) == ["f1", "f2"]

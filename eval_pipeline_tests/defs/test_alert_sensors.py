@@ -1,0 +1,96 @@
+"""Alert sensors evaluated for real: graph materialized into tmp_path, a webhook receiver on 127.0.0.1."""
+
+from datetime import date
+
+import dagster as dg
+import pytest
+
+from eval_pipeline.defs.alerting.sensors import regression_alerts, run_failure_alerts
+from eval_pipeline.defs.pipeline import assets as pipeline
+from eval_pipeline.defs.resources import (
+    AlertsResource,
+    EpisodeSourceResource,
+    EvalConfigResource,
+    ReplayResource,
+    ReportsResource,
+    WarehouseResource,
+)
+from eval_pipeline.episodes.samples import LEAKED_KEY, write_samples
+from eval_pipeline.warehouse.connection import Warehouse
+
+pytestmark = pytest.mark.slow
+
+ASSETS = [
+    pipeline.episodes,
+    pipeline.baselines,
+    pipeline.replays,
+    pipeline.scores,
+    pipeline.regression_findings,
+    pipeline.eval_report,
+]
+
+
+def resources_for(root, webhook_url: str, source: str | None = None) -> dict:
+    return {
+        "warehouse": WarehouseResource(duckdb_path=str(root / "eval.duckdb")),
+        "episode_source": EpisodeSourceResource(location=source or str(root / "episodes"), index_path=str(root / "index.json")),
+        "eval_config": EvalConfigResource(),
+        "replay": ReplayResource(),
+        "reports": ReportsResource(directory=str(root / "reports")),
+        "alerts": AlertsResource(directory=str(root / "alerts"), webhook_url=webhook_url, ui_base_url="http://ui.test:3000"),
+    }
+
+
+def tick(resources: dict, instance) -> str:
+    result = regression_alerts(dg.build_sensor_context(instance=instance, resources=resources))
+    return result.skip_message
+
+
+def test_each_new_finding_is_posted_once_retried_after_a_500_and_never_for_clean_agents(tmp_path, webhook):
+    write_samples(tmp_path / "episodes")
+    resources = resources_for(tmp_path, webhook.url)
+    instance = dg.DagsterInstance.ephemeral()
+    for day in ("2026-11-01", "2026-11-02"):
+        dg.materialize(ASSETS, partition_key=day, resources=resources, instance=instance)
+
+    webhook.fail_next = 100  # the receiver is down for this tick
+    assert "webhook failed" in tick(resources, instance)
+    assert webhook.messages == []
+
+    webhook.fail_next = 0
+    assert tick(resources, instance).startswith("delivered 27 alert(s) to the webhook, 0 pending")
+    with Warehouse(tmp_path / "eval.duckdb").connect(read_only=True) as con:
+        expected = {row[0] for row in con.execute("SELECT finding_id FROM findings").fetchall()}
+    assert sorted(webhook.finding_ids) == sorted(expected)
+    assert {m["text"].split(":")[1].split(" on ")[0].strip() for m in webhook.messages} == {
+        "code-assistant",
+        "research-agent",
+        "support-bot",
+    }  # one message per agent and day; billing-bot only got cheaper
+    assert all("http://ui.test:3000/runs/" in m["blocks"][0]["text"]["text"] for m in webhook.messages)
+    assert not any(LEAKED_KEY in str(m) for m in webhook.messages)
+
+    assert tick(resources, instance).startswith("delivered 0 alert(s)")  # the next tick repeats nothing
+    dg.materialize(ASSETS, partition_key="2026-11-02", resources=resources, instance=instance)
+    assert tick(resources, instance).startswith("delivered 0 alert(s)")  # nor does a re-run of the day
+    assert len(webhook.finding_ids) == len(expected)
+
+
+def test_a_failed_run_is_announced_once(tmp_path, webhook):
+    resources = resources_for(tmp_path, webhook.url, source=str(tmp_path / "missing"))
+    instance = dg.DagsterInstance.ephemeral()
+    result = dg.materialize(ASSETS, partition_key="2026-11-02", resources=resources, instance=instance, raise_on_error=False)
+    assert not result.success
+    failure = next(event for event in result.all_events if event.event_type_value == "PIPELINE_FAILURE")
+    for _ in range(2):
+        context = dg.build_run_status_sensor_context(
+            sensor_name="run_failure_alerts",
+            dagster_event=failure,
+            dagster_instance=instance,
+            dagster_run=result.dagster_run,
+            resources=resources,
+        ).for_run_failure()
+        run_failure_alerts(context)
+    assert len(webhook.messages) == 1
+    assert "run failed" in webhook.messages[0]["text"] and webhook.messages[0]["finding_ids"] == [f"run-failed:{result.run_id}"]
+    assert date(2026, 11, 2).isoformat() in webhook.messages[0]["text"]

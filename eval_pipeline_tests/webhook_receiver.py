@@ -1,0 +1,53 @@
+"""A real Slack-style webhook receiver on 127.0.0.1 that records every POST and can fail on purpose."""
+
+from __future__ import annotations
+
+import json
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+
+class WebhookReceiver:
+    def __init__(self) -> None:
+        self.messages: list[dict[str, Any]] = []
+        self.attempts = 0
+        self.fail_next = 0  # answer this many POSTs with HTTP 500
+        receiver = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args: Any) -> None:
+                pass
+
+            def do_POST(self) -> None:
+                body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+                receiver.attempts += 1
+                if receiver.fail_next > 0:
+                    receiver.fail_next -= 1
+                    status = 500
+                else:
+                    receiver.messages.append(json.loads(body))
+                    status = 200
+                self.send_response(status)
+                self.send_header("Content-Length", "2")
+                self.end_headers()
+                self.wfile.write(b"ok")
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.01}, daemon=True)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self._server.server_address[1]}/hooks/eval"
+
+    @property
+    def finding_ids(self) -> list[str]:
+        return [finding_id for message in self.messages for finding_id in message["finding_ids"]]
+
+    def __enter__(self) -> WebhookReceiver:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._server.shutdown()
+        self._server.server_close()
