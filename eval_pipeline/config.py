@@ -90,6 +90,21 @@ class BaselineConfig(_Strict):
     policy: Literal["first", "rolling"] = "first"
 
 
+class AutomationConfig(_Strict):
+    nightly_cron: str = "0 2 * * *"  # UTC; evaluates the day before
+    first_tick_lookback_days: int = Field(7, ge=0)  # days the new-episodes sensor requests on its very first tick
+    store_window_days: int = Field(3, ge=1)  # trailing days whose store fingerprints the sensor watches
+
+
+class SourceHealthConfig(_Strict):
+    """A day with no episodes is critical; a quarantine spike against the trailing week warns."""
+
+    min_episodes: int = Field(1, ge=0)
+    spike_factor: float = Field(3.0, gt=1)
+    min_quarantine_rate: float = Field(0.01, ge=0, le=1)
+    critical_quarantine_rate: float = Field(0.25, ge=0, le=1)
+
+
 def _check_dimensions(thresholds: dict[str, Threshold]) -> None:
     unknown = sorted(set(thresholds) - set(DIMENSION_DIRECTIONS))
     if unknown:
@@ -102,6 +117,8 @@ class EvalConfig(_Strict):
     baseline: BaselineConfig = Field(default_factory=BaselineConfig)
     policies: Policies = Field(default_factory=Policies)
     agents: dict[str, AgentOverrides] = Field(default_factory=dict)
+    automation: AutomationConfig = Field(default_factory=AutomationConfig)
+    source_health: SourceHealthConfig = Field(default_factory=SourceHealthConfig)
 
     @model_validator(mode="after")
     def _known_dimensions(self) -> EvalConfig:

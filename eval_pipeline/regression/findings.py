@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 
 from eval_pipeline.config import DIMENSION_DIRECTIONS, Direction, EvalConfig, Threshold
+from eval_pipeline.regression.source_health import SOURCE_AGENT, source_health_finding
 
 EPISODE_DIMENSIONS = {
     "correctness": "correctness",
@@ -234,7 +235,15 @@ def aggregate_findings(scores: pd.DataFrame, previous: pd.DataFrame, day: date, 
     return _finalize(parts, day, config)
 
 
-def partition_findings(scores: pd.DataFrame, previous_scores: pd.DataFrame, day: date, config: EvalConfig) -> pd.DataFrame:
-    """Everything `findings` holds for a day: episode breaches, then per-agent ones against the day before."""
-    aggregates = aggregate_findings(scores, agent_aggregates(previous_scores), day, config)
-    return pd.concat([episode_findings(scores, day, config), aggregates], ignore_index=True)
+def partition_findings(
+    scores: pd.DataFrame, previous_scores: pd.DataFrame, source_counts: pd.DataFrame | None, day: date, config: EvalConfig
+) -> pd.DataFrame:
+    """Everything `findings` holds for a day: episode breaches, per-agent ones against the day before,
+    and the source's health (skipped when `source_counts` is None, as in a one-agent run)."""
+    parts = [episode_findings(scores, day, config), aggregate_findings(scores, agent_aggregates(previous_scores), day, config)]
+    health = source_health_finding(day, source_counts, config) if source_counts is not None else None
+    if health:
+        row = {"agent_id": SOURCE_AGENT, "episode_id": None, "task_id": None, "dimension": "source_health", **health}
+        parts.append(_finalize([pd.DataFrame([row])], day, config))
+    found = [part for part in parts if len(part)]
+    return pd.concat(found, ignore_index=True) if found else pd.DataFrame(columns=FINDING_COLUMNS)

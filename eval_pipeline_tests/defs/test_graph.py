@@ -150,3 +150,20 @@ def test_materializations_carry_useful_metadata(project):
     assert scores["scored"].value == 48 and "worst_episodes" in scores
     episodes = results[date(2026, 11, 2)].asset_materializations_for_node("episodes")[0].metadata
     assert episodes["quarantined"].value == 2
+
+
+def test_a_day_without_episodes_is_a_source_health_finding(tmp_path):
+    write_samples(tmp_path / "episodes")
+    resources = {
+        "warehouse": WarehouseResource(duckdb_path=str(tmp_path / "eval.duckdb")),
+        "episode_source": EpisodeSourceResource(location=str(tmp_path / "episodes"), index_path=str(tmp_path / "index.json")),
+        "eval_config": EvalConfigResource(),
+        "replay": ReplayResource(),
+        "reports": ReportsResource(directory=str(tmp_path / "reports")),
+        "alerts": AlertsResource(directory=str(tmp_path / "alerts")),
+    }
+    result = dg.materialize(ASSETS, partition_key="2026-11-04", resources=resources, instance=dg.DagsterInstance.ephemeral())
+    assert result.success  # an empty day still gets its findings and its report
+    assert query(tmp_path, "SELECT agent_id, dimension, severity, value FROM findings") == [
+        ("(source)", "source_health", "critical", 0.0)
+    ]

@@ -26,11 +26,13 @@ from eval_pipeline.defs.resources import (
     WarehouseResource,
 )
 from eval_pipeline.regression.findings import partition_findings
+from eval_pipeline.regression.source_health import TRAILING_DAYS
 from eval_pipeline.reports.daily import build_report, write_report_files
 from eval_pipeline.reports.markdown import table
 from eval_pipeline.scoring.episodes import score_records
 from eval_pipeline.warehouse.baselines import scoring_input, write_baselines
 from eval_pipeline.warehouse.connection import Warehouse
+from eval_pipeline.warehouse.health import source_counts
 from eval_pipeline.warehouse.ingest import load_episodes
 from eval_pipeline.warehouse.partitions import read_partition, write_partition
 from eval_pipeline.warehouse.replays import write_dry_replays
@@ -170,7 +172,8 @@ def regression_findings(
     def find(day: date) -> dict:
         today = read_partition(wh, "scores", day, config.agent_id)
         previous = read_partition(wh, "scores", day - timedelta(days=1), config.agent_id)
-        found = partition_findings(today, previous, day, cfg)
+        counts = None if config.agent_id else source_counts(wh, day, TRAILING_DAYS)  # the source is judged whole
+        found = partition_findings(today, previous, counts, day, cfg)
         write_partition(wh, "findings", day, found, config.agent_id)
         # announced by the alert sensor, or by `eval-pipeline run` itself; a re-run replaces the day's batch
         outbox.enqueue(finding_alerts(found, context.run.run_id), name=f"{day}-{config.agent_id or 'all-agents'}")
