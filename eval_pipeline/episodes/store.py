@@ -7,6 +7,7 @@ read through the list (paged past its 500-row cap) and get-by-id endpoints.
 
 from __future__ import annotations
 
+import itertools
 import json
 import tempfile
 from collections.abc import Iterator
@@ -106,18 +107,27 @@ class EpisodeStore:
 
         return self._retrying(f"GET {self.base_url}/v1/episodes/export", call)
 
-    def _paged(self, client: httpx.Client, day: date):
-        """Spool the day's episodes one by one: list pages past the 500-row cap, then get-by-id."""
-        ids: list[str] = []
-        for offset in range(0, 10**9, PAGE_LIMIT):
+    def summaries(self, day: date) -> list[dict[str, Any]]:
+        """The day's episode summaries (no steps), paged past the 500-row cap, each id once."""
+        with self._client() as client:
+            return self._summaries(client, day)
+
+    def _summaries(self, client: httpx.Client, day: date) -> list[dict[str, Any]]:
+        found: dict[str, dict[str, Any]] = {}  # newest-first paging can repeat an id; keep one
+        for offset in itertools.count(0, PAGE_LIMIT):
             page = self._get_json(client, "/v1/episodes", {**_day_bounds(day), "limit": PAGE_LIMIT, "offset": offset})
             summaries = _page_items(page)
-            ids.extend(str(s["episode_id"]) for s in summaries if isinstance(s, dict) and "episode_id" in s)
+            found.update((str(s["episode_id"]), s) for s in summaries if isinstance(s, dict) and "episode_id" in s)
             if len(summaries) < PAGE_LIMIT:
                 break
+        return list(found.values())
+
+    def _paged(self, client: httpx.Client, day: date):
+        """Spool the day's episodes one by one: list pages past the 500-row cap, then get-by-id."""
+        ids = [str(summary["episode_id"]) for summary in self._summaries(client, day)]
         spool = tempfile.TemporaryFile()  # noqa: SIM115 (returned to the caller, who closes it)
         try:
-            for episode_id in dict.fromkeys(ids):  # newest-first paging can repeat an id; keep one
+            for episode_id in ids:
                 episode = self._get_json(client, f"/v1/episodes/{episode_id}")
                 spool.write(json.dumps(episode, separators=(",", ":")).encode() + b"\n")
         except BaseException:

@@ -1,0 +1,11 @@
+"""The environment and config as the code location loads them.
+
+Schedules and code versions are fixed when Dagster loads the definitions, so they read the
+config here, once; every run still loads it afresh through `EvalConfigResource`.
+"""
+
+from eval_pipeline.config import load_config
+from eval_pipeline.settings import resolve_environment
+
+SETTINGS = resolve_environment()
+CONFIG = load_config(SETTINGS.config_path)
