@@ -5,7 +5,6 @@ from __future__ import annotations
 import pandas as pd
 
 from eval_pipeline.config import EvalConfig
-from eval_pipeline.regression.findings import passed
 from eval_pipeline.scoring import dimensions as dim
 from eval_pipeline.scoring.weighted import delta_to_unit, weighted_score
 
@@ -69,8 +68,10 @@ def score_episodes(frame: pd.DataFrame, config: EvalConfig) -> pd.DataFrame:
 
 
 def score_records(frame: pd.DataFrame, config: EvalConfig) -> pd.DataFrame:
-    """A partition's `scores` rows: dimensions, evidence, the pass verdict and the config version."""
+    """A partition's `scores` rows: dimensions, evidence and the config version.
+
+    `passed` is left to `regression_findings`: the verdict depends on the thresholds.
+    """
     scored = score_episodes(frame, config)
-    scored["passed"] = passed(scored, config)
     scored["config_version"] = config.version
-    return scored[[*SCORE_RECORD_COLUMNS, "passed", "config_version"]]
+    return scored[[*SCORE_RECORD_COLUMNS, "config_version"]]

@@ -25,13 +25,14 @@ from eval_pipeline.defs.resources import (
     RunScope,
     WarehouseResource,
 )
-from eval_pipeline.regression.findings import partition_findings
+from eval_pipeline.regression.findings import partition_findings, passed
 from eval_pipeline.regression.source_health import TRAILING_DAYS
 from eval_pipeline.reports.daily import build_report, write_report_files
 from eval_pipeline.reports.markdown import table
 from eval_pipeline.scoring.episodes import score_records
 from eval_pipeline.warehouse.baselines import scoring_input, write_baselines
 from eval_pipeline.warehouse.connection import Warehouse
+from eval_pipeline.warehouse.findings import write_findings
 from eval_pipeline.warehouse.health import source_counts
 from eval_pipeline.warehouse.ingest import load_episodes
 from eval_pipeline.warehouse.partitions import read_partition, write_partition
@@ -132,19 +133,12 @@ def scores(context: dg.AssetExecutionContext, config: RunScope, warehouse: Wareh
         tally.add(records)
         graded = records[records["weighted_score"].notna()]
         worst.append(graded.nsmallest(10, "weighted_score")[["partition_date", "episode_id", "agent_id", "weighted_score"]])
-        return {
-            "scored": len(records),
-            "without_baseline": int(records["baseline_episode_id"].isna().sum()),
-            "passed": int((graded["passed"] == True).sum()),  # noqa: E712 (object column with None)
-            "graded": len(graded),
-        }
+        return {"scored": len(records), "without_baseline": int(records["baseline_episode_id"].isna().sum())}
 
     figures = _each_day(context, _in_session(wh, score))
-    graded = figures["graded"]
     yield dg.MaterializeResult(
         metadata={
             **figures,
-            "pass_rate": figures["passed"] / graded if graded else 0.0,
             "worst_episodes": _md(pd.concat(worst).nsmallest(10, "weighted_score")),
             "config_version": cfg.version,
             "dagster/row_count": figures["scored"],
@@ -171,20 +165,27 @@ def regression_findings(
 
     def find(day: date) -> dict:
         today = read_partition(wh, "scores", day, config.agent_id)
+        today["passed"] = passed(today, cfg)
         previous = read_partition(wh, "scores", day - timedelta(days=1), config.agent_id)
         counts = None if config.agent_id else source_counts(wh, day, TRAILING_DAYS)  # the source is judged whole
         found = partition_findings(today, previous, counts, day, cfg)
-        write_partition(wh, "findings", day, found, config.agent_id)
+        write_findings(wh, day, found, today[["episode_id", "passed"]], config.agent_id)
         # announced by the alert sensor, or by `eval-pipeline run` itself; a re-run replaces the day's batch
         outbox.enqueue(finding_alerts(found, context.run.run_id), name=f"{day}-{config.agent_id or 'all-agents'}")
         found_all.append(found[["finding_id", "partition_date", "severity", "agent_id", "dimension", "episode_id", "message"]])
-        return {"critical": int((found["severity"] == "critical").sum()), "warning": int((found["severity"] == "warning").sum())}
+        return {
+            "critical": int((found["severity"] == "critical").sum()),
+            "warning": int((found["severity"] == "warning").sum()),
+            "passed": int((today["passed"] == True).sum()),  # noqa: E712 (object column with None)
+            "graded": int(today["passed"].notna().sum()),
+        }
 
     figures = _each_day(context, _in_session(wh, find))
     found = pd.concat(found_all, ignore_index=True)
     yield dg.MaterializeResult(
         metadata={
             **figures,
+            "pass_rate": figures["passed"] / figures["graded"] if figures["graded"] else 0.0,
             "findings": _md(found.drop(columns=["finding_id"]), 20),
             "finding_ids": dg.MetadataValue.json(
                 found[["finding_id", "severity", "agent_id", "dimension"]].astype(str).to_dict("records")
