@@ -132,6 +132,27 @@ class EvalConfig(_Strict):
         canonical = json.dumps(self.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(canonical.encode()).hexdigest()[:12]
 
+    def stage_version(self, stage: str) -> str:
+        """A hash of only what decides `stage`'s output, so a config edit marks exactly those assets stale."""
+        decides = {
+            "baselines": {"baseline": self.baseline},
+            "scores": {
+                "weights": self.weights,
+                "secret_patterns": self.policies.secret_patterns,
+                "denied_tools": self.policies.denied_tools,
+                "agent_denied_tools": {agent: o.denied_tools for agent, o in self.agents.items()},
+            },
+            "regression_findings": {
+                "thresholds": self.thresholds,
+                "agent_thresholds": {agent: o.thresholds for agent, o in self.agents.items()},
+                "pass_threshold": self.policies.pass_threshold,
+                "source_health": self.source_health,
+            },
+            "eval_report": {"secret_patterns": self.policies.secret_patterns},
+        }.get(stage, {})
+        canonical = json.dumps(_jsonable(decides), sort_keys=True, separators=(",", ":"))
+        return hashlib.sha256(canonical.encode()).hexdigest()[:12]
+
     def thresholds_for(self, agent_id: str) -> dict[str, Threshold]:
         """The defaults, with this agent's overrides merged field by field."""
         merged = dict(self.thresholds)
@@ -146,6 +167,14 @@ class EvalConfig(_Strict):
         if overrides and overrides.denied_tools is not None:
             return overrides.denied_tools
         return self.policies.denied_tools
+
+
+def _jsonable(value):
+    if isinstance(value, BaseModel):
+        return value.model_dump(mode="json")
+    if isinstance(value, dict):
+        return {key: _jsonable(item) for key, item in value.items()}
+    return value
 
 
 class ConfigError(ValueError):

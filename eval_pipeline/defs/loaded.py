@@ -4,8 +4,11 @@ Schedules and code versions are fixed when Dagster loads the definitions, so the
 config here, once; every run still loads it afresh through `EvalConfigResource`.
 """
 
+from importlib.metadata import version
+
 from eval_pipeline.config import load_config
 from eval_pipeline.settings import resolve_environment
 
 SETTINGS = resolve_environment()
 CONFIG = load_config(SETTINGS.config_path)
+PACKAGE_VERSION = version("eval_pipeline")

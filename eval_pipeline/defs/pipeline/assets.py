@@ -14,6 +14,7 @@ import dagster as dg
 import pandas as pd
 
 from eval_pipeline.alerts.messages import finding_alerts
+from eval_pipeline.defs.loaded import CONFIG, PACKAGE_VERSION, SETTINGS
 from eval_pipeline.defs.partitions import daily_partitions, partition_days
 from eval_pipeline.defs.pipeline import checks
 from eval_pipeline.defs.resources import (
@@ -47,6 +48,11 @@ _COMMON = {
 }
 
 
+def _code_version(stage: str) -> str:
+    """The package version plus a hash of the config that decides this stage: edits mark exactly those assets stale."""
+    return f"{PACKAGE_VERSION}+{CONFIG.stage_version(stage)}"
+
+
 def _md(frame: pd.DataFrame, limit: int = 10) -> dg.MetadataValue:
     rows = frame.head(limit).itertuples(index=False)
     return dg.MetadataValue.md("\n".join(table(list(frame.columns), rows)) if len(frame) else "_none_")
@@ -76,7 +82,11 @@ def _in_session(warehouse: Warehouse, work: Callable[[date], dict]) -> Callable[
     return run
 
 
-@dg.asset(**_COMMON, description="Canonical episodes of the day, their steps, and quarantined records.")
+@dg.asset(
+    **_COMMON,
+    code_version=_code_version("episodes"),
+    description="Canonical episodes of the day, their steps, and quarantined records.",
+)
 def episodes(
     context: dg.AssetExecutionContext, config: RunScope, warehouse: WarehouseResource, episode_source: EpisodeSourceResource
 ) -> dg.MaterializeResult:
@@ -96,7 +106,12 @@ def episodes(
     return dg.MaterializeResult(metadata={**figures, "dagster/row_count": figures["episodes"]})
 
 
-@dg.asset(**_COMMON, deps=[episodes], description="The episode each (agent, task) is compared with, valid from a day on.")
+@dg.asset(
+    **_COMMON,
+    code_version=_code_version("baselines"),
+    deps=[episodes],
+    description="The episode each (agent, task) is compared with, valid from a day on.",
+)
 def baselines(
     context: dg.AssetExecutionContext, config: RunScope, warehouse: WarehouseResource, eval_config: EvalConfigResource
 ) -> dg.MaterializeResult:
@@ -105,7 +120,12 @@ def baselines(
     return dg.MaterializeResult(metadata={**figures, "policy": policy})
 
 
-@dg.asset(**_COMMON, deps=[episodes], description="One candidate run per finished episode (dry: the recording itself).")
+@dg.asset(
+    **_COMMON,
+    code_version=f"{_code_version('replays')}-{SETTINGS.replay_mode}",
+    deps=[episodes],
+    description="One candidate run per finished episode (dry: the recording itself).",
+)
 def replays(
     context: dg.AssetExecutionContext, config: RunScope, warehouse: WarehouseResource, replay: ReplayResource
 ) -> dg.MaterializeResult:
@@ -118,6 +138,7 @@ def replays(
 
 @dg.asset(
     **_COMMON,
+    code_version=_code_version("scores"),
     deps=[replays, baselines],
     check_specs=checks.SCORE_CHECKS,
     description="One row per finished episode: five dimensions, weighted score, pass/fail.",
@@ -149,6 +170,7 @@ def scores(context: dg.AssetExecutionContext, config: RunScope, warehouse: Wareh
 
 @dg.asset(
     **_COMMON,
+    code_version=_code_version("regression_findings"),
     deps=[scores],
     check_specs=[checks.NO_CRITICAL_REGRESSIONS],
     description="Threshold breaches per episode and per agent (writes the `findings` table).",
@@ -196,7 +218,12 @@ def regression_findings(
     yield checks.no_critical_regressions(figures["critical"], figures["warning"])
 
 
-@dg.asset(**_COMMON, deps=[regression_findings], description="JSON and Markdown report files of the day (writes `reports`).")
+@dg.asset(
+    **_COMMON,
+    code_version=_code_version("eval_report"),
+    deps=[regression_findings],
+    description="JSON and Markdown report files of the day (writes `reports`).",
+)
 def eval_report(
     context: dg.AssetExecutionContext,
     warehouse: WarehouseResource,
