@@ -59,6 +59,18 @@ def build_parser() -> argparse.ArgumentParser:
     query.add_argument("sql")
     query.add_argument("--format", choices=["table", "csv", "json"], default="table")
 
+    baseline = commands.add_parser("baseline", help="promote, pin or list the baselines runs are compared with")
+    actions = baseline.add_subparsers(dest="action", required=True)
+    promote = actions.add_parser("promote", help="make a day's successful runs of an agent its baselines from that day on")
+    promote.add_argument("--agent", required=True)
+    promote.add_argument("--date", type=_date, required=True)
+    pin = actions.add_parser("pin", help="pin one episode as its task's baseline")
+    pin.add_argument("episode_id")
+    pin.add_argument("--from", dest="valid_from", type=_date, help="first day it applies to (default: its own day)")
+    listing = actions.add_parser("list", help="the baseline of every task on a day (default today)")
+    listing.add_argument("--agent")
+    listing.add_argument("--date", type=_date)
+
     ui = commands.add_parser("ui", help="start the Dagster UI and daemon with the project's DAGSTER_HOME")
     ui.add_argument("--host", default="127.0.0.1")
     ui.add_argument("--port", type=int, default=3000)
@@ -284,6 +296,34 @@ def _cmd_query(args, settings) -> int:
         print(frame.to_json(orient="records", date_format="iso", default_handler=str))
     else:
         print(frame.to_string(index=False, max_colwidth=200) if len(frame) else "(no rows)")
+    return EXIT_OK
+
+
+def _cmd_baseline(args, settings) -> int:
+    from datetime import UTC, datetime
+
+    from eval_pipeline.config import load_config
+    from eval_pipeline.warehouse import baselines
+    from eval_pipeline.warehouse.connection import Warehouse
+
+    if not settings.duckdb_path.exists():
+        raise UsageError(f"no warehouse at {settings.duckdb_path}; run `eval-pipeline run` first")
+    warehouse = Warehouse(settings.duckdb_path)
+    if args.action == "promote":
+        promoted = baselines.promote(warehouse, args.agent, args.date)
+        if not promoted:
+            raise UsageError(f"{args.agent} has no successful episode on {args.date}")
+        print(f"promoted {promoted} baseline(s) of {args.agent} from {args.date} on; re-run later days to compare with them")
+    elif args.action == "pin":
+        pinned = baselines.pin(warehouse, args.episode_id, args.valid_from)
+        if pinned is None:
+            raise UsageError(f"no episode {args.episode_id} in the warehouse")
+        print(f"pinned {args.episode_id} for {pinned['agent_id']} / {pinned['task_id']} from {pinned['valid_from']} on")
+    else:
+        as_of = args.date or datetime.now(UTC).date()
+        policy = load_config(settings.config_path).baseline.policy
+        frame = baselines.effective_baselines(warehouse, as_of, policy, args.agent)
+        print(frame.to_string(index=False) if len(frame) else f"no baselines on {as_of}")
     return EXIT_OK
 
 

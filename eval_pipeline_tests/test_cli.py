@@ -140,3 +140,30 @@ def test_run_delivers_its_alerts_itself_once(project_env, monkeypatch, webhook, 
     assert main(["run", "--date", "2026-11-02", "--fail-on", "never"]) == 0  # the same findings again
     assert len(webhook.finding_ids) == 27
     assert webhook.url not in capsys.readouterr().out  # the URL carries a token: never printed
+
+
+def test_promoted_baselines_change_later_days_only(project_env, capsys):
+    write_samples(project_env / "episodes")
+    assert main(["run", "--start", "2026-11-01", "--end", "2026-11-03", "--fail-on", "never"]) == 0
+    sql = "SELECT * EXCLUDE (scored_at) FROM scores WHERE partition_date <= '2026-11-02' ORDER BY episode_id"
+    capsys.readouterr()
+    assert main(["query", sql, "--format", "csv"]) == 0
+    earlier_days = capsys.readouterr().out
+
+    # after an intended change on the 2nd, support-bot is compared with that day's behaviour from then on
+    assert main(["baseline", "promote", "--agent", "support-bot", "--date", "2026-11-02"]) == 0
+    assert main(["run", "--date", "2026-11-03", "--fail-on", "never"]) == 0
+    capsys.readouterr()
+    finding = "SELECT dimension FROM findings WHERE task_id = 'support-bot/where-is-my-order' AND partition_date = '2026-11-03'"
+    assert main(["query", finding, "--format", "csv"]) == 0
+    assert "tool_match" in capsys.readouterr().out  # day 3 went back to the old tools: now a change against the promotion
+
+    assert main(["query", sql, "--format", "csv"]) == 0
+    assert capsys.readouterr().out == earlier_days  # history before valid_from is never rewritten
+    assert main(["baseline", "list", "--date", "2026-11-03", "--agent", "support-bot"]) == 0
+    assert capsys.readouterr().out.count("promote") == 4
+
+    assert main(["baseline", "pin", "ep-2026-11-01-support-bot-where-is-my-order-t1", "--from", "2026-11-03"]) == 0
+    assert main(["baseline", "list", "--date", "2026-11-03", "--agent", "support-bot"]) == 0
+    assert "ep-2026-11-01-support-bot-where-is-my-order-t1" in capsys.readouterr().out
+    assert main(["baseline", "pin", "no-such-episode"]) == 2

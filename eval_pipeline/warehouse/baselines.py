@@ -1,5 +1,8 @@
 """Baselines: maintained one partition at a time, looked up (never recomputed) when scoring.
 
+Rows come from runs (`origin = 'run'`, replaced when their day re-runs) or from people
+(`promote`, `pin`: pinned rows that stay until removed by hand).
+
 Each partition contributes rows: its pinned episodes (`metadata.baseline = true`, valid from
 that day) and, under policy `first`, the earliest successful episode of a task no earlier day
 has one for; under `rolling`, the latest successful episode of every task (both valid from the
@@ -13,7 +16,7 @@ from datetime import date
 
 import pandas as pd
 
-from eval_pipeline.warehouse.connection import Warehouse, replace_partition
+from eval_pipeline.warehouse.connection import Warehouse
 
 _SNAPSHOT = "status, final_output, tools, total_cost_usd, total_duration_ms, total_tokens, step_count, error_steps"
 
@@ -46,7 +49,62 @@ def write_baselines(warehouse: Warehouse, day: date, policy: str, agent_id: str 
         FROM ({_CONTRIBUTIONS})
     """
     with warehouse.transaction() as con:
-        return replace_partition(con, "baselines", day, rows, agent_id, {"day": day, "agent": agent_id, "policy": policy})
+        con.execute(
+            "DELETE FROM baselines WHERE partition_date = $day AND origin = 'run' AND ($agent IS NULL OR agent_id = $agent)",
+            {"day": day, "agent": agent_id},
+        )
+        return con.execute(f"INSERT INTO baselines BY NAME {rows}", {"day": day, "agent": agent_id, "policy": policy}).fetchone()[
+            0
+        ]
+
+
+# Which baseline row wins for a candidate: a pin (or promotion) over an automatic row, the
+# latest pin first; among automatic rows the earliest (`first`) or the latest (`rolling`).
+_PRECEDENCE = """b.pinned DESC,
+    CASE WHEN b.pinned OR $policy = 'rolling' THEN b.valid_from END DESC NULLS LAST,
+    b.valid_from, b.established_at DESC"""
+
+
+def promote(warehouse: Warehouse, agent_id: str, day: date) -> int:
+    """Make the day's successful runs of `agent_id` its baselines from `day` on (earliest run per task)."""
+    rows = f"""
+        SELECT agent_id, task_id, episode_id, true AS pinned, $day AS valid_from, $day AS partition_date,
+               'promote' AS policy, 'promote' AS origin, {_SNAPSHOT}
+        FROM episodes WHERE partition_date = $day AND agent_id = $agent AND status = 'success'
+        QUALIFY row_number() OVER (PARTITION BY task_id ORDER BY started_at, episode_id) = 1
+    """
+    with warehouse.transaction() as con:
+        return con.execute(f"INSERT INTO baselines BY NAME {rows}", {"day": day, "agent": agent_id}).fetchone()[0]
+
+
+def pin(warehouse: Warehouse, episode_id: str, valid_from: date | None) -> dict | None:
+    """Pin one episode as its task's baseline from `valid_from` (default: its own day); None if unknown."""
+    rows = f"""
+        SELECT agent_id, task_id, episode_id, true AS pinned, coalesce($valid_from, partition_date) AS valid_from,
+               partition_date, 'pin' AS policy, 'pin' AS origin, {_SNAPSHOT}
+        FROM episodes WHERE episode_id = $episode LIMIT 1
+    """
+    params = {"episode": episode_id, "valid_from": valid_from}
+    with warehouse.transaction() as con:
+        if not con.execute(f"INSERT INTO baselines BY NAME {rows}", params).fetchone()[0]:
+            return None
+        found = con.execute("SELECT agent_id, task_id, valid_from FROM baselines WHERE episode_id = $episode AND origin = 'pin' "
+                            "ORDER BY established_at DESC LIMIT 1", {"episode": episode_id}).fetchone()  # fmt: skip
+    return {"agent_id": found[0], "task_id": found[1], "valid_from": found[2]}
+
+
+def effective_baselines(warehouse: Warehouse, as_of: date, policy: str, agent_id: str | None = None) -> pd.DataFrame:
+    """The baseline each (agent, task) is compared with on `as_of`."""
+    return warehouse.read_frame(
+        f"""
+        SELECT agent_id, task_id, episode_id, pinned, origin, valid_from, status, total_cost_usd, total_duration_ms
+        FROM baselines b
+        WHERE valid_from <= $day AND ($agent IS NULL OR agent_id = $agent)
+        QUALIFY row_number() OVER (PARTITION BY agent_id, task_id ORDER BY {_PRECEDENCE}) = 1
+        ORDER BY agent_id, task_id
+        """,
+        {"day": as_of, "policy": policy, "agent": agent_id},
+    )
 
 
 _SCORING_INPUT = f"""
@@ -57,9 +115,7 @@ WITH candidates AS (
 ), ranked AS (
     SELECT c.episode_id AS candidate_id, b.*, row_number() OVER (
         PARTITION BY c.episode_id
-        ORDER BY b.pinned DESC,
-                 CASE WHEN b.pinned OR $policy = 'rolling' THEN b.valid_from END DESC NULLS LAST,
-                 b.valid_from, b.established_at DESC
+        ORDER BY {_PRECEDENCE}
     ) AS rank
     FROM candidates c
     JOIN baselines b ON b.agent_id = c.agent_id AND b.task_id = c.task_id

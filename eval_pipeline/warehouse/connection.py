@@ -9,7 +9,7 @@ busy" error after it (DESIGN §6). Connections are closed in `finally`.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import closing, contextmanager
 from datetime import date
 from pathlib import Path
 
@@ -18,7 +18,7 @@ import pandas as pd
 from filelock import FileLock, Timeout
 
 from eval_pipeline.errors import InfrastructureError
-from eval_pipeline.warehouse.schema import migrate
+from eval_pipeline.warehouse.schema import MIGRATIONS, migrate, schema_version
 
 
 class WarehouseBusy(InfrastructureError):
@@ -63,14 +63,13 @@ class Warehouse:
                 f"warehouse busy: {self.path} was held by another process for over {self.lock_timeout_seconds:.0f}s"
             ) from None
         try:
-            if read_only and not self.path.exists():
-                read_only = False  # nothing to protect yet; create it so queries see empty tables
+            if not self._migrated and (not read_only or not self.path.exists() or schema_version(self.path) < len(MIGRATIONS)):
+                with closing(duckdb.connect(str(self.path))) as con:  # bring an older warehouse up to date first
+                    migrate(con)
+                self._migrated = True
             con = duckdb.connect(str(self.path), read_only=read_only)
             try:
                 con.execute("SET TimeZone = 'UTC'")
-                if not read_only and not self._migrated:
-                    migrate(con)
-                    self._migrated = True
                 yield con
             finally:
                 con.close()

@@ -6,6 +6,9 @@ their history. `schema_version` records what has been applied.
 
 from __future__ import annotations
 
+from contextlib import closing
+from pathlib import Path
+
 import duckdb
 
 MIGRATIONS: list[str] = [
@@ -155,6 +158,10 @@ MIGRATIONS: list[str] = [
         created_at TIMESTAMPTZ DEFAULT current_timestamp
     );
     """,
+    # 2: baselines set by hand (`eval-pipeline baseline promote|pin`) survive re-runs of their day
+    """
+    ALTER TABLE baselines ADD COLUMN origin VARCHAR DEFAULT 'run';
+    """,
 ]
 
 
@@ -174,3 +181,10 @@ def migrate(con: duckdb.DuckDBPyConnection) -> int:
         con.execute("ROLLBACK")
         raise
     return len(MIGRATIONS)
+
+
+def schema_version(path: Path) -> int:
+    """The version of the warehouse at `path`, read without writing to it (0 for one without the table)."""
+    with closing(duckdb.connect(str(path), read_only=True)) as con:
+        exists = con.execute("SELECT count(*) FROM duckdb_tables() WHERE table_name = 'schema_version'").fetchone()[0]
+        return con.execute("SELECT coalesce(max(version), 0) FROM schema_version").fetchone()[0] if exists else 0

@@ -1,6 +1,7 @@
 import multiprocessing
 import time
 
+import duckdb
 import pytest
 
 from eval_pipeline.warehouse.connection import Warehouse, WarehouseBusy
@@ -52,3 +53,17 @@ def test_a_failed_transaction_rolls_back(tmp_path):
         raise RuntimeError("crash mid-partition")
     with warehouse.connect(read_only=True) as con:
         assert con.execute("SELECT count(*) FROM reports").fetchone() == (1,)
+
+
+def test_an_older_warehouse_is_migrated_in_place_even_by_a_reader(tmp_path):
+    path = tmp_path / "eval.duckdb"
+    con = duckdb.connect(str(path))
+    con.execute("CREATE TABLE schema_version (version INTEGER NOT NULL, applied_at TIMESTAMPTZ NOT NULL)")
+    con.execute(MIGRATIONS[0])
+    con.execute("INSERT INTO schema_version VALUES (1, now())")
+    con.execute("INSERT INTO baselines (agent_id, task_id, episode_id, pinned, valid_from, partition_date) "
+                "VALUES ('a', 't', 'e', false, DATE '2026-11-02', DATE '2026-11-01')")  # fmt: skip
+    con.close()
+    with Warehouse(path).connect(read_only=True) as reader:
+        assert reader.execute("SELECT episode_id, origin FROM baselines").fetchall() == [("e", "run")]
+        assert reader.execute("SELECT max(version) FROM schema_version").fetchone() == (len(MIGRATIONS),)
