@@ -94,3 +94,33 @@ def test_days_to_evaluate_rules():
     assert days_to_evaluate(fingerprints, None, today, 7) == ["2026-11-20", "2026-11-21"]
     assert days_to_evaluate(fingerprints, {**fingerprints, "2026-11-01": "old"}, today, 7) == ["2026-11-01"]
     assert days_to_evaluate(fingerprints, fingerprints, today, 7) == []
+
+
+def test_a_missed_night_fails_the_morning_check(tmp_path):
+    from eval_pipeline.definitions import defs
+    from eval_pipeline.defs.pipeline import assets as pipeline
+    from eval_pipeline.defs.resources import (
+        AlertsResource,
+        EvalConfigResource,
+        ReplayResource,
+        ReportsResource,
+        WarehouseResource,
+    )
+
+    (tmp_path / "episodes").mkdir()
+    job = defs().resolve_job_def("report_freshness")
+    instance = dg.DagsterInstance.ephemeral()
+    evaluation = job.execute_in_process(instance=instance).get_asset_check_evaluations()[0]
+    assert not evaluation.passed and evaluation.metadata["expected_partition"].value == ago(1).isoformat()
+
+    resources = {
+        "warehouse": WarehouseResource(duckdb_path=str(tmp_path / "eval.duckdb")),
+        "episode_source": EpisodeSourceResource(location=str(tmp_path / "episodes"), index_path=str(tmp_path / "i.json")),
+        "eval_config": EvalConfigResource(),
+        "replay": ReplayResource(),
+        "reports": ReportsResource(directory=str(tmp_path / "reports")),
+        "alerts": AlertsResource(directory=str(tmp_path / "alerts")),
+    }
+    graph = [pipeline.episodes, pipeline.baselines, pipeline.replays, pipeline.scores, pipeline.regression_findings]
+    dg.materialize([*graph, pipeline.eval_report], partition_key=ago(1).isoformat(), resources=resources, instance=instance)
+    assert job.execute_in_process(instance=instance).get_asset_check_evaluations()[0].passed
