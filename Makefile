@@ -4,7 +4,7 @@ PYTHON ?= python3
 BIN := $(VENV)/bin
 export DAGSTER_HOME ?= $(CURDIR)/data/dagster_home
 
-.PHONY: install demo test lint ui bench clean
+.PHONY: install demo test lint browser ui bench clean
 
 install: $(VENV)/.installed
 
@@ -17,8 +17,14 @@ $(VENV)/.installed: pyproject.toml constraints.txt
 demo: install
 	$(BIN)/eval-pipeline demo
 
-test: install lint
+test: install lint browser
 	$(BIN)/python -m pytest -q
+
+# The UI test opens the asset graph in headless Chromium; install Debian's when missing and we can.
+browser:
+	@command -v chromium >/dev/null 2>&1 || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1 \
+		&& (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium) >/dev/null 2>&1; } \
+		|| echo "chromium is not installed: the browser check will be skipped"
 
 lint: install
 	$(BIN)/ruff check eval_pipeline eval_pipeline_tests benchmarks
