@@ -186,3 +186,34 @@ def test_two_runs_and_a_query_at_once_never_fail_on_the_warehouse_lock(project_e
     assert outcomes == [(0, ""), (0, "")]
     assert query.returncode in (0, 2), query.stderr  # 2: no warehouse yet, if it came first
     assert "lock" not in query.stderr.lower()
+
+
+def test_a_seven_day_backfill_writes_each_day_once_and_repeats_identically(project_env, capsys):
+    from datetime import UTC, datetime, timedelta
+
+    from eval_pipeline_tests.fake_store import make_episode
+
+    (project_env / "episodes").mkdir()
+    first = datetime(2026, 10, 1, 9, tzinfo=UTC)
+    with (project_env / "episodes" / "week.jsonl").open("w") as handle:
+        for day in range(7):
+            for task in range(4):
+                episode = make_episode(
+                    f"ep-{day}-{task}", first + timedelta(days=day, minutes=task), metadata={"task_id": f"t{task}"}
+                )
+                handle.write(json.dumps(episode) + "\n")
+    command = ["run", "--start", "2026-10-01", "--end", "2026-10-07", "--fail-on", "never"]
+    counts = "SELECT partition_date, (SELECT count(*) FROM episodes e WHERE e.partition_date = r.partition_date) FROM reports r"
+    tables = " UNION ALL ".join(
+        f"SELECT '{t}', count(*) FROM {t}"
+        for t in ("episodes", "episode_steps", "quarantine", "baselines", "replays", "scores", "findings", "reports")
+    )
+    snapshots = []
+    for _ in range(2):
+        assert main(command) == 0
+        capsys.readouterr()
+        assert main(["query", f"{counts} ORDER BY 1", "--format", "csv"]) == 0
+        assert main(["query", tables, "--format", "csv"]) == 0
+        snapshots.append(capsys.readouterr().out)
+    assert snapshots[0] == snapshots[1]
+    assert [f"2026-10-0{day},4" for day in range(1, 8)] == snapshots[0].strip().splitlines()[1:8]
