@@ -9,20 +9,9 @@ import pandas as pd
 
 from eval_pipeline.alerts.outbox import Alert
 from eval_pipeline.redaction import redact
+from eval_pipeline.regression.findings import FINDING_COLUMNS
 
-FINDING_FIELDS = [
-    "finding_id",
-    "partition_date",
-    "agent_id",
-    "episode_id",
-    "task_id",
-    "dimension",
-    "severity",
-    "value",
-    "threshold",
-    "baseline_value",
-    "message",
-]
+FINDING_FIELDS = [column for column in FINDING_COLUMNS if column != "config_version"]
 LISTED_PER_MESSAGE = 20  # beyond these, a message counts the rest (Slack caps a section at 3,000 characters)
 SEVERITY_ICON = {"critical": ":red_circle:", "warning": ":large_yellow_circle:"}
 

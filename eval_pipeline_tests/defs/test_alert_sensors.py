@@ -6,39 +6,11 @@ import dagster as dg
 import pytest
 
 from eval_pipeline.defs.alerting.sensors import regression_alerts, run_failure_alerts
-from eval_pipeline.defs.pipeline import assets as pipeline
-from eval_pipeline.defs.resources import (
-    AlertsResource,
-    EpisodeSourceResource,
-    EvalConfigResource,
-    ReplayResource,
-    ReportsResource,
-    WarehouseResource,
-)
 from eval_pipeline.episodes.samples import LEAKED_KEY, write_samples
 from eval_pipeline.warehouse.connection import Warehouse
+from eval_pipeline_tests.defs.graph import GRAPH, local_resources
 
 pytestmark = pytest.mark.slow
-
-ASSETS = [
-    pipeline.episodes,
-    pipeline.baselines,
-    pipeline.replays,
-    pipeline.scores,
-    pipeline.regression_findings,
-    pipeline.eval_report,
-]
-
-
-def resources_for(root, webhook_url: str, source: str | None = None) -> dict:
-    return {
-        "warehouse": WarehouseResource(duckdb_path=str(root / "eval.duckdb")),
-        "episode_source": EpisodeSourceResource(location=source or str(root / "episodes"), index_path=str(root / "index.json")),
-        "eval_config": EvalConfigResource(),
-        "replay": ReplayResource(),
-        "reports": ReportsResource(directory=str(root / "reports")),
-        "alerts": AlertsResource(directory=str(root / "alerts"), webhook_url=webhook_url, ui_base_url="http://ui.test:3000"),
-    }
 
 
 def tick(resources: dict, instance) -> str:
@@ -48,10 +20,10 @@ def tick(resources: dict, instance) -> str:
 
 def test_each_new_finding_is_posted_once_retried_after_a_500_and_never_for_clean_agents(tmp_path, webhook):
     write_samples(tmp_path / "episodes")
-    resources = resources_for(tmp_path, webhook.url)
+    resources = local_resources(tmp_path, webhook_url=webhook.url)
     instance = dg.DagsterInstance.ephemeral()
     for day in ("2026-11-01", "2026-11-02"):
-        dg.materialize(ASSETS, partition_key=day, resources=resources, instance=instance)
+        dg.materialize(GRAPH, partition_key=day, resources=resources, instance=instance)
 
     webhook.fail_next = 100  # the receiver is down for this tick
     assert "webhook failed" in tick(resources, instance)
@@ -71,15 +43,15 @@ def test_each_new_finding_is_posted_once_retried_after_a_500_and_never_for_clean
     assert not any(LEAKED_KEY in str(m) for m in webhook.messages)
 
     assert tick(resources, instance).startswith("delivered 0 alert(s)")  # the next tick repeats nothing
-    dg.materialize(ASSETS, partition_key="2026-11-02", resources=resources, instance=instance)
+    dg.materialize(GRAPH, partition_key="2026-11-02", resources=resources, instance=instance)
     assert tick(resources, instance).startswith("delivered 0 alert(s)")  # nor does a re-run of the day
     assert len(webhook.finding_ids) == len(expected)
 
 
 def test_a_failed_run_is_announced_once(tmp_path, webhook):
-    resources = resources_for(tmp_path, webhook.url, source=str(tmp_path / "missing"))
+    resources = local_resources(tmp_path, source=str(tmp_path / "missing"), webhook_url=webhook.url)
     instance = dg.DagsterInstance.ephemeral()
-    result = dg.materialize(ASSETS, partition_key="2026-11-02", resources=resources, instance=instance, raise_on_error=False)
+    result = dg.materialize(GRAPH, partition_key="2026-11-02", resources=resources, instance=instance, raise_on_error=False)
     assert not result.success
     failure = next(event for event in result.all_events if event.event_type_value == "PIPELINE_FAILURE")
     for _ in range(2):

@@ -11,6 +11,7 @@ from eval_pipeline.defs.automation.sensors import new_episodes
 from eval_pipeline.defs.resources import EpisodeSourceResource
 from eval_pipeline.episodes.changes import days_to_evaluate
 from eval_pipeline.episodes.files import UnreadableSource
+from eval_pipeline_tests.defs.graph import GRAPH, local_resources
 from eval_pipeline_tests.fake_store import make_episode
 
 TODAY = datetime.now(UTC).date()
@@ -98,14 +99,6 @@ def test_days_to_evaluate_rules():
 
 def test_a_missed_night_fails_the_morning_check(tmp_path):
     from eval_pipeline.definitions import defs
-    from eval_pipeline.defs.pipeline import assets as pipeline
-    from eval_pipeline.defs.resources import (
-        AlertsResource,
-        EvalConfigResource,
-        ReplayResource,
-        ReportsResource,
-        WarehouseResource,
-    )
 
     (tmp_path / "episodes").mkdir()
     job = defs().resolve_job_def("report_freshness")
@@ -113,14 +106,5 @@ def test_a_missed_night_fails_the_morning_check(tmp_path):
     evaluation = job.execute_in_process(instance=instance).get_asset_check_evaluations()[0]
     assert not evaluation.passed and evaluation.metadata["expected_partition"].value == ago(1).isoformat()
 
-    resources = {
-        "warehouse": WarehouseResource(duckdb_path=str(tmp_path / "eval.duckdb")),
-        "episode_source": EpisodeSourceResource(location=str(tmp_path / "episodes"), index_path=str(tmp_path / "i.json")),
-        "eval_config": EvalConfigResource(),
-        "replay": ReplayResource(),
-        "reports": ReportsResource(directory=str(tmp_path / "reports")),
-        "alerts": AlertsResource(directory=str(tmp_path / "alerts")),
-    }
-    graph = [pipeline.episodes, pipeline.baselines, pipeline.replays, pipeline.scores, pipeline.regression_findings]
-    dg.materialize([*graph, pipeline.eval_report], partition_key=ago(1).isoformat(), resources=resources, instance=instance)
+    dg.materialize(GRAPH, partition_key=ago(1).isoformat(), resources=local_resources(tmp_path), instance=instance)
     assert job.execute_in_process(instance=instance).get_asset_check_evaluations()[0].passed

@@ -7,28 +7,13 @@ from pathlib import Path
 import dagster as dg
 import pytest
 
-from eval_pipeline.defs.pipeline import assets as pipeline
-from eval_pipeline.defs.resources import (
-    AlertsResource,
-    EpisodeSourceResource,
-    EvalConfigResource,
-    ReplayResource,
-    ReportsResource,
-    WarehouseResource,
-)
 from eval_pipeline.episodes.samples import EXPECTED_REGRESSIONS, SAMPLE_DAYS, write_samples
 from eval_pipeline.warehouse.connection import Warehouse
+from eval_pipeline_tests.defs.graph import GRAPH, local_resources
 
 pytestmark = pytest.mark.slow
 
-ASSETS = [
-    pipeline.episodes,
-    pipeline.baselines,
-    pipeline.replays,
-    pipeline.scores,
-    pipeline.regression_findings,
-    pipeline.eval_report,
-]
+
 KIND_TO_FINDING = {
     "cost_critical": ("cost_delta", "critical"),
     "cost_warning": ("cost_delta", "warning"),
@@ -52,17 +37,10 @@ EXTRA_FINDINGS = {
 def project(tmp_path_factory):
     root = tmp_path_factory.mktemp("project")
     write_samples(root / "episodes")
-    resources = {
-        "warehouse": WarehouseResource(duckdb_path=str(root / "eval.duckdb")),
-        "episode_source": EpisodeSourceResource(location=str(root / "episodes"), index_path=str(root / "index.json")),
-        "eval_config": EvalConfigResource(),
-        "replay": ReplayResource(),
-        "reports": ReportsResource(directory=str(root / "reports")),
-        "alerts": AlertsResource(directory=str(root / "alerts")),
-    }
+    resources = local_resources(root)
     instance = dg.DagsterInstance.ephemeral()
     results = {
-        day: dg.materialize(ASSETS, partition_key=day.isoformat(), resources=resources, instance=instance) for day in SAMPLE_DAYS
+        day: dg.materialize(GRAPH, partition_key=day.isoformat(), resources=resources, instance=instance) for day in SAMPLE_DAYS
     }
     return root, resources, instance, results
 
@@ -125,7 +103,7 @@ def test_rematerializing_a_partition_changes_nothing(project):
     tables = ("episodes", "episode_steps", "quarantine", "baselines", "replays", "scores", "findings", "reports")
     snapshot = lambda: {t: query(root, f"SELECT count(*) FROM {t}")[0][0] for t in tables}  # noqa: E731
     before, ids_before = snapshot(), query(root, "SELECT finding_id FROM findings ORDER BY 1")
-    dg.materialize(ASSETS, partition_key="2026-11-02", resources=resources, instance=instance)
+    dg.materialize(GRAPH, partition_key="2026-11-02", resources=resources, instance=instance)
     assert snapshot() == before
     assert query(root, "SELECT finding_id FROM findings ORDER BY 1") == ids_before
 
@@ -154,15 +132,8 @@ def test_materializations_carry_useful_metadata(project):
 
 def test_a_day_without_episodes_is_a_source_health_finding(tmp_path):
     write_samples(tmp_path / "episodes")
-    resources = {
-        "warehouse": WarehouseResource(duckdb_path=str(tmp_path / "eval.duckdb")),
-        "episode_source": EpisodeSourceResource(location=str(tmp_path / "episodes"), index_path=str(tmp_path / "index.json")),
-        "eval_config": EvalConfigResource(),
-        "replay": ReplayResource(),
-        "reports": ReportsResource(directory=str(tmp_path / "reports")),
-        "alerts": AlertsResource(directory=str(tmp_path / "alerts")),
-    }
-    result = dg.materialize(ASSETS, partition_key="2026-11-04", resources=resources, instance=dg.DagsterInstance.ephemeral())
+    resources = local_resources(tmp_path)
+    result = dg.materialize(GRAPH, partition_key="2026-11-04", resources=resources, instance=dg.DagsterInstance.ephemeral())
     assert result.success  # an empty day still gets its findings and its report
     assert query(tmp_path, "SELECT agent_id, dimension, severity, value FROM findings") == [
         ("(source)", "source_health", "critical", 0.0)

@@ -1,0 +1,34 @@
+"""The whole graph with resources pointing under a test's own directory."""
+
+from pathlib import Path
+
+from eval_pipeline.defs.pipeline import assets as pipeline
+from eval_pipeline.defs.resources import (
+    AlertsResource,
+    EpisodeSourceResource,
+    EvalConfigResource,
+    ReplayResource,
+    ReportsResource,
+    WarehouseResource,
+)
+
+GRAPH = [
+    pipeline.episodes,
+    pipeline.baselines,
+    pipeline.replays,
+    pipeline.scores,
+    pipeline.regression_findings,
+    pipeline.eval_report,
+]
+
+
+def local_resources(root: Path, *, source: str | None = None, webhook_url: str = "") -> dict:
+    """Warehouse, files, reports and alerts under `root`; episodes from `root/episodes` unless `source`."""
+    return {
+        "warehouse": WarehouseResource(duckdb_path=str(root / "eval.duckdb")),
+        "episode_source": EpisodeSourceResource(location=source or str(root / "episodes"), index_path=str(root / "index.json")),
+        "eval_config": EvalConfigResource(),
+        "replay": ReplayResource(),
+        "reports": ReportsResource(directory=str(root / "reports")),
+        "alerts": AlertsResource(directory=str(root / "alerts"), webhook_url=webhook_url, ui_base_url="http://ui.test:3000"),
+    }
