@@ -247,9 +247,9 @@ def _cmd_status(args, settings) -> int:
 def _print_latest_run(settings) -> None:
     if not (settings.dagster_home / "dagster.yaml").exists():
         return
-    import dagster as dg
+    from eval_pipeline.runner import open_instance
 
-    with dg.DagsterInstance.get() as instance:
+    with open_instance(settings) as instance:
         runs = instance.get_runs(limit=1)
         if runs:
             run = runs[0]

@@ -10,6 +10,7 @@ import warnings
 from datetime import date, timedelta
 
 import dagster as dg
+from filelock import FileLock
 
 from eval_pipeline.alerts.delivery import alerts_directory
 from eval_pipeline.alerts.messages import run_failure_alert
@@ -51,6 +52,16 @@ def _root_cause(result: dg.ExecuteInProcessResult) -> str:
     return "the run failed without a step error (see the run in the UI)"
 
 
+def open_instance(settings: Settings) -> dg.DagsterInstance:
+    """The instance under DAGSTER_HOME; the first process to open a new one creates its storage alone.
+
+    Two runs started together on a fresh DAGSTER_HOME would otherwise both create the same tables.
+    """
+    ensure_dagster_home(settings.dagster_home)
+    with FileLock(str(settings.dagster_home / ".instance-init.lock"), timeout=300):
+        return dg.DagsterInstance.get()
+
+
 def run_days(settings: Settings, days: list[date], agent_id: str | None = None) -> str:
     """Materialize the graph for `days` (a contiguous range) as one run; return its id.
 
@@ -59,7 +70,6 @@ def run_days(settings: Settings, days: list[date], agent_id: str | None = None) 
     """
     from eval_pipeline.definitions import defs
 
-    ensure_dagster_home(settings.dagster_home)
     first, last = min(days), max(days)
     tags = {"eval_pipeline/launched_by": "cli", **({"eval_pipeline/agent": agent_id} if agent_id else {})}
     if first == last:
@@ -71,7 +81,7 @@ def run_days(settings: Settings, days: list[date], agent_id: str | None = None) 
         warnings.simplefilter("ignore", category=dg.BetaWarning)
         warnings.simplefilter("ignore", category=dg.PreviewWarning)
         job = defs().resolve_job_def(EVALUATE_JOB)
-        with dg.DagsterInstance.get() as instance:
+        with open_instance(settings) as instance:
             result = job.execute_in_process(
                 instance=instance, run_config=_run_config(agent_id), tags=tags, raise_on_error=False, **partition
             )
