@@ -71,6 +71,11 @@ def build_parser() -> argparse.ArgumentParser:
     listing.add_argument("--agent")
     listing.add_argument("--date", type=_date)
 
+    judge = commands.add_parser("judge", help="judge support-bot examples on the relevance and tone rubrics")
+    judge.add_argument("examples", type=Path, help='JSON list of {"id", "ticket", "response"}')
+    judge.add_argument("--output", type=Path, required=True)
+    judge.add_argument("--concurrency", type=int, default=16)
+
     ui = commands.add_parser("ui", help="start the Dagster UI and daemon with the project's DAGSTER_HOME")
     ui.add_argument("--host", default="127.0.0.1")
     ui.add_argument("--port", type=int, default=3000)
@@ -324,6 +329,32 @@ def _cmd_baseline(args, settings) -> int:
         policy = load_config(settings.config_path).baseline.policy
         frame = baselines.effective_baselines(warehouse, as_of, policy, args.agent)
         print(frame.to_string(index=False) if len(frame) else f"no baselines on {as_of}")
+    return EXIT_OK
+
+
+def _cmd_judge(args, settings) -> int:
+    from eval_pipeline.llm.gateway import Gateway
+    from eval_pipeline.llm.support_bot import ExamplesError, judge_examples
+
+    base_url, model = os.environ.get("OPENAI_BASE_URL"), os.environ.get("EVAL_JUDGE_MODEL")
+    if not (base_url and model):
+        raise UsageError("judge needs OPENAI_BASE_URL and EVAL_JUDGE_MODEL (any OpenAI-compatible server)")
+    api_key = os.environ.get("OPENAI_API_KEY") or "unused"  # local servers often need none
+    gateway = Gateway(base_url=base_url, api_key=api_key, model=model, concurrency=args.concurrency)
+    try:
+        outcome = judge_examples(gateway, args.examples)
+    except ExamplesError as exc:
+        raise UsageError(str(exc)) from None
+    args.output.write_text(json.dumps(outcome, indent=2) + "\n")
+    usage = gateway.usage
+    print(
+        f"judged {len(outcome['results'])} examples on relevance and tone ({usage.calls} calls, {usage.reasks} re-asks, "
+        f"{len(usage.failures)} failed); skipped {len(outcome['skipped'])} -> {args.output}"
+    )
+    all_failed = outcome["results"] and len(usage.failures) == 2 * len(outcome["results"])
+    if all_failed:
+        print(f"eval-pipeline: error: every judge call failed, e.g. {usage.failures[0]}", file=sys.stderr)
+        return EXIT_INFRA
     return EXIT_OK
 
 

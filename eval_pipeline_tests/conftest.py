@@ -6,6 +6,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from eval_pipeline_tests.fake_openai import FakeOpenAI
 from eval_pipeline_tests.fake_store import FakeStore
 from eval_pipeline_tests.webhook_receiver import WebhookReceiver
 
@@ -22,3 +23,10 @@ def webhook() -> Iterator[WebhookReceiver]:
     """A running webhook receiver that records POSTed alerts; shut down at teardown."""
     with WebhookReceiver() as receiver:
         yield receiver
+
+
+@pytest.fixture
+def fake_openai() -> Iterator[FakeOpenAI]:
+    """A running OpenAI-compatible server; shut down at teardown."""
+    with FakeOpenAI() as server:
+        yield server

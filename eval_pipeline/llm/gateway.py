@@ -1,0 +1,101 @@
+"""Any OpenAI-compatible endpoint, through the official SDK: bounded concurrency, retries, JSON answers.
+
+The SDK retries 429, 5xx, timeouts and connection errors with exponential backoff and jitter,
+honouring Retry-After; this module bounds how many calls are in flight and turns an answer into
+validated JSON, asking once more when the model's JSON does not validate.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from dataclasses import dataclass, field
+from typing import TypeVar
+
+import openai
+from pydantic import BaseModel, ValidationError
+
+Answer = TypeVar("Answer", bound=BaseModel)
+
+
+class GatewayError(Exception):
+    """A call failed for good (after the SDK's retries); the message never carries the API key."""
+
+
+@dataclass
+class Usage:
+    calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    reasks: int = 0
+    failures: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Gateway:
+    base_url: str
+    api_key: str = field(repr=False)  # a secret: never in a repr, log or message
+    model: str
+    concurrency: int = 16
+    max_retries: int = 4
+    timeout_seconds: float = 60.0
+    usage: Usage = field(default_factory=Usage)
+
+    def __post_init__(self) -> None:
+        self._client = openai.AsyncOpenAI(
+            base_url=self.base_url, api_key=self.api_key, max_retries=self.max_retries, timeout=self.timeout_seconds
+        )
+        self._slots = asyncio.Semaphore(self.concurrency)
+
+    async def close(self) -> None:
+        await self._client.close()
+
+    async def _call(self, messages: list[dict[str, str]], schema: type[BaseModel]) -> str:
+        response_format = {
+            "type": "json_schema",
+            "json_schema": {"name": schema.__name__, "schema": schema.model_json_schema(), "strict": True},
+        }
+        async with self._slots:
+            try:
+                response = await self._client.chat.completions.create(
+                    model=self.model, messages=messages, response_format=response_format, temperature=0
+                )
+            except openai.BadRequestError:  # a server without json_schema support: plain JSON mode
+                response = await self._client.chat.completions.create(
+                    model=self.model, messages=messages, response_format={"type": "json_object"}, temperature=0
+                )
+            except openai.APIError as exc:
+                raise GatewayError(_describe(exc)) from None
+        self.usage.calls += 1
+        if response.usage:
+            self.usage.prompt_tokens += response.usage.prompt_tokens or 0
+            self.usage.completion_tokens += response.usage.completion_tokens or 0
+        return response.choices[0].message.content or ""
+
+    async def structured(self, messages: list[dict[str, str]], schema: type[Answer]) -> Answer:
+        """The answer validated as `schema`; one re-ask on invalid JSON, then GatewayError."""
+        content = await self._call(messages, schema)
+        try:
+            return schema.model_validate(json.loads(content))
+        except (ValueError, ValidationError) as first_error:
+            self.usage.reasks += 1
+            reask = [
+                *messages,
+                {"role": "assistant", "content": content},
+                {"role": "user", "content": f"That was not valid JSON for the schema ({_short(first_error)}). "
+                 "Answer again with only the JSON object."},
+            ]  # fmt: skip
+            content = await self._call(reask, schema)
+            try:
+                return schema.model_validate(json.loads(content))
+            except (ValueError, ValidationError) as second_error:
+                raise GatewayError(f"invalid JSON from {self.model} twice: {_short(second_error)}") from None
+
+
+def _short(error: Exception) -> str:
+    return str(error).splitlines()[0][:200]
+
+
+def _describe(error: openai.APIError) -> str:
+    status = getattr(error, "status_code", None)
+    return f"{type(error).__name__}{f' (HTTP {status})' if status else ''}: {_short(error)}"

@@ -1,0 +1,62 @@
+"""The support-bot workflow: a JSON file of `{id, ticket, response}` examples judged on relevance and tone."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Any
+
+from eval_pipeline.llm.gateway import Gateway
+from eval_pipeline.llm.judge import RELEVANCE, TONE, judge_all
+
+REQUIRED = ("id", "ticket", "response")
+
+
+class ExamplesError(ValueError):
+    """The examples file is not a JSON list of objects."""
+
+
+def read_examples(path: Path) -> tuple[list[tuple[str, str, str]], list[dict[str, Any]]]:
+    """(id, ticket, response) of each usable example, and the skipped ones with their index and reason."""
+    try:
+        examples = json.loads(path.read_text())
+    except (OSError, ValueError) as exc:
+        raise ExamplesError(f"{path}: {exc}") from None
+    if not isinstance(examples, list):
+        raise ExamplesError(f"{path}: expected a JSON list of examples")
+    usable, skipped, seen = [], [], set()
+    for index, example in enumerate(examples):
+        if not isinstance(example, dict):
+            skipped.append({"index": index, "reason": "not an object"})
+            continue
+        missing = [key for key in REQUIRED if not str(example.get(key) or "").strip()]
+        if missing:
+            skipped.append({"index": index, "reason": f"missing or empty: {', '.join(missing)}"})
+            continue
+        if str(example["id"]) in seen:
+            skipped.append({"index": index, "reason": f"duplicate id {example['id']}"})
+            continue
+        seen.add(str(example["id"]))
+        usable.append((str(example["id"]), str(example["ticket"]), str(example["response"])))
+    return usable, skipped
+
+
+def judge_examples(gateway: Gateway, path: Path) -> dict[str, Any]:
+    """`{"results": [{id, relevance: {score, reasoning}, tone: {...}}], "skipped": [{index, reason}]}`."""
+    usable, skipped = read_examples(path)
+
+    async def run() -> list:
+        try:
+            return await judge_all(gateway, usable, [RELEVANCE, TONE])
+        finally:
+            await gateway.close()
+
+    judgements = asyncio.run(run())
+    by_id: dict[str, dict[str, Any]] = {example_id: {"id": example_id} for example_id, _, _ in usable}
+    for judgement in judgements:
+        verdict = judgement.verdict
+        by_id[judgement.item_id][judgement.rubric] = (
+            {"score": verdict.score, "reasoning": verdict.reasoning} if verdict else {"score": None, "error": judgement.error}
+        )
+    return {"results": list(by_id.values()), "skipped": skipped}

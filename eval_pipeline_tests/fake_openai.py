@@ -1,0 +1,85 @@
+"""A real OpenAI-compatible chat-completions server on 127.0.0.1, deterministic, with injectable faults."""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+
+def deterministic_score(response_text: str) -> int:
+    """The same answer always gets the same score (1..5)."""
+    return 1 + sum(map(ord, response_text)) % 5
+
+
+class FakeOpenAI:
+    def __init__(self) -> None:
+        self.latency_seconds = 0.0
+        self.fail_next: list[tuple[int, str | None]] = []  # (status, Retry-After) for the next calls
+        self.invalid_json_next = 0  # answer this many calls with prose instead of JSON
+        self.reject_json_schema = False  # answer 400 to response_format json_schema, like older servers
+        self.requests: list[dict[str, Any]] = []
+        self._lock = threading.Lock()
+        fake = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+            def do_POST(self) -> None:
+                body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))))
+                status, headers, answer = fake._answer(self.path, body, self.headers.get("Authorization"))
+                payload = json.dumps(answer).encode()
+                self.send_response(status)
+                for name, value in {**headers, "Content-Type": "application/json", "Content-Length": str(len(payload))}.items():
+                    self.send_header(name, value)
+                self.end_headers()
+                self.wfile.write(payload)
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server.daemon_threads = True
+        self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.01}, daemon=True)
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self._server.server_address[1]}/v1"
+
+    def _answer(self, path: str, body: dict, authorization: str | None) -> tuple[int, dict, dict]:
+        with self._lock:
+            self.requests.append({"path": path, "body": body, "authorization": authorization})
+            fault = self.fail_next.pop(0) if self.fail_next else None
+            prose = self.invalid_json_next > 0
+            self.invalid_json_next -= prose
+        if self.latency_seconds:
+            time.sleep(self.latency_seconds)
+        if fault:
+            status, retry_after = fault
+            return (
+                status,
+                ({"Retry-After": retry_after} if retry_after else {}),
+                {"error": {"message": "injected", "type": "server_error"}},
+            )
+        if self.reject_json_schema and body.get("response_format", {}).get("type") == "json_schema":
+            return 400, {}, {"error": {"message": "json_schema unsupported", "type": "invalid_request_error"}}
+        prompt = body["messages"][-1]["content"] if body["messages"][-1]["role"] == "user" else ""
+        found = re.search(r"<response>\n(.*)\n</response>", "\n".join(m["content"] for m in body["messages"]), re.S)
+        score = deterministic_score(found.group(1) if found else prompt)
+        content = "I think it is fine." if prose else json.dumps({"score": score, "reasoning": f"deterministic {score}"})
+        return 200, {}, {
+            "id": "chatcmpl-fake", "object": "chat.completion", "created": 0, "model": body["model"],
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}],
+            "usage": {"prompt_tokens": 100, "completion_tokens": 20, "total_tokens": 120},
+        }  # fmt: skip
+
+    def __enter__(self) -> FakeOpenAI:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._server.shutdown()
+        self._server.server_close()

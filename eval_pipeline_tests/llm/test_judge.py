@@ -1,0 +1,110 @@
+"""The rubric judge against a real OpenAI-compatible server on 127.0.0.1."""
+
+import json
+
+import pytest
+
+from eval_pipeline.cli import main
+from eval_pipeline.llm.gateway import Gateway
+from eval_pipeline.llm.support_bot import judge_examples
+from eval_pipeline_tests.fake_openai import deterministic_score
+
+SECRET_KEY = "sk-test-" + "k3y" * 10
+EXAMPLES = [
+    {
+        "id": "t1",
+        "ticket": "My refund for order A-1 never arrived.",
+        "response": "I re-issued your refund of $20; it lands in 3 days.",
+    },
+    {"id": "t2", "ticket": "How do I reset my password?", "response": "Use 'Forgot password' on the login page."},
+    {"id": "", "ticket": "No id here", "response": "Still answered."},
+    {"id": "t4", "ticket": "Where is my parcel?", "response": "   "},
+    {"id": "t2", "ticket": "Duplicate id", "response": "Again."},
+    "not an object",
+]
+
+
+def gateway(server, **options) -> Gateway:
+    return Gateway(base_url=server.base_url, api_key=SECRET_KEY, model="judge-1", max_retries=3, **options)
+
+
+@pytest.fixture
+def examples_file(tmp_path):
+    path = tmp_path / "examples.json"
+    path.write_text(json.dumps(EXAMPLES))
+    return path
+
+
+def test_both_rubrics_for_every_usable_example_and_reasons_for_the_rest(fake_openai, examples_file):
+    outcome = judge_examples(gateway(fake_openai), examples_file)
+    assert [r["id"] for r in outcome["results"]] == ["t1", "t2"]
+    first = outcome["results"][0]
+    assert first["relevance"]["score"] == deterministic_score(EXAMPLES[0]["response"])
+    assert first["tone"]["reasoning"].startswith("deterministic")
+    assert outcome["skipped"] == [
+        {"index": 2, "reason": "missing or empty: id"},
+        {"index": 3, "reason": "missing or empty: response"},
+        {"index": 4, "reason": "duplicate id t2"},
+        {"index": 5, "reason": "not an object"},
+    ]
+    assert len(fake_openai.requests) == 4  # one call per rubric per example
+    schema = fake_openai.requests[0]["body"]["response_format"]
+    assert schema["type"] == "json_schema" and schema["json_schema"]["schema"]["required"] == ["score", "reasoning"]
+
+
+def test_rate_limits_and_server_errors_are_retried(fake_openai, examples_file):
+    fake_openai.fail_next = [(429, "0"), (500, None), (503, "0")]
+    judge = gateway(fake_openai)
+    outcome = judge_examples(judge, examples_file)
+    assert all(r["relevance"]["score"] and r["tone"]["score"] for r in outcome["results"])
+    assert len(fake_openai.requests) == 4 + 3 and judge.usage.failures == []
+
+
+def test_invalid_json_is_asked_again_once_then_recorded(fake_openai, examples_file):
+    fake_openai.invalid_json_next = 1
+    judge = gateway(fake_openai, concurrency=1)
+    outcome = judge_examples(judge, examples_file)
+    assert judge.usage.reasks == 1 and judge.usage.failures == []
+    assert all(r["relevance"]["score"] for r in outcome["results"])
+
+    fake_openai.invalid_json_next = 100  # the re-asks are prose too: recorded failures, not a crash
+    judge = gateway(fake_openai)
+    outcome = judge_examples(judge, examples_file)
+    assert (judge.usage.calls, judge.usage.reasks, len(judge.usage.failures)) == (8, 4, 4)
+    assert outcome["results"][0]["relevance"] == {
+        "score": None,
+        "error": "invalid JSON from judge-1 twice: Expecting value: line 1 column 1 (char 0)",
+    }
+    assert SECRET_KEY not in repr(judge)
+
+
+def test_servers_without_json_schema_get_json_mode(fake_openai, examples_file):
+    fake_openai.reject_json_schema = True
+    outcome = judge_examples(gateway(fake_openai), examples_file)
+    assert all(r["tone"]["score"] for r in outcome["results"])
+    assert {r["body"]["response_format"]["type"] for r in fake_openai.requests} == {"json_schema", "json_object"}
+
+
+def test_the_cli_writes_results_and_never_shows_the_key(fake_openai, examples_file, tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("OPENAI_BASE_URL", fake_openai.base_url)
+    monkeypatch.setenv("OPENAI_API_KEY", SECRET_KEY)
+    monkeypatch.setenv("EVAL_JUDGE_MODEL", "judge-1")
+    monkeypatch.chdir(tmp_path)
+    output = tmp_path / "results.json"
+    assert main(["judge", str(examples_file), "--output", str(output)]) == 0
+    written = json.loads(output.read_text())
+    assert [r["id"] for r in written["results"]] == ["t1", "t2"] and len(written["skipped"]) == 4
+    assert fake_openai.requests[0]["authorization"] == f"Bearer {SECRET_KEY}"  # sent to the server, and only there
+
+    fake_openai.fail_next = [(500, None)] * 100  # every call fails: one clear line, exit 3, no key anywhere
+    assert main(["judge", str(examples_file), "--output", str(output)]) == 3
+    printed = capsys.readouterr()
+    assert SECRET_KEY not in printed.out + printed.err + output.read_text()
+    assert "every judge call failed" in printed.err
+
+
+def test_the_cli_says_what_it_needs(monkeypatch, tmp_path, examples_file, capsys):
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    monkeypatch.chdir(tmp_path)
+    assert main(["judge", str(examples_file), "--output", str(tmp_path / "out.json")]) == 2
+    assert "needs OPENAI_BASE_URL and EVAL_JUDGE_MODEL" in capsys.readouterr().err
