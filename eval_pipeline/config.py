@@ -105,6 +105,25 @@ class SourceHealthConfig(_Strict):
     critical_quarantine_rate: float = Field(0.25, ge=0, le=1)
 
 
+class RubricSpec(_Strict):
+    """A custom judge rubric: the question and what each score from 5 (best) to 1 means."""
+
+    question: str
+    levels: dict[int, str]
+    version: str = "1"
+
+    @model_validator(mode="after")
+    def _five_levels(self) -> RubricSpec:
+        if sorted(self.levels) != [1, 2, 3, 4, 5]:
+            raise ValueError("levels must describe the scores 1, 2, 3, 4 and 5")
+        return self
+
+
+class JudgeConfig(_Strict):
+    rubrics: list[str] = Field(default_factory=lambda: ["relevance", "tone"])  # built-in or custom names
+    custom: dict[str, RubricSpec] = Field(default_factory=dict)
+
+
 def _check_dimensions(thresholds: dict[str, Threshold]) -> None:
     unknown = sorted(set(thresholds) - set(DIMENSION_DIRECTIONS))
     if unknown:
@@ -119,6 +138,7 @@ class EvalConfig(_Strict):
     agents: dict[str, AgentOverrides] = Field(default_factory=dict)
     automation: AutomationConfig = Field(default_factory=AutomationConfig)
     source_health: SourceHealthConfig = Field(default_factory=SourceHealthConfig)
+    judge: JudgeConfig = Field(default_factory=JudgeConfig)
 
     @model_validator(mode="after")
     def _known_dimensions(self) -> EvalConfig:
@@ -149,6 +169,7 @@ class EvalConfig(_Strict):
                 "source_health": self.source_health,
             },
             "eval_report": {"secret_patterns": self.policies.secret_patterns},
+            "judgements": {"judge": self.judge},
         }.get(stage, {})
         canonical = json.dumps(_jsonable(decides), sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(canonical.encode()).hexdigest()[:12]

@@ -13,6 +13,7 @@ from eval_pipeline.config import EvalConfig, load_config
 from eval_pipeline.episodes.files import FileSource
 from eval_pipeline.episodes.source import open_source
 from eval_pipeline.episodes.store import EpisodeStore
+from eval_pipeline.llm.gateway import Gateway
 from eval_pipeline.settings import resolve_environment
 from eval_pipeline.warehouse.connection import Warehouse
 
@@ -62,6 +63,24 @@ class AlertsResource(dg.ConfigurableResource):
         return deliver_pending(self.outbox(), self.webhook_url or None, self.ui_base_url, secret_patterns)
 
 
+class JudgeResource(dg.ConfigurableResource):
+    """The LLM judge's endpoint: any OpenAI-compatible server. The key comes only from the environment."""
+
+    base_url: str = ""
+    api_key: str = ""
+    model: str = ""
+    concurrency: int = 16
+
+    @property
+    def off_because(self) -> str | None:
+        """Why the judge does not run, in one plain line; None when it does."""
+        missing = [name for name, value in (("OPENAI_BASE_URL", self.base_url), ("EVAL_JUDGE_MODEL", self.model)) if not value]
+        return f"LLM judge off: {' and '.join(missing)} not set" if missing else None
+
+    def gateway(self) -> Gateway:
+        return Gateway(base_url=self.base_url, api_key=self.api_key or "unused", model=self.model, concurrency=self.concurrency)
+
+
 class RunScope(dg.Config):
     """Narrow a run to one agent (`eval-pipeline run --agent`); only its rows are replaced."""
 
@@ -70,6 +89,11 @@ class RunScope(dg.Config):
 
 def source_index_path(duckdb_path: str) -> str:
     return str(Path(duckdb_path).with_name("episode_source_index.json"))
+
+
+def _from_env(name: str) -> dg.EnvVar | str:
+    """Bound to the variable when it is set (its value never shows in the UI), else empty."""
+    return dg.EnvVar(name) if os.environ.get(name) else ""
 
 
 def resources_from_environment() -> dict[str, dg.ConfigurableResource]:
@@ -84,9 +108,12 @@ def resources_from_environment() -> dict[str, dg.ConfigurableResource]:
         else EvalConfigResource(),
         "replay": ReplayResource(mode=dg.EnvVar("EVAL_REPLAY_MODE")),
         "reports": ReportsResource(directory=dg.EnvVar("EVAL_REPORTS_DIR")),
+        "judge": JudgeResource(
+            base_url=_from_env("OPENAI_BASE_URL"), api_key=_from_env("OPENAI_API_KEY"), model=_from_env("EVAL_JUDGE_MODEL")
+        ),
         "alerts": AlertsResource(
             directory=str(alerts_directory(Path(os.environ["EVAL_DUCKDB_PATH"]))),
-            webhook_url=dg.EnvVar("EVAL_ALERT_WEBHOOK_URL") if os.environ.get("EVAL_ALERT_WEBHOOK_URL") else "",
+            webhook_url=_from_env("EVAL_ALERT_WEBHOOK_URL"),
             ui_base_url=dg.EnvVar("EVAL_UI_BASE_URL"),
         ),
     }

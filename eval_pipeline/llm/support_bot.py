@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
+
 from eval_pipeline.llm.gateway import Gateway
-from eval_pipeline.llm.judge import RELEVANCE, TONE, judge_all
+from eval_pipeline.llm.judge import RELEVANCE, TONE, judge_candidates
 
 REQUIRED = ("id", "ticket", "response")
 
@@ -45,18 +46,15 @@ def read_examples(path: Path) -> tuple[list[tuple[str, str, str]], list[dict[str
 def judge_examples(gateway: Gateway, path: Path) -> dict[str, Any]:
     """`{"results": [{id, relevance: {score, reasoning}, tone: {...}}], "skipped": [{index, reason}]}`."""
     usable, skipped = read_examples(path)
-
-    async def run() -> list:
-        try:
-            return await judge_all(gateway, usable, [RELEVANCE, TONE])
-        finally:
-            await gateway.close()
-
-    judgements = asyncio.run(run())
-    by_id: dict[str, dict[str, Any]] = {example_id: {"id": example_id} for example_id, _, _ in usable}
-    for judgement in judgements:
-        verdict = judgement.verdict
-        by_id[judgement.item_id][judgement.rubric] = (
-            {"score": verdict.score, "reasoning": verdict.reasoning} if verdict else {"score": None, "error": judgement.error}
-        )
-    return {"results": list(by_id.values()), "skipped": skipped}
+    candidates = pd.DataFrame(
+        [(example_id, "support-bot", ticket, response) for example_id, ticket, response in usable],
+        columns=["episode_id", "agent_id", "user_input", "final_output"],
+    )
+    judged = judge_candidates(gateway, candidates, [RELEVANCE, TONE], lambda keys: {})
+    results: dict[str, dict[str, Any]] = {example_id: {"id": example_id} for example_id, _, _ in usable}
+    for row in judged.rows.itertuples():
+        if row.status == "judged":
+            results[row.episode_id][row.rubric] = {"score": int(row.score), "reasoning": row.reasoning}
+        else:
+            results[row.episode_id][row.rubric] = {"score": None, "error": row.reasoning.removeprefix("judge failed: ")}
+    return {"results": list(results.values()), "skipped": skipped}

@@ -27,6 +27,7 @@ def build_report(
     findings: pd.DataFrame,
     status_counts: dict[str, int],
     quarantined: int,
+    judgements: pd.DataFrame,
     *,
     run_id: str | None,
     config_version: str,
@@ -101,6 +102,18 @@ def build_report(
         }
         for s in worst.itertuples()
     ]
+    judge = [
+        {
+            "rubric": rubric,
+            "judged": int((group["status"] == "judged").sum()),
+            "mean_score": _number(group.loc[group["status"] == "judged", "score"].mean()),
+            "mean_normalized": _number(group.loc[group["status"] == "judged", "normalized"].mean()),
+            "failed": int((group["status"] == "failed").sum()),
+            "skipped": int((group["status"] == "skipped").sum()),
+            "cached": int(group["cached"].fillna(False).astype(bool).sum()),
+        }
+        for rubric, group in judgements.groupby("rubric", sort=True)
+    ]
     return {
         "partition_date": day.isoformat(),
         "run_id": run_id,
@@ -108,6 +121,7 @@ def build_report(
         **{key: summary[key] for key in ("pass_rate", "critical_alerts", "warning_alerts")},
         "summary": summary,
         "agents": agents,
+        "judge": judge,
         "alerts": alerts,
         "episodes": episodes,
         "notes": notes,
@@ -157,6 +171,12 @@ def render_markdown(report: dict[str, Any]) -> str:
             for a in report["agents"]
         ],
     )
+    if report["judge"]:
+        lines += ["", "## LLM Judge", ""]
+        lines += table(
+            ["Rubric", "Judged", "Mean Score (1-5)", "Failed", "Skipped", "From Cache"],
+            [[j["rubric"], j["judged"], j["mean_score"], j["failed"], j["skipped"], j["cached"]] for j in report["judge"]],
+        )
     lines += ["", "## Regression Alerts", ""]
     if report["alerts"]:
         lines += table(

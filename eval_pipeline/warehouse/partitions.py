@@ -8,7 +8,17 @@ import pandas as pd
 
 from eval_pipeline.warehouse.connection import Warehouse, replace_partition
 
-PIPELINE_TABLES = ("episodes", "episode_steps", "quarantine", "baselines", "replays", "scores", "findings", "reports")
+PIPELINE_TABLES = (
+    "episodes",
+    "episode_steps",
+    "quarantine",
+    "baselines",
+    "replays",
+    "scores",
+    "findings",
+    "reports",
+    "judgements",
+)
 
 
 def read_partition(warehouse: Warehouse, table: str, day: date, agent_id: str | None = None) -> pd.DataFrame:

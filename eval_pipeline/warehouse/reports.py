@@ -21,7 +21,14 @@ def report_inputs(warehouse: Warehouse, day: date) -> dict[str, Any]:
             "SELECT status, count(*) FROM episodes WHERE partition_date = $day GROUP BY ALL", params
         ).fetchall()
         quarantined = con.execute("SELECT count(*) FROM quarantine WHERE partition_date = $day", params).fetchone()[0]
-    return {"scores": scores, "findings": findings, "status_counts": dict(statuses), "quarantined": int(quarantined)}
+        judgements = con.execute("SELECT * FROM judgements WHERE partition_date = $day", params).df()
+    return {
+        "scores": scores,
+        "findings": findings,
+        "status_counts": dict(statuses),
+        "quarantined": int(quarantined),
+        "judgements": judgements,
+    }
 
 
 def write_report_row(warehouse: Warehouse, day: date, json_path: Path, markdown_path: Path, report: dict[str, Any]) -> None:

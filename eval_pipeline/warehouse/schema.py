@@ -162,6 +162,31 @@ MIGRATIONS: list[str] = [
     """
     ALTER TABLE baselines ADD COLUMN origin VARCHAR DEFAULT 'run';
     """,
+    # 3: the LLM judge's verdicts, and its response cache (re-running a day costs no calls)
+    """
+    CREATE TABLE judgements (
+        episode_id VARCHAR NOT NULL,
+        partition_date DATE NOT NULL,
+        agent_id VARCHAR NOT NULL,
+        rubric VARCHAR NOT NULL,
+        score INTEGER,
+        normalized DOUBLE,
+        reasoning VARCHAR,
+        judge_model VARCHAR,
+        cached BOOLEAN,
+        status VARCHAR NOT NULL,
+        config_version VARCHAR,
+        judged_at TIMESTAMPTZ DEFAULT current_timestamp
+    );
+    CREATE TABLE llm_cache (
+        cache_key VARCHAR PRIMARY KEY,
+        model VARCHAR,
+        answer JSON,
+        prompt_tokens BIGINT,
+        completion_tokens BIGINT,
+        created_at TIMESTAMPTZ DEFAULT current_timestamp
+    );
+    """,
 ]
 
 

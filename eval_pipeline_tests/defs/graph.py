@@ -7,6 +7,7 @@ from eval_pipeline.defs.resources import (
     AlertsResource,
     EpisodeSourceResource,
     EvalConfigResource,
+    JudgeResource,
     ReplayResource,
     ReportsResource,
     WarehouseResource,
@@ -18,17 +19,19 @@ GRAPH = [
     pipeline.replays,
     pipeline.scores,
     pipeline.regression_findings,
+    pipeline.judgements,
     pipeline.eval_report,
 ]
 
 
-def local_resources(root: Path, *, source: str | None = None, webhook_url: str = "") -> dict:
-    """Warehouse, files, reports and alerts under `root`; episodes from `root/episodes` unless `source`."""
+def local_resources(root: Path, *, source: str | None = None, webhook_url: str = "", judge: JudgeResource | None = None) -> dict:
+    """Warehouse, files, reports and alerts under `root`; episodes from `root/episodes` unless `source`; judge off."""
     return {
         "warehouse": WarehouseResource(duckdb_path=str(root / "eval.duckdb")),
         "episode_source": EpisodeSourceResource(location=source or str(root / "episodes"), index_path=str(root / "index.json")),
         "eval_config": EvalConfigResource(),
         "replay": ReplayResource(),
         "reports": ReportsResource(directory=str(root / "reports")),
+        "judge": judge or JudgeResource(),
         "alerts": AlertsResource(directory=str(root / "alerts"), webhook_url=webhook_url, ui_base_url="http://ui.test:3000"),
     }

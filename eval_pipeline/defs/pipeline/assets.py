@@ -21,11 +21,13 @@ from eval_pipeline.defs.resources import (
     AlertsResource,
     EpisodeSourceResource,
     EvalConfigResource,
+    JudgeResource,
     ReplayResource,
     ReportsResource,
     RunScope,
     WarehouseResource,
 )
+from eval_pipeline.llm.judge import configured_rubrics, judge_candidates
 from eval_pipeline.regression.findings import partition_findings, passed
 from eval_pipeline.regression.source_health import TRAILING_DAYS
 from eval_pipeline.reports.daily import build_report, write_report_files
@@ -36,6 +38,7 @@ from eval_pipeline.warehouse.connection import Warehouse
 from eval_pipeline.warehouse.findings import write_findings
 from eval_pipeline.warehouse.health import source_counts
 from eval_pipeline.warehouse.ingest import load_episodes
+from eval_pipeline.warehouse.judge import cached_answers, judge_inputs, write_judgements
 from eval_pipeline.warehouse.partitions import read_partition, write_partition
 from eval_pipeline.warehouse.replays import write_dry_replays
 from eval_pipeline.warehouse.reports import report_inputs, write_report_row
@@ -220,8 +223,50 @@ def regression_findings(
 
 @dg.asset(
     **_COMMON,
+    code_version=f"{_code_version('judgements')}-{os.environ.get('EVAL_JUDGE_MODEL', 'off')}",
+    deps=[replays],
+    description="Rubric verdicts (1-5 with reasoning) of the LLM judge; skipped, and said so, when it is off.",
+)
+def judgements(
+    context: dg.AssetExecutionContext,
+    config: RunScope,
+    warehouse: WarehouseResource,
+    eval_config: EvalConfigResource,
+    judge: JudgeResource,
+) -> dg.MaterializeResult:
+    if judge.off_because:
+        context.log.info(judge.off_because)
+        return dg.MaterializeResult(metadata={"judge": judge.off_because})
+    cfg, wh = eval_config.load(), warehouse.get()
+    rubrics = configured_rubrics(cfg.judge.rubrics, cfg.judge.custom)
+
+    def judge_day(day: date) -> dict:
+        gateway = judge.gateway()
+        outcome = judge_candidates(
+            gateway, judge_inputs(wh, day, config.agent_id), rubrics, lambda keys: cached_answers(wh, keys)
+        )
+        write_judgements(
+            wh, day, outcome.rows.assign(partition_date=day, config_version=cfg.version), outcome.new_cache, config.agent_id
+        )
+        statuses = outcome.rows["status"].value_counts()
+        return {
+            "judged": int(statuses.get("judged", 0)),
+            "failed": int(statuses.get("failed", 0)),
+            "skipped": int(statuses.get("skipped", 0)),
+            "llm_calls": outcome.calls,
+            "cache_hits": outcome.cache_hits,
+            "prompt_tokens": gateway.usage.prompt_tokens,
+            "completion_tokens": gateway.usage.completion_tokens,
+        }
+
+    figures = _each_day(context, judge_day)
+    return dg.MaterializeResult(metadata={**figures, "judge_model": judge.model, "rubrics": ", ".join(r.name for r in rubrics)})
+
+
+@dg.asset(
+    **_COMMON,
     code_version=_code_version("eval_report"),
-    deps=[regression_findings],
+    deps=[regression_findings, judgements],
     description="JSON and Markdown report files of the day (writes `reports`).",
 )
 def eval_report(
@@ -230,11 +275,10 @@ def eval_report(
     eval_config: EvalConfigResource,
     reports: ReportsResource,
     replay: ReplayResource,
+    judge: JudgeResource,
 ) -> dg.MaterializeResult:
     cfg, wh = eval_config.load(), warehouse.get()
-    notes = [f"Replay mode: {replay.mode}."]
-    if not os.environ.get("OPENAI_BASE_URL"):
-        notes.append("LLM judge and live replay are off: OPENAI_BASE_URL is not set.")
+    notes = [f"Replay mode: {replay.mode}."] + ([f"{judge.off_because}."] if judge.off_because else [])
     written: list[Path] = []
 
     def report(day: date) -> dict:
