@@ -15,6 +15,10 @@ def deterministic_score(response_text: str) -> int:
     return 1 + sum(map(ord, response_text)) % 5
 
 
+class _Server(ThreadingHTTPServer):
+    request_queue_size = 256  # a burst of 64 new connections must not overflow the listen backlog
+
+
 class FakeOpenAI:
     def __init__(self) -> None:
         self.latency_seconds = 0.0
@@ -41,7 +45,7 @@ class FakeOpenAI:
                 self.end_headers()
                 self.wfile.write(payload)
 
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server = _Server(("127.0.0.1", 0), Handler)
         self._server.daemon_threads = True
         self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.01}, daemon=True)
 

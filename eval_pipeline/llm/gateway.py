@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import json
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import TypeVar
 
 import openai
@@ -51,26 +52,30 @@ class Gateway:
         await self._client.close()
 
     async def _call(self, messages: list[dict[str, str]], schema: type[BaseModel]) -> str:
-        response_format = {
-            "type": "json_schema",
-            "json_schema": {"name": schema.__name__, "schema": schema.model_json_schema(), "strict": True},
-        }
         async with self._slots:
             try:
-                response = await self._client.chat.completions.create(
-                    model=self.model, messages=messages, response_format=response_format, temperature=0
-                )
-            except openai.BadRequestError:  # a server without json_schema support: plain JSON mode
-                response = await self._client.chat.completions.create(
-                    model=self.model, messages=messages, response_format={"type": "json_object"}, temperature=0
-                )
+                try:
+                    body = await self._create(messages, _json_schema_format(schema))
+                except openai.BadRequestError:  # a server without json_schema support: plain JSON mode
+                    body = await self._create(messages, {"type": "json_object"})
             except openai.APIError as exc:
                 raise GatewayError(_describe(exc)) from None
         self.usage.calls += 1
-        if response.usage:
-            self.usage.prompt_tokens += response.usage.prompt_tokens or 0
-            self.usage.completion_tokens += response.usage.completion_tokens or 0
-        return response.choices[0].message.content or ""
+        usage = body.get("usage") or {}
+        self.usage.prompt_tokens += usage.get("prompt_tokens") or 0
+        self.usage.completion_tokens += usage.get("completion_tokens") or 0
+        try:
+            return body["choices"][0]["message"]["content"] or ""
+        except (KeyError, IndexError, TypeError):
+            raise GatewayError(f"{self.model} answered without a message") from None
+
+    async def _create(self, messages: list[dict[str, str]], response_format: dict) -> dict:
+        """One call through the SDK (its retries included), read as plain JSON: building the SDK's
+        response objects would cost more CPU than the call itself."""
+        raw = await self._client.chat.completions.with_raw_response.create(
+            model=self.model, messages=messages, response_format=response_format, temperature=0
+        )
+        return json.loads(raw.content)
 
     async def structured(self, messages: list[dict[str, str]], schema: type[Answer]) -> Answer:
         """The answer validated as `schema`; one re-ask on invalid JSON, then GatewayError."""
@@ -90,6 +95,12 @@ class Gateway:
                 return schema.model_validate(json.loads(content))
             except (ValueError, ValidationError) as second_error:
                 raise GatewayError(f"invalid JSON from {self.model} twice: {_short(second_error)}") from None
+
+
+@lru_cache(maxsize=64)
+def _json_schema_format(schema: type[BaseModel]) -> dict:
+    """Built once per schema: generating a JSON Schema costs more CPU than the rest of a call."""
+    return {"type": "json_schema", "json_schema": {"name": schema.__name__, "schema": schema.model_json_schema(), "strict": True}}
 
 
 def _short(error: Exception) -> str:
