@@ -121,6 +121,7 @@ class RubricSpec(_Strict):
 
 class JudgeConfig(_Strict):
     rubrics: list[str] = Field(default_factory=lambda: ["relevance", "tone"])  # built-in or custom names
+    max_calls_per_run: int | None = Field(None, ge=0)  # budget per day of a run; None: unlimited
     custom: dict[str, RubricSpec] = Field(default_factory=dict)
 
 

@@ -77,8 +77,14 @@ class JudgeResource(dg.ConfigurableResource):
         missing = [name for name, value in (("OPENAI_BASE_URL", self.base_url), ("EVAL_JUDGE_MODEL", self.model)) if not value]
         return f"LLM judge off: {' and '.join(missing)} not set" if missing else None
 
-    def gateway(self) -> Gateway:
-        return Gateway(base_url=self.base_url, api_key=self.api_key or "unused", model=self.model, concurrency=self.concurrency)
+    def gateway(self, max_calls: int | None = None) -> Gateway:
+        return Gateway(
+            base_url=self.base_url,
+            api_key=self.api_key or "unused",
+            model=self.model,
+            concurrency=self.concurrency,
+            max_calls=max_calls,
+        )
 
 
 class RunScope(dg.Config):

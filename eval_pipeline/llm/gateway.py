@@ -23,6 +23,10 @@ class GatewayError(Exception):
     """A call failed for good (after the SDK's retries); the message never carries the API key."""
 
 
+class BudgetExhausted(GatewayError):
+    """The run's call budget is spent: what is left is recorded as not done, not attempted."""
+
+
 @dataclass
 class Usage:
     calls: int = 0
@@ -40,6 +44,7 @@ class Gateway:
     concurrency: int = 16
     max_retries: int = 4
     timeout_seconds: float = 60.0
+    max_calls: int | None = None  # the run's budget; None: unlimited
     usage: Usage = field(default_factory=Usage)
 
     def __post_init__(self) -> None:
@@ -53,6 +58,9 @@ class Gateway:
 
     async def _call(self, messages: list[dict[str, str]], schema: type[BaseModel]) -> str:
         async with self._slots:
+            if self.max_calls is not None and self.usage.calls >= self.max_calls:
+                raise BudgetExhausted(f"budget of {self.max_calls} calls used up")
+            self.usage.calls += 1  # counted when sent, so concurrent calls cannot overrun the budget
             try:
                 try:
                     body = await self._create(messages, _json_schema_format(schema))
@@ -60,7 +68,6 @@ class Gateway:
                     body = await self._create(messages, {"type": "json_object"})
             except openai.APIError as exc:
                 raise GatewayError(_describe(exc)) from None
-        self.usage.calls += 1
         usage = body.get("usage") or {}
         self.usage.prompt_tokens += usage.get("prompt_tokens") or 0
         self.usage.completion_tokens += usage.get("completion_tokens") or 0

@@ -12,7 +12,7 @@ import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field
 
 from eval_pipeline.config import ConfigError, RubricSpec
-from eval_pipeline.llm.gateway import Gateway, GatewayError
+from eval_pipeline.llm.gateway import BudgetExhausted, Gateway, GatewayError
 
 
 class Rubric(BaseModel):
@@ -143,6 +143,9 @@ def judge_candidates(
     answers = asyncio.run(ask_all()) if fresh else []
     new_cache = []
     for (base, _, _, key), answer in zip(fresh, answers, strict=True):
+        if isinstance(answer, BudgetExhausted):
+            rows.append({**base, "status": "skipped", "reasoning": f"skipped: {answer}", "cached": False})
+            continue
         if isinstance(answer, GatewayError):
             gateway.usage.failures.append(f"{base['episode_id']}/{base['rubric']}: {answer}")
             rows.append({**base, "status": "failed", "reasoning": f"judge failed: {answer}", "cached": False})

@@ -108,3 +108,20 @@ def test_the_cli_says_what_it_needs(monkeypatch, tmp_path, examples_file, capsys
     monkeypatch.chdir(tmp_path)
     assert main(["judge", str(examples_file), "--output", str(tmp_path / "out.json")]) == 2
     assert "needs OPENAI_BASE_URL and EVAL_JUDGE_MODEL" in capsys.readouterr().err
+
+
+def test_a_budget_stops_cleanly_and_records_what_was_left_undone(fake_openai):
+    import pandas as pd
+
+    from eval_pipeline.llm.judge import RELEVANCE, TONE, judge_candidates
+
+    candidates = pd.DataFrame(
+        [(f"ep-{i}", "a", f"question {i}", f"answer {i}") for i in range(5)],
+        columns=["episode_id", "agent_id", "user_input", "final_output"],
+    )
+    judge = gateway(fake_openai, max_calls=3)
+    outcome = judge_candidates(judge, candidates, [RELEVANCE, TONE], lambda keys: {})
+    assert len(fake_openai.requests) == 3 and outcome.calls == 3
+    assert outcome.rows["status"].value_counts().to_dict() == {"skipped": 7, "judged": 3}
+    assert set(outcome.rows.loc[outcome.rows["status"] == "skipped", "reasoning"]) == {"skipped: budget of 3 calls used up"}
+    assert judge.usage.failures == []

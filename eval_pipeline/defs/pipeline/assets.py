@@ -241,7 +241,7 @@ def judgements(
     rubrics = configured_rubrics(cfg.judge.rubrics, cfg.judge.custom)
 
     def judge_day(day: date) -> dict:
-        gateway = judge.gateway()
+        gateway = judge.gateway(cfg.judge.max_calls_per_run)
         outcome = judge_candidates(
             gateway, judge_inputs(wh, day, config.agent_id), rubrics, lambda keys: cached_answers(wh, keys)
         )
