@@ -13,7 +13,6 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import TypeVar
 
-import openai
 from pydantic import BaseModel, ValidationError
 
 Answer = TypeVar("Answer", bound=BaseModel)
@@ -48,6 +47,9 @@ class Gateway:
     usage: Usage = field(default_factory=Usage)
 
     def __post_init__(self) -> None:
+        import openai  # 0.7 s to import: paid only by runs that call a model
+
+        self._openai = openai
         self._client = openai.AsyncOpenAI(
             base_url=self.base_url, api_key=self.api_key, max_retries=self.max_retries, timeout=self.timeout_seconds
         )
@@ -64,9 +66,9 @@ class Gateway:
             try:
                 try:
                     body = await self._create(messages, _json_schema_format(schema))
-                except openai.BadRequestError:  # a server without json_schema support: plain JSON mode
+                except self._openai.BadRequestError:  # a server without json_schema support: plain JSON mode
                     body = await self._create(messages, {"type": "json_object"})
-            except openai.APIError as exc:
+            except self._openai.APIError as exc:
                 raise GatewayError(_describe(exc)) from None
         usage = body.get("usage") or {}
         self.usage.prompt_tokens += usage.get("prompt_tokens") or 0
@@ -114,6 +116,6 @@ def _short(error: Exception) -> str:
     return str(error).splitlines()[0][:200]
 
 
-def _describe(error: openai.APIError) -> str:
+def _describe(error: Exception) -> str:
     status = getattr(error, "status_code", None)
     return f"{type(error).__name__}{f' (HTTP {status})' if status else ''}: {_short(error)}"
