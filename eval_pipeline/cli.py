@@ -11,6 +11,7 @@ import argparse
 import json
 import logging
 import os
+import shutil
 import sys
 from datetime import date
 from pathlib import Path
@@ -201,9 +202,9 @@ def _cmd_demo(args, settings) -> int:
     _print_findings(settings, list(SAMPLE_DAYS))
     print(
         "\nnext:\n"
-        f"  eval-pipeline report --date {SAMPLE_DAYS[1]}          # the day with injected regressions\n"
-        '  eval-pipeline query "SELECT agent_id, dimension, severity, message FROM findings ORDER BY ALL"\n'
-        "  make ui                                            # the Dagster UI at http://127.0.0.1:3000"
+        f"  {_command()} report --date {SAMPLE_DAYS[1]}    # the day with injected regressions\n"
+        f'  {_command()} query "SELECT agent_id, dimension, severity, message FROM findings ORDER BY ALL"\n'
+        "  make ui    # the Dagster UI at http://127.0.0.1:3000, with these runs"
     )
     return EXIT_OK
 
@@ -222,6 +223,14 @@ def _print_findings(settings, days: list[date]) -> None:
     clean = sorted(set(agents_seen(warehouse, days)) - set(digest["agent_id"]))
     for agent in clean:
         print(f"  no findings for {agent}")
+
+
+def _command() -> str:
+    """How to call this command again from here: `.venv/bin/eval-pipeline` when it is not on PATH."""
+    invoked = Path(sys.argv[0]).resolve()
+    if invoked.name == "eval-pipeline" and shutil.which("eval-pipeline") != str(invoked):
+        return os.path.relpath(invoked) if invoked.is_relative_to(Path.cwd()) else str(invoked)
+    return "eval-pipeline"
 
 
 def _cmd_status(args, settings) -> int:
