@@ -105,6 +105,13 @@ class SourceHealthConfig(_Strict):
     critical_quarantine_rate: float = Field(0.25, ge=0, le=1)
 
 
+class Price(_Strict):
+    """What a model's tokens cost, for live replays' cost."""
+
+    input_per_million: float = Field(ge=0)
+    output_per_million: float = Field(ge=0)
+
+
 class RubricSpec(_Strict):
     """A custom judge rubric: the question and what each score from 5 (best) to 1 means."""
 
@@ -140,6 +147,7 @@ class EvalConfig(_Strict):
     automation: AutomationConfig = Field(default_factory=AutomationConfig)
     source_health: SourceHealthConfig = Field(default_factory=SourceHealthConfig)
     judge: JudgeConfig = Field(default_factory=JudgeConfig)
+    prices: dict[str, Price] = Field(default_factory=dict)  # by model name
 
     @model_validator(mode="after")
     def _known_dimensions(self) -> EvalConfig:
@@ -171,6 +179,7 @@ class EvalConfig(_Strict):
             },
             "eval_report": {"secret_patterns": self.policies.secret_patterns},
             "judgements": {"judge": self.judge},
+            "replays": {"prices": self.prices},
         }.get(stage, {})
         canonical = json.dumps(_jsonable(decides), sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(canonical.encode()).hexdigest()[:12]

@@ -25,6 +25,7 @@ class FakeOpenAI:
         self.fail_next: list[tuple[int, str | None]] = []  # (status, Retry-After) for the next calls
         self.invalid_json_next = 0  # answer this many calls with prose instead of JSON
         self.reject_json_schema = False  # answer 400 to response_format json_schema, like older servers
+        self.rogue_tool: str | None = None  # as a candidate, call this tool (not on offer) first
         self.requests: list[dict[str, Any]] = []
         self._lock = threading.Lock()
         fake = self
@@ -70,6 +71,8 @@ class FakeOpenAI:
             )
         if self.reject_json_schema and body.get("response_format", {}).get("type") == "json_schema":
             return 400, {}, {"error": {"message": "json_schema unsupported", "type": "invalid_request_error"}}
+        if body.get("tools"):
+            return 200, {}, self._agent_turn(body)
         prompt = body["messages"][-1]["content"] if body["messages"][-1]["role"] == "user" else ""
         found = re.search(r"<response>\n(.*)\n</response>", "\n".join(m["content"] for m in body["messages"]), re.S)
         score = deterministic_score(found.group(1) if found else prompt)
@@ -78,6 +81,25 @@ class FakeOpenAI:
             "id": "chatcmpl-fake", "object": "chat.completion", "created": 0, "model": body["model"],
             "choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}],
             "usage": {"prompt_tokens": 100, "completion_tokens": 20, "total_tokens": 120},
+        }  # fmt: skip
+
+    def _agent_turn(self, body: dict) -> dict:
+        """As a candidate agent: call each offered tool once, in order, then answer."""
+        offered = [tool["function"]["name"] for tool in body["tools"]]
+        done = sum(message["role"] == "tool" for message in body["messages"])
+        wanted = self.rogue_tool if self.rogue_tool else (offered[done] if done < len(offered) else None)
+        if wanted:
+            message = {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [{"id": f"call_{done}", "type": "function", "function": {"name": wanted, "arguments": "{}"}}],
+            }
+        else:
+            message = {"role": "assistant", "content": f"Done after {done} tool calls: {body['messages'][0]['content']}"}
+        return {
+            "id": "chatcmpl-agent", "object": "chat.completion", "created": 0, "model": body["model"],
+            "choices": [{"index": 0, "message": message, "finish_reason": "tool_calls" if wanted else "stop"}],
+            "usage": {"prompt_tokens": 200, "completion_tokens": 30, "total_tokens": 230},
         }  # fmt: skip
 
     def __enter__(self) -> FakeOpenAI:

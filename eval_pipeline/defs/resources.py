@@ -42,7 +42,20 @@ class EvalConfigResource(dg.ConfigurableResource):
 
 
 class ReplayResource(dg.ConfigurableResource):
+    """Dry (the recording is the candidate) or live (re-run through an OpenAI-compatible gateway)."""
+
     mode: str = "dry"  # "dry" or "live"
+    base_url: str = ""
+    api_key: str = ""
+    candidate_model: str = ""
+    concurrency: int = 16
+
+    def gateway(self) -> Gateway:
+        if not (self.base_url and self.candidate_model):
+            raise dg.Failure("EVAL_REPLAY_MODE=live needs OPENAI_BASE_URL and EVAL_CANDIDATE_MODEL")
+        return Gateway(
+            base_url=self.base_url, api_key=self.api_key or "unused", model=self.candidate_model, concurrency=self.concurrency
+        )
 
 
 class ReportsResource(dg.ConfigurableResource):
@@ -112,7 +125,12 @@ def resources_from_environment() -> dict[str, dg.ConfigurableResource]:
         "eval_config": EvalConfigResource(path=dg.EnvVar("EVAL_CONFIG"))
         if os.environ.get("EVAL_CONFIG")
         else EvalConfigResource(),
-        "replay": ReplayResource(mode=dg.EnvVar("EVAL_REPLAY_MODE")),
+        "replay": ReplayResource(
+            mode=dg.EnvVar("EVAL_REPLAY_MODE"),
+            base_url=_from_env("OPENAI_BASE_URL"),
+            api_key=_from_env("OPENAI_API_KEY"),
+            candidate_model=_from_env("EVAL_CANDIDATE_MODEL"),
+        ),
         "reports": ReportsResource(directory=dg.EnvVar("EVAL_REPORTS_DIR")),
         "judge": JudgeResource(
             base_url=_from_env("OPENAI_BASE_URL"), api_key=_from_env("OPENAI_API_KEY"), model=_from_env("EVAL_JUDGE_MODEL")

@@ -59,30 +59,44 @@ class Gateway:
         await self._client.close()
 
     async def _call(self, messages: list[dict[str, str]], schema: type[BaseModel]) -> str:
+        body = await self._send(messages, response_format=_json_schema_format(schema))
+        try:
+            return body["choices"][0]["message"]["content"] or ""
+        except (KeyError, IndexError, TypeError):
+            raise GatewayError(f"{self.model} answered without a message") from None
+
+    async def chat(self, messages: list[dict], tools: list[dict]) -> dict:
+        """One assistant turn that may call `tools`: the response body as JSON."""
+        return await self._send(messages, tools=tools or None)
+
+    async def _send(self, messages: list[dict], *, response_format: dict | None = None, tools: list[dict] | None = None) -> dict:
+        """One call within the budget and the concurrency bound; any API failure becomes a GatewayError."""
         async with self._slots:
             if self.max_calls is not None and self.usage.calls >= self.max_calls:
                 raise BudgetExhausted(f"budget of {self.max_calls} calls used up")
             self.usage.calls += 1  # counted when sent, so concurrent calls cannot overrun the budget
             try:
                 try:
-                    body = await self._create(messages, _json_schema_format(schema))
-                except self._openai.BadRequestError:  # a server without json_schema support: plain JSON mode
-                    body = await self._create(messages, {"type": "json_object"})
+                    body = await self._create(messages, response_format, tools)
+                except self._openai.BadRequestError:
+                    if not response_format or response_format["type"] != "json_schema":
+                        raise
+                    body = await self._create(messages, {"type": "json_object"}, tools)  # a server without json_schema
             except self._openai.APIError as exc:
                 raise GatewayError(_describe(exc)) from None
         usage = body.get("usage") or {}
         self.usage.prompt_tokens += usage.get("prompt_tokens") or 0
         self.usage.completion_tokens += usage.get("completion_tokens") or 0
-        try:
-            return body["choices"][0]["message"]["content"] or ""
-        except (KeyError, IndexError, TypeError):
-            raise GatewayError(f"{self.model} answered without a message") from None
+        return body
 
-    async def _create(self, messages: list[dict[str, str]], response_format: dict) -> dict:
+    async def _create(self, messages: list[dict], response_format: dict | None, tools: list[dict] | None) -> dict:
         """One call through the SDK (its retries included), read as plain JSON: building the SDK's
         response objects would cost more CPU than the call itself."""
+        options = {"response_format": response_format} if response_format else {}
+        if tools:
+            options["tools"] = tools
         raw = await self._client.chat.completions.with_raw_response.create(
-            model=self.model, messages=messages, response_format=response_format, temperature=0
+            model=self.model, messages=messages, temperature=0, **options
         )
         return json.loads(raw.content)
 

@@ -1,5 +1,7 @@
 """Baselines: maintained one partition at a time, looked up (never recomputed) when scoring.
 
+A live replay's baseline is its own recording; a dry one's comes from history.
+
 Rows come from runs (`origin = 'run'`, replaced when their day re-runs) or from people
 (`promote`, `pin`: pinned rows that stay until removed by hand).
 
@@ -122,9 +124,15 @@ WITH candidates AS (
         AND b.valid_from <= $day AND b.episode_id <> c.episode_id
 )
 SELECT c.*,
-       b.episode_id AS baseline_episode_id,
-       {", ".join(f"b.{column} AS baseline_{column}" for column in _SNAPSHOT.split(", "))}
-FROM candidates c LEFT JOIN ranked b ON b.candidate_id = c.episode_id AND b.rank = 1
+       CASE WHEN c.mode = 'live' THEN c.episode_id ELSE b.episode_id END AS baseline_episode_id,
+       {
+    ", ".join(
+        f"CASE WHEN c.mode = 'live' THEN e.{column} ELSE b.{column} END AS baseline_{column}" for column in _SNAPSHOT.split(", ")
+    )
+}
+FROM candidates c
+LEFT JOIN ranked b ON b.candidate_id = c.episode_id AND b.rank = 1
+LEFT JOIN episodes e ON c.mode = 'live' AND e.partition_date = $day AND e.episode_id = c.episode_id
 ORDER BY c.episode_id
 """
 

@@ -18,3 +18,17 @@ WHERE partition_date = $day AND status <> 'running' AND ($agent IS NULL OR agent
 def write_dry_replays(warehouse: Warehouse, day: date, agent_id: str | None = None) -> int:
     with warehouse.transaction() as con:
         return replace_partition(con, "replays", day, _DRY, agent_id, {"day": day, "agent": agent_id})
+
+
+def recorded_steps(warehouse: Warehouse, day: date, agent_id: str | None = None) -> list[dict]:
+    """The steps of the day's finished episodes, in order: what a live replay re-plays."""
+    frame = warehouse.read_frame(
+        """
+        SELECT s.episode_id, s.agent_id, s.step_index, s.step_type, s.tool_name, s.input, s.output
+        FROM episode_steps s JOIN episodes e USING (episode_id, partition_date)
+        WHERE s.partition_date = $day AND e.status <> 'running' AND ($agent IS NULL OR s.agent_id = $agent)
+        ORDER BY s.episode_id, s.step_index
+        """,
+        {"day": day, "agent": agent_id},
+    )
+    return frame.astype(object).where(frame.notna(), None).to_dict("records")

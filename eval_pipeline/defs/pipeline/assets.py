@@ -7,6 +7,7 @@ its days in date order; each day's write is one transaction.
 
 import os
 from collections.abc import Callable
+from dataclasses import asdict
 from datetime import date, timedelta
 from pathlib import Path
 
@@ -30,6 +31,7 @@ from eval_pipeline.defs.resources import (
 from eval_pipeline.llm.judge import configured_rubrics, judge_candidates
 from eval_pipeline.regression.findings import partition_findings, passed
 from eval_pipeline.regression.source_health import TRAILING_DAYS
+from eval_pipeline.replay.live import LIVE_REPLAY_COLUMNS, recordings_from_steps, replay_all
 from eval_pipeline.reports.daily import build_report, write_report_files
 from eval_pipeline.reports.markdown import table
 from eval_pipeline.scoring.episodes import score_records
@@ -40,7 +42,7 @@ from eval_pipeline.warehouse.health import source_counts
 from eval_pipeline.warehouse.ingest import load_episodes
 from eval_pipeline.warehouse.judge import cached_answers, judge_inputs, write_judgements
 from eval_pipeline.warehouse.partitions import read_partition, write_partition
-from eval_pipeline.warehouse.replays import write_dry_replays
+from eval_pipeline.warehouse.replays import recorded_steps, write_dry_replays
 from eval_pipeline.warehouse.reports import report_inputs, write_report_row
 
 _COMMON = {
@@ -130,13 +132,38 @@ def baselines(
     description="One candidate run per finished episode (dry: the recording itself).",
 )
 def replays(
-    context: dg.AssetExecutionContext, config: RunScope, warehouse: WarehouseResource, replay: ReplayResource
+    context: dg.AssetExecutionContext,
+    config: RunScope,
+    warehouse: WarehouseResource,
+    replay: ReplayResource,
+    eval_config: EvalConfigResource,
 ) -> dg.MaterializeResult:
-    if replay.mode != "dry":
-        raise dg.Failure(f"EVAL_REPLAY_MODE={replay.mode} is not available yet; only 'dry' replay is implemented")
     wh = warehouse.get()
-    figures = _each_day(context, lambda day: {"replays": write_dry_replays(wh, day, config.agent_id)})
-    return dg.MaterializeResult(metadata={**figures, "mode": replay.mode, "dagster/row_count": figures["replays"]})
+    if replay.mode == "dry":
+        figures = _each_day(context, lambda day: {"replays": write_dry_replays(wh, day, config.agent_id)})
+        return dg.MaterializeResult(metadata={**figures, "mode": "dry", "dagster/row_count": figures["replays"]})
+    if replay.mode != "live":
+        raise dg.Failure(f"EVAL_REPLAY_MODE must be dry or live, not {replay.mode!r}")
+    price = eval_config.load().prices.get(replay.candidate_model)
+
+    def live(day: date) -> dict:
+        recordings = recordings_from_steps(recorded_steps(wh, day, config.agent_id))
+        gateway = replay.gateway()
+        replayed = pd.DataFrame([asdict(r) for r in replay_all(gateway, recordings, price)], columns=LIVE_REPLAY_COLUMNS)
+        write_partition(wh, "replays", day, replayed.assign(partition_date=day, mode="live"), config.agent_id)
+        statuses = replayed["status"].value_counts()
+        return {
+            "replays": len(replayed),
+            "diverged": int(statuses.get("diverged", 0)),
+            "failed": int(statuses.get("failure", 0)),
+            "llm_calls": gateway.usage.calls,
+            "tokens": gateway.usage.prompt_tokens + gateway.usage.completion_tokens,
+        }
+
+    figures = _each_day(context, live)
+    return dg.MaterializeResult(
+        metadata={**figures, "mode": "live", "candidate_model": replay.candidate_model, "dagster/row_count": figures["replays"]}
+    )
 
 
 @dg.asset(
