@@ -348,7 +348,7 @@ def _cmd_judge(args, settings) -> int:
     base_url, model = os.environ.get("OPENAI_BASE_URL"), os.environ.get("EVAL_JUDGE_MODEL")
     if not (base_url and model):
         raise UsageError("judge needs OPENAI_BASE_URL and EVAL_JUDGE_MODEL (any OpenAI-compatible server)")
-    api_key = os.environ.get("OPENAI_API_KEY") or "unused"  # local servers often need none
+    api_key = os.environ.get("OPENAI_API_KEY", "")
     gateway = Gateway(base_url=base_url, api_key=api_key, model=model, concurrency=args.concurrency)
     try:
         outcome = judge_examples(gateway, args.examples)

@@ -41,21 +41,29 @@ class EvalConfigResource(dg.ConfigurableResource):
         return load_config(Path(self.path) if self.path else None)
 
 
-class ReplayResource(dg.ConfigurableResource):
+class _LLMEndpoint(dg.ConfigurableResource):
+    """Any OpenAI-compatible server. The key comes only from the environment."""
+
+    base_url: str = ""
+    api_key: str = ""
+    concurrency: int = 16
+
+    def _gateway(self, model: str, max_calls: int | None = None) -> Gateway:
+        return Gateway(
+            base_url=self.base_url, api_key=self.api_key, model=model, concurrency=self.concurrency, max_calls=max_calls
+        )
+
+
+class ReplayResource(_LLMEndpoint):
     """Dry (the recording is the candidate) or live (re-run through an OpenAI-compatible gateway)."""
 
     mode: str = "dry"  # "dry" or "live"
-    base_url: str = ""
-    api_key: str = ""
     candidate_model: str = ""
-    concurrency: int = 16
 
     def gateway(self) -> Gateway:
         if not (self.base_url and self.candidate_model):
             raise dg.Failure("EVAL_REPLAY_MODE=live needs OPENAI_BASE_URL and EVAL_CANDIDATE_MODEL")
-        return Gateway(
-            base_url=self.base_url, api_key=self.api_key or "unused", model=self.candidate_model, concurrency=self.concurrency
-        )
+        return self._gateway(self.candidate_model)
 
 
 class ReportsResource(dg.ConfigurableResource):
@@ -76,13 +84,10 @@ class AlertsResource(dg.ConfigurableResource):
         return deliver_pending(self.outbox(), self.webhook_url or None, self.ui_base_url, secret_patterns)
 
 
-class JudgeResource(dg.ConfigurableResource):
-    """The LLM judge's endpoint: any OpenAI-compatible server. The key comes only from the environment."""
+class JudgeResource(_LLMEndpoint):
+    """The LLM judge: rubric verdicts from `model` on the endpoint."""
 
-    base_url: str = ""
-    api_key: str = ""
     model: str = ""
-    concurrency: int = 16
 
     @property
     def off_because(self) -> str | None:
@@ -91,13 +96,7 @@ class JudgeResource(dg.ConfigurableResource):
         return f"LLM judge off: {' and '.join(missing)} not set" if missing else None
 
     def gateway(self, max_calls: int | None = None) -> Gateway:
-        return Gateway(
-            base_url=self.base_url,
-            api_key=self.api_key or "unused",
-            model=self.model,
-            concurrency=self.concurrency,
-            max_calls=max_calls,
-        )
+        return self._gateway(self.model, max_calls)
 
 
 class RunScope(dg.Config):

@@ -50,8 +50,12 @@ class Gateway:
         import openai  # 0.7 s to import: paid only by runs that call a model
 
         self._openai = openai
+        # local servers often need no key, but the SDK insists on one
         self._client = openai.AsyncOpenAI(
-            base_url=self.base_url, api_key=self.api_key, max_retries=self.max_retries, timeout=self.timeout_seconds
+            base_url=self.base_url,
+            api_key=self.api_key or "unused",
+            max_retries=self.max_retries,
+            timeout=self.timeout_seconds,
         )
         self._slots = asyncio.Semaphore(self.concurrency)
 
