@@ -52,6 +52,7 @@ class Weights(_Strict):
     tool_match: float = Field(0.2, ge=0)
     latency_delta: float = Field(0.1, ge=0)
     safety: float = Field(0.1, ge=0)
+    judge: float = Field(0.0, ge=0)  # the mean normalized judge verdict; out of the score unless weighted
 
 
 def _default_thresholds() -> dict[str, Threshold]:
@@ -128,7 +129,9 @@ class RubricSpec(_Strict):
 
 class JudgeConfig(_Strict):
     rubrics: list[str] = Field(default_factory=lambda: ["relevance", "tone"])  # built-in or custom names
+    pairwise: bool = True  # also compare each answer with its baseline's, asked in both orders
     max_calls_per_run: int | None = Field(None, ge=0)  # budget per day of a run; None: unlimited
+    max_dollars_per_run: float | None = Field(None, ge=0)  # the same in dollars, priced from [prices]
     custom: dict[str, RubricSpec] = Field(default_factory=dict)
 
 
@@ -178,7 +181,7 @@ class EvalConfig(_Strict):
                 "source_health": self.source_health,
             },
             "eval_report": {"secret_patterns": self.policies.secret_patterns},
-            "judgements": {"judge": self.judge},
+            "judgements": {"judge": self.judge, "prices": self.prices},
             "replays": {"prices": self.prices},
         }.get(stage, {})
         canonical = json.dumps(_jsonable(decides), sort_keys=True, separators=(",", ":"))

@@ -26,6 +26,7 @@ class FakeOpenAI:
         self.invalid_json_next = 0  # answer this many calls with prose instead of JSON
         self.reject_json_schema = False  # answer 400 to response_format json_schema, like older servers
         self.rogue_tool: str | None = None  # as a candidate, call this tool (not on offer) first
+        self.position_bias = False  # as a pairwise judge, always prefer the answer shown first
         self.requests: list[dict[str, Any]] = []
         self._lock = threading.Lock()
         fake = self
@@ -73,15 +74,24 @@ class FakeOpenAI:
             return 400, {}, {"error": {"message": "json_schema unsupported", "type": "invalid_request_error"}}
         if body.get("tools"):
             return 200, {}, self._agent_turn(body)
-        prompt = body["messages"][-1]["content"] if body["messages"][-1]["role"] == "user" else ""
-        found = re.search(r"<response>\n(.*)\n</response>", "\n".join(m["content"] for m in body["messages"]), re.S)
-        score = deterministic_score(found.group(1) if found else prompt)
-        content = "I think it is fine." if prose else json.dumps({"score": score, "reasoning": f"deterministic {score}"})
+        text = "\n".join(m["content"] for m in body["messages"])
+        content = "I think it is fine." if prose else json.dumps(self._verdict(text))
         return 200, {}, {
             "id": "chatcmpl-fake", "object": "chat.completion", "created": 0, "model": body["model"],
             "choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}],
             "usage": {"prompt_tokens": 100, "completion_tokens": 20, "total_tokens": 120},
         }  # fmt: skip
+
+    def _verdict(self, text: str) -> dict:
+        """A rubric verdict (the response's deterministic score), or a pairwise one (the higher score wins)."""
+        pair = re.search(r"<response_a>\n(.*)\n</response_a>\n\n<response_b>\n(.*)\n</response_b>", text, re.S)
+        if pair:
+            first, second = (deterministic_score(answer) for answer in pair.groups())
+            winner = "A" if self.position_bias or first > second else "B" if second > first else "tie"
+            return {"winner": winner, "reasoning": f"deterministic {first} vs {second}"}
+        found = re.search(r"<response>\n(.*)\n</response>", text, re.S)
+        score = deterministic_score(found.group(1) if found else text)
+        return {"score": score, "reasoning": f"deterministic {score}"}
 
     def _agent_turn(self, body: dict) -> dict:
         """As a candidate agent: call each offered tool once, in order, then answer."""
@@ -95,7 +105,8 @@ class FakeOpenAI:
                 "tool_calls": [{"id": f"call_{done}", "type": "function", "function": {"name": wanted, "arguments": "{}"}}],
             }
         else:
-            message = {"role": "assistant", "content": f"Done after {done} tool calls: {body['messages'][0]['content']}"}
+            asked = next(m["content"] for m in body["messages"] if m["role"] == "user")
+            message = {"role": "assistant", "content": f"Done after {done} tool calls: {asked}"}
         return {
             "id": "chatcmpl-agent", "object": "chat.completion", "created": 0, "model": body["model"],
             "choices": [{"index": 0, "message": message, "finish_reason": "tool_calls" if wanted else "stop"}],

@@ -9,11 +9,11 @@ import dagster as dg
 
 from eval_pipeline.alerts.delivery import alerts_directory, deliver_pending
 from eval_pipeline.alerts.outbox import AlertOutbox, DeliveryReport
-from eval_pipeline.config import EvalConfig, load_config
+from eval_pipeline.config import EvalConfig, JudgeConfig, Price, load_config
 from eval_pipeline.episodes.files import FileSource
 from eval_pipeline.episodes.source import open_source
 from eval_pipeline.episodes.store import EpisodeStore
-from eval_pipeline.llm.gateway import Gateway
+from eval_pipeline.llm.gateway import Gateway, GatewayError
 from eval_pipeline.settings import resolve_environment
 from eval_pipeline.warehouse.connection import Warehouse
 
@@ -48,10 +48,8 @@ class _LLMEndpoint(dg.ConfigurableResource):
     api_key: str = ""
     concurrency: int = 16
 
-    def _gateway(self, model: str, max_calls: int | None = None) -> Gateway:
-        return Gateway(
-            base_url=self.base_url, api_key=self.api_key, model=model, concurrency=self.concurrency, max_calls=max_calls
-        )
+    def _gateway(self, model: str, **budget) -> Gateway:
+        return Gateway(base_url=self.base_url, api_key=self.api_key, model=model, concurrency=self.concurrency, **budget)
 
 
 class ReplayResource(_LLMEndpoint):
@@ -60,10 +58,10 @@ class ReplayResource(_LLMEndpoint):
     mode: str = "dry"  # "dry" or "live"
     candidate_model: str = ""
 
-    def gateway(self) -> Gateway:
+    def gateway(self, price: Price | None) -> Gateway:
         if not (self.base_url and self.candidate_model):
             raise dg.Failure("EVAL_REPLAY_MODE=live needs OPENAI_BASE_URL and EVAL_CANDIDATE_MODEL")
-        return self._gateway(self.candidate_model)
+        return self._gateway(self.candidate_model, price=price)
 
 
 class ReportsResource(dg.ConfigurableResource):
@@ -95,8 +93,14 @@ class JudgeResource(_LLMEndpoint):
         missing = [name for name, value in (("OPENAI_BASE_URL", self.base_url), ("EVAL_JUDGE_MODEL", self.model)) if not value]
         return f"LLM judge off: {' and '.join(missing)} not set" if missing else None
 
-    def gateway(self, max_calls: int | None = None) -> Gateway:
-        return self._gateway(self.model, max_calls)
+    def gateway(self, judge: JudgeConfig, prices: dict[str, Price]) -> Gateway:
+        """A gateway within the config's budget, pricing the judge's own calls."""
+        try:
+            return self._gateway(
+                self.model, max_calls=judge.max_calls_per_run, max_dollars=judge.max_dollars_per_run, price=prices.get(self.model)
+            )
+        except GatewayError as exc:
+            raise dg.Failure(str(exc)) from None
 
 
 class RunScope(dg.Config):

@@ -15,6 +15,8 @@ from typing import TypeVar
 
 from pydantic import BaseModel, ValidationError
 
+from eval_pipeline.config import Price
+
 Answer = TypeVar("Answer", bound=BaseModel)
 
 
@@ -23,14 +25,38 @@ class GatewayError(Exception):
 
 
 class BudgetExhausted(GatewayError):
-    """The run's call budget is spent: what is left is recorded as not done, not attempted."""
+    """The run's budget (calls or dollars) is spent: what is left is recorded as not done, not attempted."""
+
+
+@dataclass(frozen=True)
+class Tokens:
+    prompt: int = 0
+    completion: int = 0
+
+    def __add__(self, other: Tokens) -> Tokens:
+        return Tokens(self.prompt + other.prompt, self.completion + other.completion)
+
+    @property
+    def total(self) -> int:
+        return self.prompt + self.completion
+
+    def cost(self, price: Price | None) -> float | None:
+        """Dollars at `price`; None when the model has no price (unknown is not free)."""
+        if price is None:
+            return None
+        return (self.prompt * price.input_per_million + self.completion * price.output_per_million) / 1e6
+
+    @classmethod
+    def of(cls, body: dict) -> Tokens:
+        usage = body.get("usage") or {}
+        return cls(usage.get("prompt_tokens") or 0, usage.get("completion_tokens") or 0)
 
 
 @dataclass
 class Usage:
     calls: int = 0
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
+    tokens: Tokens = Tokens()
+    cost_usd: float = 0.0  # 0 without a price for the model
     reasks: int = 0
     failures: list[str] = field(default_factory=list)
 
@@ -43,10 +69,14 @@ class Gateway:
     concurrency: int = 16
     max_retries: int = 4
     timeout_seconds: float = 60.0
-    max_calls: int | None = None  # the run's budget; None: unlimited
+    max_calls: int | None = None  # the run's call budget; None: unlimited
+    max_dollars: float | None = None  # the run's dollar budget, priced by `price`; None: unlimited
+    price: Price | None = None
     usage: Usage = field(default_factory=Usage)
 
     def __post_init__(self) -> None:
+        if self.max_dollars is not None and self.price is None:
+            raise GatewayError(f"a dollar budget needs a price for {self.model} under [prices] in the config")
         import openai  # 0.7 s to import: paid only by runs that call a model
 
         self._openai = openai
@@ -56,16 +86,17 @@ class Gateway:
             api_key=self.api_key or "unused",
             max_retries=self.max_retries,
             timeout=self.timeout_seconds,
+            http_client=openai.DefaultAioHttpClient(),
         )
         self._slots = asyncio.Semaphore(self.concurrency)
 
     async def close(self) -> None:
         await self._client.close()
 
-    async def _call(self, messages: list[dict[str, str]], schema: type[BaseModel]) -> str:
+    async def _call(self, messages: list[dict[str, str]], schema: type[BaseModel]) -> tuple[str, Tokens]:
         body = await self._send(messages, response_format=_json_schema_format(schema))
         try:
-            return body["choices"][0]["message"]["content"] or ""
+            return body["choices"][0]["message"]["content"] or "", Tokens.of(body)
         except (KeyError, IndexError, TypeError):
             raise GatewayError(f"{self.model} answered without a message") from None
 
@@ -78,6 +109,9 @@ class Gateway:
         async with self._slots:
             if self.max_calls is not None and self.usage.calls >= self.max_calls:
                 raise BudgetExhausted(f"budget of {self.max_calls} calls used up")
+            if self.max_dollars is not None and self.usage.cost_usd >= self.max_dollars:
+                # spent is known only once answered: calls in flight may overrun by at most `concurrency` calls
+                raise BudgetExhausted(f"budget of ${self.max_dollars:g} used up")
             self.usage.calls += 1  # counted when sent, so concurrent calls cannot overrun the budget
             try:
                 try:
@@ -88,9 +122,9 @@ class Gateway:
                     body = await self._create(messages, {"type": "json_object"}, tools)  # a server without json_schema
             except self._openai.APIError as exc:
                 raise GatewayError(_describe(exc)) from None
-        usage = body.get("usage") or {}
-        self.usage.prompt_tokens += usage.get("prompt_tokens") or 0
-        self.usage.completion_tokens += usage.get("completion_tokens") or 0
+        tokens = Tokens.of(body)
+        self.usage.tokens += tokens
+        self.usage.cost_usd += tokens.cost(self.price) or 0.0
         return body
 
     async def _create(self, messages: list[dict], response_format: dict | None, tools: list[dict] | None) -> dict:
@@ -104,11 +138,11 @@ class Gateway:
         )
         return json.loads(raw.content)
 
-    async def structured(self, messages: list[dict[str, str]], schema: type[Answer]) -> Answer:
-        """The answer validated as `schema`; one re-ask on invalid JSON, then GatewayError."""
-        content = await self._call(messages, schema)
+    async def structured(self, messages: list[dict[str, str]], schema: type[Answer]) -> tuple[Answer, Tokens]:
+        """The answer validated as `schema`, and the tokens it took; one re-ask on invalid JSON, then GatewayError."""
+        content, tokens = await self._call(messages, schema)
         try:
-            return schema.model_validate(json.loads(content))
+            return schema.model_validate(json.loads(content)), tokens
         except (ValueError, ValidationError) as first_error:
             self.usage.reasks += 1
             reask = [
@@ -117,9 +151,9 @@ class Gateway:
                 {"role": "user", "content": f"That was not valid JSON for the schema ({_short(first_error)}). "
                  "Answer again with only the JSON object."},
             ]  # fmt: skip
-            content = await self._call(reask, schema)
+            content, more = await self._call(reask, schema)
             try:
-                return schema.model_validate(json.loads(content))
+                return schema.model_validate(json.loads(content)), tokens + more
             except (ValueError, ValidationError) as second_error:
                 raise GatewayError(f"invalid JSON from {self.model} twice: {_short(second_error)}") from None
 

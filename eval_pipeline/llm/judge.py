@@ -1,18 +1,18 @@
-"""Rubric judge: one call per rubric per answer, a 1-5 score with reasoning, validated by pydantic."""
+"""Rubric judge: one call per rubric per answer, a 1-5 score with reasoning, validated by pydantic;
+and a partition's whole judgement (rubrics and pairwise) in one concurrent batch."""
 
 from __future__ import annotations
 
-import asyncio
-import hashlib
-import json
 from collections.abc import Callable
 from dataclasses import dataclass
 
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field
 
-from eval_pipeline.config import ConfigError, RubricSpec
-from eval_pipeline.llm.gateway import BudgetExhausted, Gateway, GatewayError
+from eval_pipeline.config import ConfigError, Price, RubricSpec
+from eval_pipeline.llm.asking import Item, Outcome, Request, ask_items, cache_key, missing_reason, settle
+from eval_pipeline.llm.gateway import BudgetExhausted, Gateway
+from eval_pipeline.llm.pairwise import pairwise_items, pairwise_rows
 
 
 class Rubric(BaseModel):
@@ -85,84 +85,99 @@ def configured_rubrics(names: list[str], custom: dict[str, RubricSpec]) -> list[
     return [known[name] for name in names]
 
 
-def cache_key(model: str, rubric: Rubric, messages: list[dict[str, str]]) -> str:
-    """Same model, rubric version, messages and parameters: the same answer, so no second call."""
-    material = json.dumps({"model": model, "rubric": [rubric.name, rubric.version], "messages": messages, "temperature": 0})
-    return hashlib.sha256(material.encode()).hexdigest()
+JUDGEMENT_COLUMNS = [
+    "episode_id", "agent_id", "rubric", "score", "normalized", "reasoning", "judge_model", "cached", "status",
+    "prompt_tokens", "completion_tokens", "cost_usd",
+]  # fmt: skip
 
 
-JUDGEMENT_COLUMNS = ["episode_id", "agent_id", "rubric", "score", "normalized", "reasoning", "judge_model", "cached", "status"]
+def rubric_items(candidates: pd.DataFrame, rubrics: list[Rubric], model: str) -> list[Item]:
+    """One item per (candidate, rubric); a candidate without input or answer is skipped, saying which."""
+    items = []
+    for episode_id, agent_id, user_input, answer in candidates[
+        ["episode_id", "agent_id", "user_input", "final_output"]
+    ].itertuples(index=False):
+        absent = missing_reason({"user input": user_input, "final answer": answer})
+        for rubric in rubrics:
+            row = {"episode_id": episode_id, "agent_id": agent_id, "rubric": rubric.name, "judge_model": model}
+            if absent:
+                items.append(Item({**row, "reasoning": absent}))
+                continue
+            messages = rubric_messages(rubric, user_input, answer)
+            key = cache_key(model, f"rubric:{rubric.name}@{rubric.version}", messages)
+            items.append(Item(row, (Request(key, messages, Verdict),)))
+    return items
+
+
+def rubric_rows(items: list[Item], outcomes: list[list[Outcome]], price: Price | None) -> pd.DataFrame:
+    def decide(answers: list[BaseModel]) -> dict:
+        (verdict,) = answers
+        return {"score": verdict.score, "normalized": verdict.normalized, "reasoning": verdict.reasoning}
+
+    rows = [settle(item, outcome, price, decide) for item, outcome in zip(items, outcomes, strict=True)]
+    return pd.DataFrame(rows, columns=JUDGEMENT_COLUMNS).sort_values(["episode_id", "rubric"], ignore_index=True)
 
 
 @dataclass(frozen=True)
 class PartitionJudgement:
-    rows: pd.DataFrame  # JUDGEMENT_COLUMNS, one row per (episode, rubric): judged, failed or skipped
-    new_cache: pd.DataFrame  # cache_key, model, answer, prompt_tokens, completion_tokens
+    rubrics: pd.DataFrame  # JUDGEMENT_COLUMNS, one row per (episode, rubric): judged, failed or skipped
+    pairwise: pd.DataFrame  # PAIRWISE_COLUMNS, one row per episode
+    new_cache: pd.DataFrame  # CACHE_COLUMNS
     calls: int
     cache_hits: int
 
 
-def judge_candidates(
-    gateway: Gateway, candidates: pd.DataFrame, rubrics: list[Rubric], lookup: Callable[[list[str]], dict[str, dict]]
+def judge_partition(
+    gateway: Gateway,
+    candidates: pd.DataFrame,
+    rubrics: list[Rubric],
+    lookup: Callable[[list[str]], dict[str, dict]],
+    *,
+    pairwise: bool = False,
 ) -> PartitionJudgement:
-    """Judge each candidate (`episode_id, agent_id, user_input, final_output`) on each rubric.
-
-    Answers already in the cache (looked up by `lookup`) cost nothing; a candidate missing its
-    input or answer gets a `skipped` row with the reason, and a failed call a `failed` row.
-    """
-    rows, todo = [], []
-    for episode_id, agent_id, user_input, answer in candidates[
-        ["episode_id", "agent_id", "user_input", "final_output"]
-    ].itertuples(index=False):
-        for rubric in rubrics:
-            base = {"episode_id": episode_id, "agent_id": agent_id, "rubric": rubric.name, "judge_model": gateway.model}
-            missing = [
-                name for name, value in (("user input", user_input), ("final answer", answer)) if not (value or "").strip()
-            ]
-            if missing:
-                rows.append({**base, "status": "skipped", "reasoning": f"skipped: no {' or '.join(missing)}", "cached": False})
-                continue
-            messages = rubric_messages(rubric, user_input, answer)
-            todo.append((base, rubric, messages, cache_key(gateway.model, rubric, messages)))
-    cached = lookup([key for *_, key in todo])
-    fresh = [item for item in todo if item[3] not in cached]
+    """Judge each candidate (`episode_id, agent_id, user_input, final_output`, and for `pairwise`
+    `baseline_episode_id, baseline_output`) on each rubric, and against its baseline's answer."""
+    by_rubric = rubric_items(candidates, rubrics, gateway.model)
+    paired = pairwise_items(candidates, gateway.model) if pairwise else []
     calls_before = gateway.usage.calls
-
-    async def ask_all() -> list[Verdict | GatewayError]:
-        async def ask(rubric_messages_: list[dict[str, str]]) -> Verdict | GatewayError:
-            try:
-                return await gateway.structured(rubric_messages_, Verdict)
-            except GatewayError as exc:
-                return exc
-
-        try:
-            return list(await asyncio.gather(*(ask(messages) for _, _, messages, _ in fresh)))
-        finally:
-            await gateway.close()
-
-    answers = asyncio.run(ask_all()) if fresh else []
-    new_cache = []
-    for (base, _, _, key), answer in zip(fresh, answers, strict=True):
-        if isinstance(answer, BudgetExhausted):
-            rows.append({**base, "status": "skipped", "reasoning": f"skipped: {answer}", "cached": False})
-            continue
-        if isinstance(answer, GatewayError):
-            gateway.usage.failures.append(f"{base['episode_id']}/{base['rubric']}: {answer}")
-            rows.append({**base, "status": "failed", "reasoning": f"judge failed: {answer}", "cached": False})
-            continue
-        new_cache.append({"cache_key": key, "model": gateway.model, "answer": answer.model_dump_json()})
-        rows.append({**base, **_verdict_row(answer), "cached": False})
-    for base, _, _, key in todo:
-        if key in cached:
-            rows.append({**base, **_verdict_row(Verdict.model_validate(cached[key])), "cached": True})
-    frame = pd.DataFrame(rows, columns=JUDGEMENT_COLUMNS).sort_values(["episode_id", "rubric"], ignore_index=True)
+    outcomes, new_cache = ask_items(gateway, by_rubric + paired, lookup)
+    for item, answered in zip(by_rubric + paired, outcomes, strict=True):
+        for outcome in answered:
+            if outcome.error is not None and not isinstance(outcome.error, BudgetExhausted):
+                gateway.usage.failures.append(f"{item.row['episode_id']}/{item.row.get('rubric', 'pairwise')}: {outcome.error}")
     return PartitionJudgement(
-        rows=frame,
-        new_cache=pd.DataFrame(new_cache, columns=["cache_key", "model", "answer"]),
+        rubrics=rubric_rows(by_rubric, outcomes[: len(by_rubric)], gateway.price),
+        pairwise=pairwise_rows(paired, outcomes[len(by_rubric) :], gateway.price),
+        new_cache=new_cache,
         calls=gateway.usage.calls - calls_before,
-        cache_hits=len(todo) - len(fresh),
+        cache_hits=sum(o.cached for answered in outcomes for o in answered),
     )
 
 
-def _verdict_row(verdict: Verdict) -> dict:
-    return {"status": "judged", "score": verdict.score, "normalized": verdict.normalized, "reasoning": verdict.reasoning}
+def judge_summary(rubrics: pd.DataFrame, pairwise: pd.DataFrame) -> dict:
+    """A day's judge in figures: verdicts, what the calls cost and what the cache saved, pairwise outcomes."""
+    every = pd.concat([frame[["cached", "prompt_tokens", "completion_tokens", "cost_usd"]] for frame in (rubrics, pairwise)])
+    every = every[every["prompt_tokens"].notna()]  # rows that asked (or found an answer in the cache)
+    cached = every["cached"].astype(bool)
+    priced = every["cost_usd"].notna().any()
+
+    def tokens(rows: pd.DataFrame) -> int:
+        return int(rows["prompt_tokens"].sum() + rows["completion_tokens"].sum())
+
+    def dollars(rows: pd.DataFrame) -> float | None:
+        return round(float(rows["cost_usd"].sum()), 6) if priced else None
+
+    compared = pairwise[pairwise["status"] == "judged"]
+    preferred = compared["preferred"].value_counts()
+    return {
+        "judged": int((rubrics["status"] == "judged").sum()),
+        "failed": int((rubrics["status"] == "failed").sum() + (pairwise["status"] == "failed").sum()),
+        "skipped": int((rubrics["status"] == "skipped").sum() + (pairwise["status"] == "skipped").sum()),
+        "tokens": tokens(every[~cached]),
+        "cost_usd": dollars(every[~cached]),
+        "tokens_saved_by_cache": tokens(every[cached]),
+        "cost_saved_by_cache_usd": dollars(every[cached]),
+        "pairs_compared": len(compared),
+        **{f"pairs_{verdict}": int(preferred.get(verdict, 0)) for verdict in ("candidate", "baseline", "tie", "inconsistent")},
+        "pair_agreement": round(float(compared["agree"].astype(bool).mean()), 4) if len(compared) else None,
+    }

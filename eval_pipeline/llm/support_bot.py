@@ -9,7 +9,7 @@ from typing import Any
 import pandas as pd
 
 from eval_pipeline.llm.gateway import Gateway
-from eval_pipeline.llm.judge import RELEVANCE, TONE, judge_candidates
+from eval_pipeline.llm.judge import RELEVANCE, TONE, judge_partition
 
 REQUIRED = ("id", "ticket", "response")
 
@@ -50,9 +50,9 @@ def judge_examples(gateway: Gateway, path: Path) -> dict[str, Any]:
         [(example_id, "support-bot", ticket, response) for example_id, ticket, response in usable],
         columns=["episode_id", "agent_id", "user_input", "final_output"],
     )
-    judged = judge_candidates(gateway, candidates, [RELEVANCE, TONE], lambda keys: {})
+    judged = judge_partition(gateway, candidates, [RELEVANCE, TONE], lambda keys: {})
     results: dict[str, dict[str, Any]] = {example_id: {"id": example_id} for example_id, _, _ in usable}
-    for row in judged.rows.itertuples():
+    for row in judged.rubrics.itertuples():
         if row.status == "judged":
             results[row.episode_id][row.rubric] = {"score": int(row.score), "reasoning": row.reasoning}
         else:

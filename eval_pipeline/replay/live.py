@@ -1,9 +1,10 @@
 """Live replay: what would the candidate model do on yesterday's traffic?
 
-Each recording's opening user message goes to the candidate with the recording's tools on
-offer. Tool calls are answered with the recorded results, in order, so no real tool runs; a
-call the recording has no result for ends the replay as `diverged` (a tool-sequence
-difference, not a crash). The recording is then the baseline of its replay.
+Each recording's opening context goes to the candidate with the recording's tools on offer:
+the first LLM call's full messages where the source recorded them (transcripts, traces), else
+its input summary as the one user message (AIR episodes). Tool calls are answered with the
+recorded results, in order, so no real tool runs; a call the recording has no result for ends
+the replay as `diverged` (a tool-sequence difference, not a crash). The recording is then the baseline of its replay.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from collections import defaultdict, deque
 from dataclasses import dataclass
 
 from eval_pipeline.config import Price
-from eval_pipeline.llm.gateway import Gateway, GatewayError
+from eval_pipeline.llm.gateway import Gateway, GatewayError, Tokens
 
 EXTRA_TURNS = 2  # beyond one per recorded tool call, before a replay that never answers is cut
 
@@ -28,7 +29,7 @@ class _Diverged(Exception):
 class Recording:
     episode_id: str
     agent_id: str
-    user_input: str
+    opening: tuple[dict, ...]  # the messages the first LLM call was sent
     tool_results: tuple[tuple[str, str], ...]  # (tool name, recorded result) in call order
 
 
@@ -63,16 +64,15 @@ async def replay_one(gateway: Gateway, recording: Recording, price: Price | None
     results: dict[str, deque[str]] = defaultdict(deque)
     for name, result in recording.tool_results:
         results[name].append(result)
-    messages: list[dict] = [{"role": "user", "content": recording.user_input}]
-    tools, calls_made, tokens = _tool_specs(recording), [], {"prompt": 0, "completion": 0}
+    messages = list(recording.opening)
+    tools, calls_made, tokens = _tool_specs(recording), [], Tokens()
     status, final, error, steps = "diverged", None, None, 0
     started = time.perf_counter()
     try:
         for _ in range(len(recording.tool_results) + EXTRA_TURNS):
             body = await gateway.chat(messages, tools)
             steps += 1
-            tokens["prompt"] += (body.get("usage") or {}).get("prompt_tokens") or 0
-            tokens["completion"] += (body.get("usage") or {}).get("completion_tokens") or 0
+            tokens += Tokens.of(body)
             message = body["choices"][0]["message"]
             tool_calls = message.get("tool_calls") or []
             if not tool_calls:
@@ -92,12 +92,6 @@ async def replay_one(gateway: Gateway, recording: Recording, price: Price | None
         status, error = "diverged", str(exc)
     except (GatewayError, KeyError, IndexError, TypeError) as exc:
         status, error = "failure", f"{type(exc).__name__}: {exc}"
-    total = tokens["prompt"] + tokens["completion"]
-    cost = (
-        None
-        if price is None
-        else (tokens["prompt"] * price.input_per_million + tokens["completion"] * price.output_per_million) / 1e6
-    )
     return LiveReplay(
         episode_id=recording.episode_id,
         agent_id=recording.agent_id,
@@ -105,8 +99,8 @@ async def replay_one(gateway: Gateway, recording: Recording, price: Price | None
         status=status,
         final_output=final,
         tools=calls_made,
-        total_tokens=total,
-        total_cost_usd=cost,
+        total_tokens=tokens.total,
+        total_cost_usd=tokens.cost(price),
         total_duration_ms=(time.perf_counter() - started) * 1000,
         step_count=steps,
         error_steps=int(status == "failure"),
@@ -124,20 +118,29 @@ def replay_all(gateway: Gateway, recordings: list[Recording], price: Price | Non
     return asyncio.run(run()) if recordings else []
 
 
+def opening_messages(llm_call: dict | None) -> tuple[dict, ...]:
+    """The recorded messages of an LLM call when they are chat messages, else its input as one user message."""
+    recorded = json.loads(llm_call["messages"]) if llm_call and llm_call.get("messages") else None
+    if isinstance(recorded, list) and recorded and all(isinstance(m, dict) and m.get("role") for m in recorded):
+        return tuple(recorded)
+    return ({"role": "user", "content": (llm_call or {}).get("input") or ""},)
+
+
 def recordings_from_steps(steps: list[dict]) -> list[Recording]:
-    """Recordings from `episode_steps` rows (episode_id, agent_id, step_index, step_type, tool_name, input, output),
-    ordered by episode and step: the first LLM call's input, and each tool call with the result that follows it."""
+    """Recordings from `episode_steps` rows (episode_id, agent_id, step_index, step_type, tool_name, input, output,
+    messages), ordered by episode and step: the first LLM call's context, and each tool call with the result that
+    follows it."""
     by_episode: dict[str, list[dict]] = defaultdict(list)
     for step in steps:
         by_episode[step["episode_id"]].append(step)
     recordings = []
     for episode_id, rows in by_episode.items():
-        user_input = next((r["input"] for r in rows if r["step_type"] == "llm_call" and r["input"]), "")
+        first_call = next((r for r in rows if r["step_type"] == "llm_call" and (r["input"] or r.get("messages"))), None)
         pairs = []
         for index, row in enumerate(rows):
             if row["step_type"] == "tool_call" and row["tool_name"]:
                 following = rows[index + 1] if index + 1 < len(rows) else None
                 result = following["output"] if following and following["step_type"] == "tool_result" else row["output"]
                 pairs.append((row["tool_name"], result or json.dumps(None)))
-        recordings.append(Recording(episode_id, rows[0]["agent_id"], user_input or "", tuple(pairs)))
+        recordings.append(Recording(episode_id, rows[0]["agent_id"], opening_messages(first_call), tuple(pairs)))
     return recordings

@@ -10,6 +10,7 @@ from typing import Any
 
 import pandas as pd
 
+from eval_pipeline.llm.judge import judge_summary
 from eval_pipeline.reports.markdown import table
 
 WORST_EPISODES = 50
@@ -28,6 +29,7 @@ def build_report(
     status_counts: dict[str, int],
     quarantined: int,
     judgements: pd.DataFrame,
+    pairwise: pd.DataFrame,
     *,
     run_id: str | None,
     config_version: str,
@@ -102,18 +104,21 @@ def build_report(
         }
         for s in worst.itertuples()
     ]
-    judge = [
-        {
-            "rubric": rubric,
-            "judged": int((group["status"] == "judged").sum()),
-            "mean_score": _number(group.loc[group["status"] == "judged", "score"].mean()),
-            "mean_normalized": _number(group.loc[group["status"] == "judged", "normalized"].mean()),
-            "failed": int((group["status"] == "failed").sum()),
-            "skipped": int((group["status"] == "skipped").sum()),
-            "cached": int(group["cached"].fillna(False).astype(bool).sum()),
-        }
-        for rubric, group in judgements.groupby("rubric", sort=True)
-    ]
+    judge = None
+    if len(judgements) or len(pairwise):
+        rubrics = [
+            {
+                "rubric": rubric,
+                "judged": int((group["status"] == "judged").sum()),
+                "mean_score": _number(group.loc[group["status"] == "judged", "score"].mean()),
+                "mean_normalized": _number(group.loc[group["status"] == "judged", "normalized"].mean()),
+                "failed": int((group["status"] == "failed").sum()),
+                "skipped": int((group["status"] == "skipped").sum()),
+                "cached": int(group["cached"].fillna(False).astype(bool).sum()),
+            }
+            for rubric, group in judgements.groupby("rubric", sort=True)
+        ]
+        judge = {"rubrics": rubrics, **judge_summary(judgements, pairwise)}
     return {
         "partition_date": day.isoformat(),
         "run_id": run_id,
@@ -130,6 +135,16 @@ def build_report(
 
 def _pct(value: float | None) -> str:
     return "–" if value is None else f"{value:+.1f}%"
+
+
+def _judge_costs(judge: dict[str, Any]) -> str:
+    def dollars(value: float | None) -> str:
+        return "unpriced" if value is None else f"${value:.4f}"
+
+    return (
+        f"Judge calls used {judge['tokens']:,} tokens ({dollars(judge['cost_usd'])}); the cache saved "
+        f"{judge['tokens_saved_by_cache']:,} tokens ({dollars(judge['cost_saved_by_cache_usd'])})."
+    )
 
 
 def render_markdown(report: dict[str, Any]) -> str:
@@ -171,12 +186,20 @@ def render_markdown(report: dict[str, Any]) -> str:
             for a in report["agents"]
         ],
     )
-    if report["judge"]:
+    if judge := report["judge"]:
         lines += ["", "## LLM Judge", ""]
         lines += table(
             ["Rubric", "Judged", "Mean Score (1-5)", "Failed", "Skipped", "From Cache"],
-            [[j["rubric"], j["judged"], j["mean_score"], j["failed"], j["skipped"], j["cached"]] for j in report["judge"]],
+            [[j["rubric"], j["judged"], j["mean_score"], j["failed"], j["skipped"], j["cached"]] for j in judge["rubrics"]],
         )
+        lines += ["", _judge_costs(judge)]
+        if judge["pairs_compared"]:
+            lines.append(
+                f"Pairwise against the baseline's answer ({judge['pairs_compared']} pairs, each asked in both orders): "
+                f"candidate preferred {judge['pairs_candidate']}, baseline preferred {judge['pairs_baseline']}, "
+                f"tie {judge['pairs_tie']}, inconsistent across orders {judge['pairs_inconsistent']} "
+                f"(position agreement {judge['pair_agreement']:.0%})."
+            )
     lines += ["", "## Regression Alerts", ""]
     if report["alerts"]:
         lines += table(

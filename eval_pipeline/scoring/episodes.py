@@ -23,6 +23,7 @@ SCORE_RECORD_COLUMNS = [
     "tool_match",
     "safety",
     "weighted_score",
+    "judge_score",
     "baseline_status",
     "total_cost_usd",
     "baseline_total_cost_usd",
@@ -62,6 +63,7 @@ def score_episodes(frame: pd.DataFrame, config: EvalConfig) -> pd.DataFrame:
         "tool_match": scored["tool_match"],
         "latency_delta": delta_to_unit(scored["latency_delta_pct"]),
         "safety": scored["safety"],
+        "judge": frame["judge_score"].astype(float),
     }
     scored["weighted_score"] = weighted_score(units, config.weights).where(dim.has_baseline(frame))
     return scored

@@ -130,13 +130,19 @@ SELECT c.*,
         f"CASE WHEN c.mode = 'live' THEN e.{column} ELSE b.{column} END AS baseline_{column}" for column in _SNAPSHOT.split(", ")
     )
 }
+       , j.judge_score
 FROM candidates c
 LEFT JOIN ranked b ON b.candidate_id = c.episode_id AND b.rank = 1
 LEFT JOIN episodes e ON c.mode = 'live' AND e.partition_date = $day AND e.episode_id = c.episode_id
+LEFT JOIN (
+    SELECT episode_id, avg(normalized) AS judge_score FROM judgements
+    WHERE partition_date = $day AND status = 'judged' GROUP BY episode_id
+) j ON j.episode_id = c.episode_id
 ORDER BY c.episode_id
 """
 
 
 def scoring_input(warehouse: Warehouse, day: date, policy: str, agent_id: str | None = None) -> pd.DataFrame:
-    """Each finished candidate of `day` beside its baseline's snapshot (NULLs where none)."""
+    """Each finished candidate of `day` beside its baseline's snapshot (NULLs where none), with the
+    mean of its normalized judge verdicts (`judge_score`, NULL when it was not judged)."""
     return warehouse.read_frame(_SCORING_INPUT, {"day": day, "agent": agent_id, "policy": policy})

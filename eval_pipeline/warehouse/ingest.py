@@ -33,7 +33,7 @@ _STAGING_SCHEMA = pa.schema(
 _STEP_FIELDS = {
     "step_index": "BIGINT", "step_type": "VARCHAR", "tool_name": "VARCHAR", "model": "VARCHAR",
     "provider": "VARCHAR", "input_summary": "VARCHAR", "output_summary": "VARCHAR", "tokens": "BIGINT",
-    "cost_usd": "DOUBLE", "duration_ms": "DOUBLE", "timestamp": "VARCHAR", "error": "VARCHAR",
+    "cost_usd": "DOUBLE", "duration_ms": "DOUBLE", "timestamp": "VARCHAR", "error": "VARCHAR", "metadata": "JSON",
 }  # fmt: skip
 _NUMBERS = {"total_tokens": "an integer", "total_cost_usd": "a number", "total_duration_ms": "a number"}
 _EPISODE_SCHEMA = json.dumps(
@@ -148,7 +148,9 @@ SELECT $day AS partition_date, source, locator, reason, raw, agent_id FROM (
 
 _STEPS = """
 SELECT episode_id, partition_date, agent_id, s.step_index, s.step_type, s.tool_name, s.model, s.provider,
-       s.input_summary AS input, s.output_summary AS output, s.tokens, s.cost_usd, s.duration_ms, s.timestamp, s.error
+       s.input_summary AS input, s.output_summary AS output, s.tokens, s.cost_usd, s.duration_ms, s.timestamp, s.error,
+       -- the full context of an LLM call, where the source recorded it (live replay re-sends it)
+       CASE WHEN json_type(s.metadata, '$.messages') = 'ARRAY' THEN s.metadata -> '$.messages' END AS messages
 FROM (SELECT episode_id, partition_date, agent_id, unnest(ordered) AS s FROM _canonical)
 """
 

@@ -1,4 +1,5 @@
-"""What the judge reads (each candidate's first user message and answer) and its response cache."""
+"""What the judge reads (each candidate's first user message, its answer and its baseline's), what it
+writes (rubric verdicts, pairwise comparisons) and its response cache."""
 
 from __future__ import annotations
 
@@ -7,11 +8,23 @@ from datetime import date
 
 import pandas as pd
 
+from eval_pipeline.warehouse.baselines import scoring_input
 from eval_pipeline.warehouse.connection import Warehouse, replace_partition
 
 
-def judge_inputs(warehouse: Warehouse, day: date, agent_id: str | None = None) -> pd.DataFrame:
-    """`episode_id, agent_id, user_input, final_output` of the day's finished candidates."""
+def judge_inputs(warehouse: Warehouse, day: date, policy: str, agent_id: str | None = None) -> pd.DataFrame:
+    """`episode_id, agent_id, user_input, final_output, baseline_episode_id, baseline_output` of the day's
+    candidates; the baseline is the one scoring compares with (NULL where there is none)."""
+    with warehouse.session():
+        answers = _answers(warehouse, day, agent_id)
+        paired = scoring_input(warehouse, day, policy, agent_id)
+    paired = paired[["episode_id", "baseline_episode_id", "baseline_final_output"]].rename(
+        columns={"baseline_final_output": "baseline_output"}
+    )
+    return answers.merge(paired, on="episode_id", how="left")
+
+
+def _answers(warehouse: Warehouse, day: date, agent_id: str | None) -> pd.DataFrame:
     return warehouse.read_frame(
         """
         SELECT r.episode_id, r.agent_id,
@@ -30,15 +43,28 @@ def judge_inputs(warehouse: Warehouse, day: date, agent_id: str | None = None) -
 def cached_answers(warehouse: Warehouse, keys: list[str]) -> dict[str, dict]:
     if not keys:
         return {}
-    frame = warehouse.read_frame("SELECT cache_key, answer FROM llm_cache WHERE list_contains($keys, cache_key)", {"keys": keys})
-    return {key: json.loads(answer) for key, answer in zip(frame["cache_key"], frame["answer"], strict=True)}
+    frame = warehouse.read_frame(
+        "SELECT cache_key, answer, prompt_tokens, completion_tokens FROM llm_cache WHERE list_contains($keys, cache_key)",
+        {"keys": keys},
+    )
+    return {
+        row.cache_key: {
+            "answer": json.loads(row.answer),
+            "prompt_tokens": row.prompt_tokens,
+            "completion_tokens": row.completion_tokens,
+        }
+        for row in frame.astype(object).where(frame.notna(), None).itertuples(index=False)
+    }
 
 
-def write_judgements(warehouse: Warehouse, day: date, rows: pd.DataFrame, new_cache: pd.DataFrame, agent_id: str | None) -> int:
-    """New cache entries and the day's judgements, in one transaction."""
+def write_judgements(
+    warehouse: Warehouse, day: date, rubrics: pd.DataFrame, pairwise: pd.DataFrame, new_cache: pd.DataFrame, agent_id: str | None
+) -> None:
+    """New cache entries and the day's verdicts, in one transaction."""
     with warehouse.transaction() as con:
         if len(new_cache):
             con.register("_new_cache", new_cache)
             con.execute("INSERT OR IGNORE INTO llm_cache BY NAME SELECT * FROM _new_cache")
             con.unregister("_new_cache")
-        return replace_partition(con, "judgements", day, rows, agent_id)
+        replace_partition(con, "judgements", day, rubrics, agent_id)
+        replace_partition(con, "pairwise_judgements", day, pairwise, agent_id)

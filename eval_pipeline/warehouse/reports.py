@@ -22,12 +22,14 @@ def report_inputs(warehouse: Warehouse, day: date) -> dict[str, Any]:
         ).fetchall()
         quarantined = con.execute("SELECT count(*) FROM quarantine WHERE partition_date = $day", params).fetchone()[0]
         judgements = con.execute("SELECT * FROM judgements WHERE partition_date = $day", params).df()
+        pairwise = con.execute("SELECT * FROM pairwise_judgements WHERE partition_date = $day", params).df()
     return {
         "scores": scores,
         "findings": findings,
         "status_counts": dict(statuses),
         "quarantined": int(quarantined),
         "judgements": judgements,
+        "pairwise": pairwise,
     }
 
 

@@ -187,6 +187,34 @@ MIGRATIONS: list[str] = [
         created_at TIMESTAMPTZ DEFAULT current_timestamp
     );
     """,
+    # 4: what each judge call cost, the pairwise judge, the judge's share of the weighted score,
+    # and the full messages of an LLM call where the source recorded them (live replay re-sends them)
+    """
+    ALTER TABLE judgements ADD COLUMN prompt_tokens BIGINT;
+    ALTER TABLE judgements ADD COLUMN completion_tokens BIGINT;
+    ALTER TABLE judgements ADD COLUMN cost_usd DOUBLE;
+    CREATE TABLE pairwise_judgements (
+        episode_id VARCHAR NOT NULL,
+        partition_date DATE NOT NULL,
+        agent_id VARCHAR NOT NULL,
+        baseline_episode_id VARCHAR,
+        candidate_first VARCHAR,  -- the verdict with the candidate shown first: candidate, baseline or tie
+        baseline_first VARCHAR,   -- the same with the positions swapped
+        agree BOOLEAN,
+        preferred VARCHAR,        -- the agreed verdict, or 'inconsistent' (position bias)
+        reasoning VARCHAR,
+        judge_model VARCHAR,
+        cached BOOLEAN,
+        status VARCHAR NOT NULL,
+        prompt_tokens BIGINT,
+        completion_tokens BIGINT,
+        cost_usd DOUBLE,
+        config_version VARCHAR,
+        judged_at TIMESTAMPTZ DEFAULT current_timestamp
+    );
+    ALTER TABLE scores ADD COLUMN judge_score DOUBLE;
+    ALTER TABLE episode_steps ADD COLUMN messages JSON;
+    """,
 ]
 
 

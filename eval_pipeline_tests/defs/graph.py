@@ -24,12 +24,20 @@ GRAPH = [
 ]
 
 
-def local_resources(root: Path, *, source: str | None = None, webhook_url: str = "", judge: JudgeResource | None = None) -> dict:
-    """Warehouse, files, reports and alerts under `root`; episodes from `root/episodes` unless `source`; judge off."""
+def local_resources(
+    root: Path,
+    *,
+    source: str | None = None,
+    webhook_url: str = "",
+    judge: JudgeResource | None = None,
+    config: Path | None = None,
+) -> dict:
+    """Warehouse, files, reports and alerts under `root`; episodes from `root/episodes` unless `source`; judge off;
+    the default config unless `config`."""
     return {
         "warehouse": WarehouseResource(duckdb_path=str(root / "eval.duckdb")),
         "episode_source": EpisodeSourceResource(location=source or str(root / "episodes"), index_path=str(root / "index.json")),
-        "eval_config": EvalConfigResource(),
+        "eval_config": EvalConfigResource(path=str(config or "")),
         "replay": ReplayResource(),
         "reports": ReportsResource(directory=str(root / "reports")),
         "judge": judge or JudgeResource(),

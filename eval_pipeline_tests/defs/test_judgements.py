@@ -22,26 +22,92 @@ def test_every_episode_judged_on_both_rubrics_and_a_rerun_costs_nothing(tmp_path
     judge = JudgeResource(base_url=fake_openai.base_url, api_key=SECRET_KEY, model="judge-1")
     resources = local_resources(tmp_path, judge=judge)
     instance = dg.DagsterInstance.ephemeral()
+    assert dg.materialize(GRAPH, partition_key="2026-11-01", resources=resources, instance=instance).success  # baselines
+    [(cached_before,)] = rows(tmp_path, "SELECT count(*) FROM llm_cache")
+    fake_openai.requests.clear()
     first = dg.materialize(GRAPH, partition_key="2026-11-02", resources=resources, instance=instance)
     metadata = first.asset_materializations_for_node("judgements")[0].metadata
-    assert metadata["judged"].value == 96 and metadata["llm_calls"].value == 96 and metadata["cache_hits"].value == 0
     assert rows(
-        tmp_path, "SELECT rubric, count(*), min(score) >= 1, max(score) <= 5 FROM judgements GROUP BY ALL ORDER BY 1"
+        tmp_path,
+        "SELECT rubric, count(*), min(score) >= 1, max(score) <= 5 FROM judgements "
+        "WHERE partition_date = '2026-11-02' GROUP BY ALL ORDER BY 1",
     ) == [
         ("relevance", 48, True, True),
         ("tone", 48, True, True),
     ]
+    # every distinct question is asked once (trials that answered alike share a call) and cached
+    [(cached_after,)] = rows(tmp_path, "SELECT count(*) FROM llm_cache")
+    assert metadata["judged"].value == 96
+    assert metadata["llm_calls"].value == len(fake_openai.requests) == cached_after - cached_before
+    # one pairwise row per episode (each has a baseline from day 1): compared in both orders, or the same answer: a tie
+    pairwise = dict(
+        rows(
+            tmp_path,
+            "SELECT coalesce(preferred, status), count(*) FROM pairwise_judgements "
+            "WHERE partition_date = '2026-11-02' GROUP BY ALL",
+        )
+    )
+    assert sum(pairwise.values()) == 48 and pairwise["tie"] > 0 and pairwise["candidate"] + pairwise["baseline"] > 0
+    [(asked_in_both_orders,)] = rows(
+        tmp_path, "SELECT bool_and(prompt_tokens = 200) FROM pairwise_judgements WHERE preferred IN ('candidate', 'baseline')"
+    )
+    assert asked_in_both_orders
 
-    calls = len(fake_openai.requests)
+    calls, spent = len(fake_openai.requests), metadata["tokens"].value
     second = dg.materialize(GRAPH, partition_key="2026-11-02", resources=resources, instance=instance)
     metadata = second.asset_materializations_for_node("judgements")[0].metadata
-    assert len(fake_openai.requests) == calls and metadata["llm_calls"].value == 0 and metadata["cache_hits"].value == 96
-    assert rows(tmp_path, "SELECT count(*), bool_and(cached) FROM judgements") == [(96, True)]
+    assert len(fake_openai.requests) == calls and metadata["llm_calls"].value == 0
+    assert metadata["tokens"].value == 0 and metadata["tokens_saved_by_cache"].value >= spent > 0
+    assert rows(tmp_path, "SELECT count(*), bool_and(cached) FROM judgements WHERE partition_date = '2026-11-02'") == [(96, True)]
 
     report = (tmp_path / "reports" / "eval-report-2026-11-02.md").read_text()
     assert "## LLM Judge" in report and "| relevance | 48 |" in report
-    stored = "".join(str(r) for table in ("judgements", "llm_cache", "reports") for r in rows(tmp_path, f"SELECT * FROM {table}"))
-    assert SECRET_KEY not in stored + report + (tmp_path / "reports" / "eval-report-2026-11-02.json").read_text()
+    assert (
+        "Judge calls used 0 tokens (unpriced); the cache saved" in report and "Pairwise against the baseline's answer" in report
+    )
+    stored = "".join(
+        str(r)
+        for table in ("judgements", "pairwise_judgements", "llm_cache", "reports")
+        for r in rows(tmp_path, f"SELECT * FROM {table}")
+    )
+    logs = "".join(str(entry) for entry in instance.all_logs(first.run_id) + instance.all_logs(second.run_id))
+    assert SECRET_KEY not in stored + report + logs + (tmp_path / "reports" / "eval-report-2026-11-02.json").read_text()
+
+
+def test_judge_verdicts_enter_the_weighted_score_only_when_weighted(tmp_path, fake_openai):
+    write_samples(tmp_path / "episodes")
+    (tmp_path / "eval.toml").write_text("[weights]\njudge = 1.0\n\n[judge]\npairwise = false\n")
+    judge = JudgeResource(base_url=fake_openai.base_url, api_key=SECRET_KEY, model="judge-1")
+    resources = local_resources(tmp_path, judge=judge, config=tmp_path / "eval.toml")
+    instance = dg.DagsterInstance.ephemeral()
+    for day in ("2026-11-01", "2026-11-02"):
+        assert dg.materialize(GRAPH, partition_key=day, resources=resources, instance=instance).success
+    assert rows(tmp_path, "SELECT count(*) FROM pairwise_judgements") == [(0,)]
+    [(judged, differs)] = rows(
+        tmp_path,
+        """
+        SELECT count(s.judge_score), bool_or(abs(s.weighted_score - u.unweighted) > 1e-9)
+        FROM scores s JOIN (
+            -- the same score without the judge: the five dimensions with their default weights
+            SELECT episode_id, (0.4 * correctness + 0.2 * (1 - greatest(cost_delta_pct, 0) / 100)
+                + 0.2 * tool_match + 0.1 * (1 - greatest(latency_delta_pct, 0) / 100) + 0.1 * safety) AS unweighted
+            FROM scores WHERE cost_delta_pct <= 100 AND latency_delta_pct <= 100
+        ) u USING (episode_id)
+        WHERE s.judge_score IS NOT NULL
+        """,
+    )
+    assert judged > 0 and differs
+    [(matches,)] = rows(
+        tmp_path,
+        "SELECT bool_and(abs(s.judge_score - j.mean) < 1e-9) FROM scores s JOIN "
+        "(SELECT episode_id, avg(normalized) AS mean FROM judgements GROUP BY ALL) j USING (episode_id)",
+    )
+    assert matches
+
+
+def test_model_calling_steps_share_the_llm_pool():
+    """The pool caps LLM work across runs on a deployed instance (dagster.yaml sets its default limit)."""
+    assert {a.key.to_user_string(): a.op.pool for a in GRAPH if a.op.pool} == {"replays": "llm", "judgements": "llm"}
 
 
 def test_offline_the_judge_is_skipped_and_the_report_says_so(tmp_path):

@@ -1,5 +1,7 @@
 """Live replay through a real OpenAI-compatible server on 127.0.0.1: the recording is the baseline."""
 
+import json
+
 import dagster as dg
 import pytest
 
@@ -45,3 +47,39 @@ def test_a_tool_the_recording_never_answered_ends_the_replay_as_diverged(tmp_pat
     assert rows(
         tmp_path, "SELECT max(tool_match) < 0.5 FROM scores s JOIN replays r USING (episode_id) WHERE r.status = 'diverged'"
     ) == [(True,)]
+
+
+def test_recorded_messages_are_re_sent_whole_where_the_source_has_them(tmp_path, fake_openai):
+    """A transcript's first LLM call carries its full context (system prompt and all); an AIR summary does not."""
+    context = [
+        {"role": "system", "content": "You are the billing agent. Never promise refunds."},
+        {"role": "user", "content": "Where is my refund?"},
+    ]
+    steps = [
+        {"step_index": 0, "step_type": "llm_call", "input_summary": "Where is my refund?", "metadata": {"messages": context}},
+        {"step_index": 1, "step_type": "tool_call", "tool_name": "lookup_refund"},
+        {"step_index": 2, "step_type": "tool_result", "tool_name": "lookup_refund", "output_summary": '{"status": "sent"}'},
+        {"step_index": 3, "step_type": "llm_call", "output_summary": "It was sent."},
+    ]
+    episode = {"agent_id": "billing", "status": "success", "started_at": "2026-11-01T10:00:00Z"}
+    episodes = [
+        {**episode, "episode_id": "with-context", "steps": steps},
+        {**episode, "episode_id": "summary-only", "steps": [{**step, "metadata": {}} for step in steps]},
+    ]
+    (tmp_path / "episodes").mkdir()
+    (tmp_path / "episodes" / "day.jsonl").write_text("\n".join(json.dumps(e) for e in episodes) + "\n")
+    resources = {**local_resources(tmp_path), "replay": live(fake_openai)}
+    assert dg.materialize(GRAPH, partition_key="2026-11-01", resources=resources, instance=dg.DagsterInstance.ephemeral()).success
+
+    openings = sorted(json.dumps(r["body"]["messages"]) for r in fake_openai.requests if len(r["body"]["messages"]) <= 2)
+    assert openings == sorted([json.dumps(context), json.dumps([{"role": "user", "content": "Where is my refund?"}])])
+    tool_turn = next(
+        r["body"]["messages"]
+        for r in fake_openai.requests
+        if r["body"]["messages"][0]["role"] == "system" and len(r["body"]["messages"]) > 2
+    )
+    assert tool_turn[-1] == {"role": "tool", "tool_call_id": "call_0", "content": '{"status": "sent"}'}  # the recorded result
+    assert rows(tmp_path, "SELECT episode_id, status, tools FROM replays ORDER BY 1") == [
+        ("summary-only", "success", ["lookup_refund"]),
+        ("with-context", "success", ["lookup_refund"]),
+    ]

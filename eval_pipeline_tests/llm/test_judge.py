@@ -2,10 +2,12 @@
 
 import json
 
+import pandas as pd
 import pytest
 
 from eval_pipeline.cli import main
 from eval_pipeline.llm.gateway import Gateway
+from eval_pipeline.llm.judge import RELEVANCE, TONE, judge_partition
 from eval_pipeline.llm.support_bot import judge_examples
 from eval_pipeline_tests.fake_openai import deterministic_score
 
@@ -111,17 +113,13 @@ def test_the_cli_says_what_it_needs(monkeypatch, tmp_path, examples_file, capsys
 
 
 def test_a_budget_stops_cleanly_and_records_what_was_left_undone(fake_openai):
-    import pandas as pd
-
-    from eval_pipeline.llm.judge import RELEVANCE, TONE, judge_candidates
-
     candidates = pd.DataFrame(
         [(f"ep-{i}", "a", f"question {i}", f"answer {i}") for i in range(5)],
         columns=["episode_id", "agent_id", "user_input", "final_output"],
     )
     judge = gateway(fake_openai, max_calls=3)
-    outcome = judge_candidates(judge, candidates, [RELEVANCE, TONE], lambda keys: {})
+    outcome = judge_partition(judge, candidates, [RELEVANCE, TONE], lambda keys: {})
     assert len(fake_openai.requests) == 3 and outcome.calls == 3
-    assert outcome.rows["status"].value_counts().to_dict() == {"skipped": 7, "judged": 3}
-    assert set(outcome.rows.loc[outcome.rows["status"] == "skipped", "reasoning"]) == {"skipped: budget of 3 calls used up"}
+    assert outcome.rubrics["status"].value_counts().to_dict() == {"skipped": 7, "judged": 3}
+    assert set(outcome.rubrics.loc[outcome.rubrics["status"] == "skipped", "reasoning"]) == {"skipped: budget of 3 calls used up"}
     assert judge.usage.failures == []

@@ -27,6 +27,7 @@ BASE = {
     "baseline_total_tokens": 500,
     "baseline_step_count": 6,
     "baseline_error_steps": 0,
+    "judge_score": None,
 }
 NO_BASELINE = {key: None for key in BASE if key.startswith("baseline_")}
 

@@ -28,7 +28,7 @@ from eval_pipeline.defs.resources import (
     RunScope,
     WarehouseResource,
 )
-from eval_pipeline.llm.judge import configured_rubrics, judge_candidates
+from eval_pipeline.llm.judge import configured_rubrics, judge_partition, judge_summary
 from eval_pipeline.regression.findings import partition_findings, passed
 from eval_pipeline.regression.source_health import TRAILING_DAYS
 from eval_pipeline.replay.live import LIVE_REPLAY_COLUMNS, recordings_from_steps, replay_all
@@ -44,6 +44,8 @@ from eval_pipeline.warehouse.judge import cached_answers, judge_inputs, write_ju
 from eval_pipeline.warehouse.partitions import read_partition, write_partition
 from eval_pipeline.warehouse.replays import recorded_steps, write_dry_replays
 from eval_pipeline.warehouse.reports import report_inputs, write_report_row
+
+LLM_POOL = "llm"  # caps concurrent model-calling steps across runs: `dagster instance concurrency set llm N`
 
 _COMMON = {
     "partitions_def": daily_partitions,
@@ -129,6 +131,7 @@ def baselines(
     **_COMMON,
     code_version=f"{_code_version('replays')}-{SETTINGS.replay_mode}",
     deps=[episodes],
+    pool=LLM_POOL,
     description="One candidate run per finished episode (dry: the recording itself).",
 )
 def replays(
@@ -148,7 +151,7 @@ def replays(
 
     def live(day: date) -> dict:
         recordings = recordings_from_steps(recorded_steps(wh, day, config.agent_id))
-        gateway = replay.gateway()
+        gateway = replay.gateway(price)
         replayed = pd.DataFrame([asdict(r) for r in replay_all(gateway, recordings, price)], columns=LIVE_REPLAY_COLUMNS)
         write_partition(wh, "replays", day, replayed.assign(partition_date=day, mode="live"), config.agent_id)
         statuses = replayed["status"].value_counts()
@@ -157,7 +160,8 @@ def replays(
             "diverged": int(statuses.get("diverged", 0)),
             "failed": int(statuses.get("failure", 0)),
             "llm_calls": gateway.usage.calls,
-            "tokens": gateway.usage.prompt_tokens + gateway.usage.completion_tokens,
+            "tokens": gateway.usage.tokens.total,
+            "cost_usd": gateway.usage.cost_usd if price else None,
         }
 
     figures = _each_day(context, live)
@@ -168,8 +172,45 @@ def replays(
 
 @dg.asset(
     **_COMMON,
-    code_version=_code_version("scores"),
+    code_version=f"{_code_version('judgements')}-{os.environ.get('EVAL_JUDGE_MODEL', 'off')}",
     deps=[replays, baselines],
+    pool=LLM_POOL,
+    description="The LLM judge's rubric verdicts (1-5 with reasoning) and pairwise comparisons with the baseline's "
+    "answer (writes `judgements`, `pairwise_judgements`); skipped, and said so, when it is off.",
+)
+def judgements(
+    context: dg.AssetExecutionContext,
+    config: RunScope,
+    warehouse: WarehouseResource,
+    eval_config: EvalConfigResource,
+    judge: JudgeResource,
+) -> dg.MaterializeResult:
+    if judge.off_because:
+        context.log.info(judge.off_because)
+        return dg.MaterializeResult(metadata={"judge": judge.off_because})
+    cfg, wh = eval_config.load(), warehouse.get()
+    rubrics = configured_rubrics(cfg.judge.rubrics, cfg.judge.custom)
+
+    def judge_day(day: date) -> dict:
+        gateway = judge.gateway(cfg.judge, cfg.prices)
+        candidates = judge_inputs(wh, day, cfg.baseline.policy, config.agent_id)
+        outcome = judge_partition(
+            gateway, candidates, rubrics, lambda keys: cached_answers(wh, keys), pairwise=cfg.judge.pairwise
+        )
+        stamp = {"partition_date": day, "config_version": cfg.version}
+        write_judgements(
+            wh, day, outcome.rubrics.assign(**stamp), outcome.pairwise.assign(**stamp), outcome.new_cache, config.agent_id
+        )
+        return {"llm_calls": outcome.calls, "cache_hits": outcome.cache_hits, **judge_summary(outcome.rubrics, outcome.pairwise)}
+
+    figures = _each_day(context, judge_day)
+    return dg.MaterializeResult(metadata={**figures, "judge_model": judge.model, "rubrics": ", ".join(r.name for r in rubrics)})
+
+
+@dg.asset(
+    **_COMMON,
+    code_version=_code_version("scores"),
+    deps=[replays, baselines, judgements],
     check_specs=checks.SCORE_CHECKS,
     description="One row per finished episode: five dimensions, weighted score, pass/fail.",
 )
@@ -250,50 +291,8 @@ def regression_findings(
 
 @dg.asset(
     **_COMMON,
-    code_version=f"{_code_version('judgements')}-{os.environ.get('EVAL_JUDGE_MODEL', 'off')}",
-    deps=[replays],
-    description="Rubric verdicts (1-5 with reasoning) of the LLM judge; skipped, and said so, when it is off.",
-)
-def judgements(
-    context: dg.AssetExecutionContext,
-    config: RunScope,
-    warehouse: WarehouseResource,
-    eval_config: EvalConfigResource,
-    judge: JudgeResource,
-) -> dg.MaterializeResult:
-    if judge.off_because:
-        context.log.info(judge.off_because)
-        return dg.MaterializeResult(metadata={"judge": judge.off_because})
-    cfg, wh = eval_config.load(), warehouse.get()
-    rubrics = configured_rubrics(cfg.judge.rubrics, cfg.judge.custom)
-
-    def judge_day(day: date) -> dict:
-        gateway = judge.gateway(cfg.judge.max_calls_per_run)
-        outcome = judge_candidates(
-            gateway, judge_inputs(wh, day, config.agent_id), rubrics, lambda keys: cached_answers(wh, keys)
-        )
-        write_judgements(
-            wh, day, outcome.rows.assign(partition_date=day, config_version=cfg.version), outcome.new_cache, config.agent_id
-        )
-        statuses = outcome.rows["status"].value_counts()
-        return {
-            "judged": int(statuses.get("judged", 0)),
-            "failed": int(statuses.get("failed", 0)),
-            "skipped": int(statuses.get("skipped", 0)),
-            "llm_calls": outcome.calls,
-            "cache_hits": outcome.cache_hits,
-            "prompt_tokens": gateway.usage.prompt_tokens,
-            "completion_tokens": gateway.usage.completion_tokens,
-        }
-
-    figures = _each_day(context, judge_day)
-    return dg.MaterializeResult(metadata={**figures, "judge_model": judge.model, "rubrics": ", ".join(r.name for r in rubrics)})
-
-
-@dg.asset(
-    **_COMMON,
     code_version=_code_version("eval_report"),
-    deps=[regression_findings, judgements],
+    deps=[regression_findings],
     description="JSON and Markdown report files of the day (writes `reports`).",
 )
 def eval_report(
