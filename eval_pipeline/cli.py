@@ -135,7 +135,7 @@ def _check_partitions(days: list[date]) -> None:
         )
 
 
-def _evaluate(settings, days: list[date], agent: str | None) -> None:
+def _evaluate(settings, days: list[date], agent: str | None, undated_day: date | None = None) -> None:
     """Run the days, deliver their alerts, and print one line per day, then where to look."""
     from eval_pipeline.config import load_config
     from eval_pipeline.runner import run_days
@@ -145,7 +145,7 @@ def _evaluate(settings, days: list[date], agent: str | None) -> None:
     _check_partitions(days)
     config = load_config(settings.config_path)  # a bad config is the user's to fix: say so before any run starts
     try:
-        run_id = run_days(settings, days, agent)
+        run_id = run_days(settings, days, agent, undated_day)
     finally:  # without a daemon nobody else announces what this run found, or that it failed
         _deliver_alerts(settings, config.policies.secret_patterns)
     rows = report_rows(Warehouse(settings.duckdb_path), days)
@@ -181,7 +181,7 @@ def _cmd_run(args, settings) -> int:
     from eval_pipeline.warehouse.reports import severity_counts
 
     days = _days(args)
-    _evaluate(settings, days, args.agent)
+    _evaluate(settings, days, args.agent, args.date)  # undated records (transcripts) go to --date
     if args.fail_on == "never":
         return EXIT_OK
     counts = severity_counts(Warehouse(settings.duckdb_path), days)

@@ -106,6 +106,11 @@ class SourceHealthConfig(_Strict):
     critical_quarantine_rate: float = Field(0.25, ge=0, le=1)
 
 
+class SourcesConfig(_Strict):
+    # agent of records in other formats (transcripts) that name none; unset: each file's name
+    transcript_agent_id: str | None = None
+
+
 class Price(_Strict):
     """What a model's tokens cost, for live replays' cost."""
 
@@ -151,6 +156,7 @@ class EvalConfig(_Strict):
     source_health: SourceHealthConfig = Field(default_factory=SourceHealthConfig)
     judge: JudgeConfig = Field(default_factory=JudgeConfig)
     prices: dict[str, Price] = Field(default_factory=dict)  # by model name
+    sources: SourcesConfig = Field(default_factory=SourcesConfig)
 
     @model_validator(mode="after")
     def _known_dimensions(self) -> EvalConfig:
@@ -167,6 +173,7 @@ class EvalConfig(_Strict):
     def stage_version(self, stage: str) -> str:
         """A hash of only what decides `stage`'s output, so a config edit marks exactly those assets stale."""
         decides = {
+            "episodes": {"sources": self.sources},
             "baselines": {"baseline": self.baseline},
             "scores": {
                 "weights": self.weights,

@@ -35,8 +35,11 @@ def days_between(start: date, end: date) -> list[date]:
     return [start + timedelta(days=offset) for offset in range((end - start).days + 1)]
 
 
-def _run_config(agent_id: str | None) -> dict:
-    ops = {name: {"config": {"agent_id": agent_id}} for name in ASSET_NAMES} if agent_id else {}
+def _run_config(agent_id: str | None, undated_day: date | None) -> dict:
+    scope = {"agent_id": agent_id} if agent_id else {}
+    ops = {name: {"config": scope} for name in ASSET_NAMES} if scope else {}
+    if undated_day:
+        ops.setdefault("episodes", {"config": {}})["config"] = {**scope, "undated_day": undated_day.isoformat()}
     return {"ops": ops, "loggers": {"console": {"config": {"log_level": "CRITICAL"}}}}
 
 
@@ -62,8 +65,10 @@ def open_instance(settings: Settings) -> dg.DagsterInstance:
         return dg.DagsterInstance.get()
 
 
-def run_days(settings: Settings, days: list[date], agent_id: str | None = None) -> str:
+def run_days(settings: Settings, days: list[date], agent_id: str | None = None, undated_day: date | None = None) -> str:
     """Materialize the graph for `days` (a contiguous range) as one run; return its id.
+
+    Records without a timestamp (transcripts) go to `undated_day` when given (`run --date`).
 
     One run pays Dagster's per-run overhead once, and each asset walks the days oldest first,
     so baselines flow forward as they would night after night.
@@ -83,7 +88,7 @@ def run_days(settings: Settings, days: list[date], agent_id: str | None = None) 
         job = defs().resolve_job_def(EVALUATE_JOB)
         with open_instance(settings) as instance:
             result = job.execute_in_process(
-                instance=instance, run_config=_run_config(agent_id), tags=tags, raise_on_error=False, **partition
+                instance=instance, run_config=_run_config(agent_id, undated_day), tags=tags, raise_on_error=False, **partition
             )
     if not result.success:
         failure = RunFailed(first, last, result.run_id, _root_cause(result))

@@ -30,8 +30,8 @@ class EpisodeSourceResource(dg.ConfigurableResource):
     location: str
     index_path: str  # the file source's day index; beside the warehouse, as the source may be read-only
 
-    def open(self) -> FileSource | EpisodeStore:
-        return open_source(self.location, Path(self.index_path))
+    def open(self, transcript_agent_id: str | None = None) -> FileSource | EpisodeStore:
+        return open_source(self.location, Path(self.index_path), transcript_agent_id)
 
 
 class EvalConfigResource(dg.ConfigurableResource):
@@ -107,6 +107,7 @@ class RunScope(dg.Config):
     """Narrow a run to one agent (`eval-pipeline run --agent`); only its rows are replaced."""
 
     agent_id: str | None = None
+    undated_day: str | None = None  # episodes only: the day records without a timestamp belong to (`run --date`)
 
 
 def source_index_path(duckdb_path: str) -> str:

@@ -13,11 +13,13 @@ from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
+from itertools import chain
 from pathlib import Path
 
 from filelock import FileLock
 from pydantic import BaseModel
 
+from eval_pipeline.episodes.adapters import adapt, detect_format
 from eval_pipeline.episodes.records import RawRecord, record_days
 from eval_pipeline.errors import InfrastructureError
 
@@ -112,9 +114,10 @@ class FileIndex(BaseModel):
 class FileSource:
     """Episodes in local files. `root` is a directory (searched recursively) or one file."""
 
-    def __init__(self, root: Path, index_path: Path):
+    def __init__(self, root: Path, index_path: Path, transcript_agent_id: str | None = None):
         self.root = root
         self.index_path = index_path
+        self.transcript_agent_id = transcript_agent_id  # agent of adapted records; None: each file's name
 
     def episode_files(self) -> list[Path]:
         if self.root.is_file():
@@ -158,10 +161,25 @@ class FileSource:
             return FileIndex(source=str(self.root))
         return index if index.source == str(self.root) else FileIndex(source=str(self.root))
 
-    def records_for(self, day: date) -> Iterator[RawRecord]:
-        """Every record of the files that hold `day` (the warehouse keeps that day's only)."""
+    def records_for(self, day: date, undated_day: date | None = None) -> Iterator[RawRecord]:
+        """Every record of the files that hold `day` (the warehouse keeps that day's only).
+
+        A file with no dated record (transcripts carry no timestamps) belongs to the day it was
+        first seen, or to `undated_day` when the run names one (`eval-pipeline run --date`).
+        """
         for name, entry in self.refresh_index().files.items():
-            if day in entry.days or entry.fallback_day == day:
-                fallback = entry.fallback_day
-                for record in iter_file_records(Path(name)):
-                    yield RawRecord(name, f"{name}:{record.line}", record.raw, fallback)
+            undated = not entry.days and undated_day is not None
+            if undated and undated_day != day:
+                continue
+            if undated or day in entry.days or entry.fallback_day == day:
+                fallback = day if undated else entry.fallback_day
+                yield from self._file_records(Path(name), fallback)
+
+    def _file_records(self, path: Path, fallback: date) -> Iterator[RawRecord]:
+        records = (RawRecord(str(path), f"{path}:{r.line}", r.raw, fallback) for r in iter_file_records(path))
+        first = next(records, None)
+        if first is None:
+            return
+        adapter = detect_format(first.raw)
+        both = chain([first], records)
+        yield from adapt(adapter, both, path, self.transcript_agent_id, fallback) if adapter else both

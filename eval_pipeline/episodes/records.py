@@ -20,6 +20,7 @@ class RawRecord:
     locator: str  # where exactly: path:line, or the store's episode id
     raw: str  # the record's JSON text, unparsed
     fallback_day: date | None  # partition for a record whose own day cannot be read
+    rejected: str | None = None  # why an adapter could not convert it: quarantined with this reason
 
 
 def record_days(raw: str) -> set[date]:

@@ -13,13 +13,13 @@ from eval_pipeline.episodes.store import EpisodeStore
 
 
 class EpisodeSource(Protocol):
-    def records_for(self, day: date) -> Iterator[RawRecord]: ...
+    def records_for(self, day: date, undated_day: date | None = None) -> Iterator[RawRecord]: ...
 
 
-def open_source(location: str, index_path: Path) -> FileSource | EpisodeStore:
+def open_source(location: str, index_path: Path, transcript_agent_id: str | None = None) -> FileSource | EpisodeStore:
     if location.startswith(("http://", "https://")):
         return EpisodeStore(location)
-    return FileSource(Path(location), index_path)
+    return FileSource(Path(location), index_path, transcript_agent_id)
 
 
 def source_health(source: FileSource | EpisodeStore) -> dict[str, Any]:

@@ -67,7 +67,7 @@ class EpisodeStore:
         with self._client() as client:
             return self._get_json(client, "/v1/health")
 
-    def records_for(self, day: date) -> Iterator[RawRecord]:
+    def records_for(self, day: date, undated_day: date | None = None) -> Iterator[RawRecord]:  # every record is dated
         """Every episode whose start falls on `day` (UTC), as raw records.
 
         The whole day is fetched into a local spool before this returns, so a caller that

@@ -25,7 +25,14 @@ BATCH_ROWS = 20_000  # records staged per statement: bounds Python-side memory
 CHUNK_ROWS = 1_024  # rows per Arrow chunk: lets DuckDB parse one batch on every core
 
 _STAGING_SCHEMA = pa.schema(
-    [("seq", pa.int64()), ("source", pa.string()), ("locator", pa.string()), ("raw", pa.string()), ("fallback_day", pa.date32())]
+    [
+        ("seq", pa.int64()),
+        ("source", pa.string()),
+        ("locator", pa.string()),
+        ("raw", pa.string()),
+        ("fallback_day", pa.date32()),
+        ("rejected", pa.string()),
+    ]
 )
 
 # One typed parse per record. json_transform is lenient (a value of the wrong type becomes NULL),
@@ -63,7 +70,7 @@ def _present(field: str) -> str:
 # Parses one staged batch; only the day's records (of the agent, when scoped) are kept.
 _PARSE = f"""
 WITH typed AS (
-    SELECT seq, source, locator, raw, fallback_day, TRY(json_transform(raw, '{_EPISODE_SCHEMA}')) AS e
+    SELECT seq, source, locator, raw, fallback_day, rejected, TRY(json_transform(raw, '{_EPISODE_SCHEMA}')) AS e
     FROM _batch
 ), parsed AS (
 SELECT
@@ -78,6 +85,7 @@ SELECT
     }})) AS steps,
     e.metadata,
     CASE
+        WHEN rejected IS NOT NULL THEN rejected
         WHEN e IS NULL THEN 'invalid JSON'
         WHEN json_type(raw) <> 'OBJECT' THEN 'not a JSON object'
         WHEN coalesce(e.episode_id, '') = '' THEN 'missing episode_id'
@@ -174,6 +182,7 @@ def _staged(records: Iterable[RawRecord]) -> Iterator[pa.Table]:
             pa.array([r.locator for r in chunk], pa.string()),
             pa.array([r.raw for r in chunk], pa.string()),
             pa.array([r.fallback_day for r in chunk], pa.date32()),
+            pa.array([r.rejected for r in chunk], pa.string()),
         ]
         yield pa.Table.from_batches(pa.table(columns, schema=_STAGING_SCHEMA).to_batches(max_chunksize=CHUNK_ROWS))
         seq += len(chunk)

@@ -95,12 +95,17 @@ def _in_session(warehouse: Warehouse, work: Callable[[date], dict]) -> Callable[
     description="Canonical episodes of the day, their steps, and quarantined records.",
 )
 def episodes(
-    context: dg.AssetExecutionContext, config: RunScope, warehouse: WarehouseResource, episode_source: EpisodeSourceResource
+    context: dg.AssetExecutionContext,
+    config: RunScope,
+    warehouse: WarehouseResource,
+    episode_source: EpisodeSourceResource,
+    eval_config: EvalConfigResource,
 ) -> dg.MaterializeResult:
-    source, wh = episode_source.open(), warehouse.get()
+    source, wh = episode_source.open(eval_config.load().sources.transcript_agent_id), warehouse.get()
+    undated_day = date.fromisoformat(config.undated_day) if config.undated_day else None
 
     def load(day: date) -> dict:
-        records = source.records_for(day)  # a store's answer is spooled before the warehouse is locked
+        records = source.records_for(day, undated_day)  # a store's answer is spooled before the warehouse is locked
         counts = load_episodes(wh, day, records, config.agent_id)
         return {
             "episodes": counts.episodes,
