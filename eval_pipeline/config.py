@@ -106,6 +106,22 @@ class SourceHealthConfig(_Strict):
     critical_quarantine_rate: float = Field(0.25, ge=0, le=1)
 
 
+class ChecksConfig(_Strict):
+    """Limits of the deterministic checks (`scoring/checks/`)."""
+
+    near_empty_chars: int = Field(10, ge=0)  # a shorter final answer is near-empty
+    stall_repeats: int = Field(3, ge=2)  # identical tool calls in a row that make a stall
+    tool_failure_warning: float = Field(0.2, ge=0, le=1)  # failed share of tool calls
+    tool_failure_error: float = Field(0.5, ge=0, le=1)
+    max_llm_calls: int = Field(20, ge=1)
+    max_duration_seconds: float = Field(300, gt=0)
+    fabrication_tolerance: float = Field(0.05, ge=0)  # relative distance at which a stated number matches a source
+
+
+class CasesConfig(_Strict):
+    path: str | None = None  # JSON or JSONL of cases keyed by task_id; relative to the config file
+
+
 class SourcesConfig(_Strict):
     # agent of records in other formats (transcripts) that name none; unset: each file's name
     transcript_agent_id: str | None = None
@@ -157,6 +173,8 @@ class EvalConfig(_Strict):
     judge: JudgeConfig = Field(default_factory=JudgeConfig)
     prices: dict[str, Price] = Field(default_factory=dict)  # by model name
     sources: SourcesConfig = Field(default_factory=SourcesConfig)
+    checks: ChecksConfig = Field(default_factory=ChecksConfig)
+    cases: CasesConfig = Field(default_factory=CasesConfig)
 
     @model_validator(mode="after")
     def _known_dimensions(self) -> EvalConfig:
@@ -189,6 +207,7 @@ class EvalConfig(_Strict):
             },
             "eval_report": {"secret_patterns": self.policies.secret_patterns},
             "judgements": {"judge": self.judge, "prices": self.prices},
+            "assertions": {"checks": self.checks, "cases": self.cases},
             "replays": {"prices": self.prices},
         }.get(stage, {})
         canonical = json.dumps(_jsonable(decides), sort_keys=True, separators=(",", ":"))

@@ -19,7 +19,15 @@ from eval_pipeline.defs.pipeline.jobs import EVALUATE_JOB
 from eval_pipeline.errors import InfrastructureError
 from eval_pipeline.settings import Settings, ensure_dagster_home
 
-ASSET_NAMES = ("episodes", "baselines", "replays", "scores", "regression_findings")
+ASSET_NAMES = (
+    "episodes",
+    "baselines",
+    "replays",
+    "judgements",
+    "scores",
+    "regression_findings",
+    "pass_at_k",
+)  # those scoped by RunScope
 
 
 class RunFailed(InfrastructureError):

@@ -33,7 +33,7 @@ def project_env(tmp_path, monkeypatch) -> Path:
 def test_demo_then_query_report_and_status(project_env, capsys):
     assert main(["demo"]) == 0
     out = capsys.readouterr().out
-    assert "2026-11-02" in out and "15 critical, 12 warning" in out and "/runs/" in out
+    assert "2026-11-02" in out and "15 critical, 15 warning" in out and "/runs/" in out
     assert "no findings for billing-bot" in out and "leaked a secret" in out
     assert (project_env / "dagster_home" / "dagster.yaml").exists()
 
@@ -117,7 +117,7 @@ def test_a_run_against_the_episode_store(project_env, fake_store, capsys):
                 continue
     os.environ["EVAL_EPISODE_SOURCE"] = fake_store.url
     assert main(["run", "--start", "2026-11-01", "--end", "2026-11-02", "--fail-on", "never"]) == 0
-    assert "15 critical, 12 warning" in capsys.readouterr().out
+    assert "15 critical, 15 warning" in capsys.readouterr().out
     assert main(["status"]) == 0
     assert '"status": "ok"' in capsys.readouterr().out
 
@@ -135,10 +135,10 @@ def test_run_delivers_its_alerts_itself_once(project_env, monkeypatch, webhook, 
     write_samples(project_env / "episodes")
     monkeypatch.setenv("EVAL_ALERT_WEBHOOK_URL", webhook.url)
     assert main(["run", "--start", "2026-11-01", "--end", "2026-11-02", "--fail-on", "never"]) == 0
-    assert "alerts: 27 delivered to the webhook" in capsys.readouterr().out
-    assert len(webhook.finding_ids) == 27 and len(webhook.messages) == 3
+    assert "alerts: 30 delivered to the webhook" in capsys.readouterr().out
+    assert len(webhook.finding_ids) == 30 and len(webhook.messages) == 3
     assert main(["run", "--date", "2026-11-02", "--fail-on", "never"]) == 0  # the same findings again
-    assert len(webhook.finding_ids) == 27
+    assert len(webhook.finding_ids) == 30
     assert webhook.url not in capsys.readouterr().out  # the URL carries a token: never printed
 
 
@@ -217,3 +217,25 @@ def test_a_seven_day_backfill_writes_each_day_once_and_repeats_identically(proje
         snapshots.append(capsys.readouterr().out)
     assert snapshots[0] == snapshots[1]
     assert [f"2026-10-0{day},4" for day in range(1, 8)] == snapshots[0].strip().splitlines()[1:8]
+
+
+def test_a_transcript_file_of_repeated_trials_gives_pass_at_k_with_one_command(project_env, capsys):
+    from eval_pipeline_tests.episodes.test_transcripts import transcript
+
+    rewards = {1: [1.0, 1.0, 1.0], 2: [1.0, 0.0, 0.0], 3: [0.0, 0.0, 0.0]}  # task -> its trials' rewards
+    records = [
+        transcript(task, trial, reward) for task, trial_rewards in rewards.items() for trial, reward in enumerate(trial_rewards)
+    ]
+    (project_env / "episodes").mkdir()
+    (project_env / "episodes" / "airline.json").write_text(json.dumps(records))
+    assert main(["run", "--date", "2026-11-05", "--fail-on", "never"]) == 0
+    capsys.readouterr()
+    assert main(["query", "SELECT k, pass_at_k, pass_hat_k, n_tasks FROM pass_at_k ORDER BY k", "--format", "json"]) == 0
+    per_k = json.loads(capsys.readouterr().out)
+    # task 1: 3 of 3, task 2: 1 of 3, task 3: 0 of 3
+    assert [row["k"] for row in per_k] == [1, 2, 3] and {row["n_tasks"] for row in per_k} == {3}
+    assert per_k[0]["pass_at_k"] == pytest.approx((1 + 1 / 3 + 0) / 3)
+    assert per_k[1]["pass_at_k"] == pytest.approx((1 + (1 - 1 / 3) + 0) / 3)
+    assert per_k[2]["pass_hat_k"] == pytest.approx(1 / 3)
+    report = (project_env / "reports" / "eval-report-2026-11-05.md").read_text()
+    assert "## Repeated Trials" in report and "| airline | 2 | 3 | 1 |" in report  # the flaky task

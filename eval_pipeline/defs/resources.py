@@ -14,6 +14,7 @@ from eval_pipeline.episodes.files import FileSource
 from eval_pipeline.episodes.source import open_source
 from eval_pipeline.episodes.store import EpisodeStore
 from eval_pipeline.llm.gateway import Gateway, GatewayError
+from eval_pipeline.scoring.cases import Case, CasesError, load_cases
 from eval_pipeline.settings import resolve_environment
 from eval_pipeline.warehouse.connection import Warehouse
 
@@ -39,6 +40,16 @@ class EvalConfigResource(dg.ConfigurableResource):
 
     def load(self) -> EvalConfig:
         return load_config(Path(self.path) if self.path else None)
+
+    def cases(self, config: EvalConfig) -> dict[str, Case]:
+        """The cases file's cases by task id; its path is relative to the config file."""
+        if not config.cases.path:
+            return {}
+        base = Path(self.path).parent if self.path else Path.cwd()
+        try:
+            return load_cases(base / config.cases.path)
+        except CasesError as exc:
+            raise dg.Failure(str(exc)) from None
 
 
 class _LLMEndpoint(dg.ConfigurableResource):

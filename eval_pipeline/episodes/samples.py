@@ -259,6 +259,18 @@ TOOL_IO: dict[str, tuple[str, str]] = {
     "get_usage": ('{"window": "7d"}', '{"calls": 2500000, "top_key": "staging-sync"}'),
     "apply_credit": ('{"amount": 25.0}', '{"credit_id": "cr-221", "state": "applied"}'),
 }
+# What each task's last tool returned that its answer cites, so every number in an answer is
+# grounded (numeric fabrication); merged into that tool's output above.
+TASK_FACTS: dict[str, str] = {
+    "damaged-item": '"refunded": 129.99',
+    "summarize-arxiv-paper": '"title": "Mistral 7B", "compared_with": "Llama 2 13B", "license": "Apache 2.0"',
+    "latest-python-release": '"latest": "3.15.0", "released": "2026-10-07"',
+    "market-size-estimate": '"installs_2026": 600000, "avg_price_eur": 4000, "market_eur_bn": [2.1, 2.6]',
+    "add-type-hints": '"functions_without_hints": 7',
+    "explain-invoice": '"seats_added": 3, "seat_price": 14.0, "delta": 42.0',
+    "usage-spike": '"calls_previous_7d": 1200000',
+    "duplicate-charge": '"duplicate_total": 59.0',
+}
 TOOL_ERRORS = {
     "web_search": "HTTP 429 Too Many Requests from the search backend",
     "fetch_page": "HTTP 503 Service Unavailable: www.python.org",
@@ -297,7 +309,12 @@ _DAY2: dict[str, Injection] = {
     "code-assistant/rename-config-key": Injection(
         "failed_outcome",
         status=EpisodeStatus.FAILURE,
-        answer="I'm sorry, I could not finish this: after my edits 3 tests in test_client.py still fail.",
+        answer="I'm sorry, I could not finish this: after my edits the tests in test_client.py still fail.",
+    ),
+    # The refund tool returned 129.99; the answer states another amount.
+    "support-bot/damaged-item": Injection(
+        "fabricated_number",
+        answer="Sorry about that. I refunded $149.99 for order A-10277 and emailed you a return label.",
     ),
     "support-bot/refund-request": _LEAK,
     "research-agent/latest-python-release": Injection("error_steps", error_results=True),
@@ -466,8 +483,10 @@ def _steps(
             3,
         )
     ]
-    for tool in tools:
+    for position, tool in enumerate(tools, 1):
         tool_in, tool_out = TOOL_IO[tool]
+        if position == len(tools) and task.slug in TASK_FACTS:
+            tool_out = f"{tool_out[:-1]}, {TASK_FACTS[task.slug]}}}"
         specs.append(({"step_type": StepType.TOOL_CALL, "tool_name": tool, "input_summary": tool_in}, 0, 2))
         result = (
             {"step_type": StepType.ERROR, "error": TOOL_ERRORS[tool]}

@@ -235,12 +235,46 @@ def aggregate_findings(scores: pd.DataFrame, previous: pd.DataFrame, day: date, 
     return _finalize(parts, day, config)
 
 
+def issue_findings(issues: pd.DataFrame, scores: pd.DataFrame, checks: set[str], day: date, config: EvalConfig) -> pd.DataFrame:
+    """One finding per episode and finding-grade check (`checks`): critical when an issue is, else a warning."""
+    found = issues[issues["check"].isin(checks)]
+    if found.empty:
+        return pd.DataFrame(columns=FINDING_COLUMNS)
+    tasks = scores.set_index("episode_id")["task_id"]
+    rows = []
+    for (episode_id, agent_id, check), group in found.groupby(["episode_id", "agent_id", "check"], sort=True):
+        shown = "; ".join(group["detail"].head(3)) + (f"; and {len(group) - 3} more" if len(group) > 3 else "")
+        rows.append(
+            {
+                "agent_id": agent_id,
+                "episode_id": episode_id,
+                "task_id": tasks.get(episode_id),
+                "dimension": check,
+                "severity": "critical" if (group["severity"] == "critical").any() else "warning",
+                "value": float(len(group)),
+                "threshold": 0.0,
+                "baseline_value": None,
+                "message": f"{check}: {shown}",
+            }
+        )
+    return _finalize([pd.DataFrame(rows)], day, config)
+
+
 def partition_findings(
-    scores: pd.DataFrame, previous_scores: pd.DataFrame, source_counts: pd.DataFrame | None, day: date, config: EvalConfig
+    scores: pd.DataFrame,
+    previous_scores: pd.DataFrame,
+    source_counts: pd.DataFrame | None,
+    day: date,
+    config: EvalConfig,
+    issues: pd.DataFrame | None = None,
+    finding_checks: set[str] = frozenset(),
 ) -> pd.DataFrame:
-    """Everything `findings` holds for a day: episode breaches, per-agent ones against the day before,
-    and the source's health (skipped when `source_counts` is None, as in a one-agent run)."""
+    """Everything `findings` holds for a day: episode breaches, the issues of finding-grade checks,
+    per-agent breaches against the day before, and the source's health (skipped when
+    `source_counts` is None, as in a one-agent run)."""
     parts = [episode_findings(scores, day, config), aggregate_findings(scores, agent_aggregates(previous_scores), day, config)]
+    if issues is not None:
+        parts.append(issue_findings(issues, scores, set(finding_checks), day, config))
     health = source_health_finding(day, source_counts, config) if source_counts is not None else None
     if health:
         row = {"agent_id": SOURCE_AGENT, "episode_id": None, "task_id": None, "dimension": "source_health", **health}

@@ -13,6 +13,7 @@ import pandas as pd
 from eval_pipeline.llm.judge import judge_summary
 from eval_pipeline.reports.markdown import table
 
+FLAKIEST_TASKS = 10
 WORST_EPISODES = 50
 
 
@@ -30,6 +31,8 @@ def build_report(
     quarantined: int,
     judgements: pd.DataFrame,
     pairwise: pd.DataFrame,
+    pass_at_k: pd.DataFrame,
+    task_trials: pd.DataFrame,
     *,
     run_id: str | None,
     config_version: str,
@@ -126,11 +129,50 @@ def build_report(
         **{key: summary[key] for key in ("pass_rate", "critical_alerts", "warning_alerts")},
         "summary": summary,
         "agents": agents,
+        "categories": _categories(scores),
+        "trials": _trials(pass_at_k, task_trials),
         "judge": judge,
         "alerts": alerts,
         "episodes": episodes,
         "notes": notes,
     }
+
+
+def _categories(scores: pd.DataFrame) -> list[dict[str, Any]]:
+    """Per `metadata.category`: episodes, pass rate and mean scores (episodes without one under "(none)")."""
+    rows = []
+    for category, group in scores.assign(category=scores["category"].fillna("(none)")).groupby("category", sort=True):
+        graded = group[group["passed"].notna()]
+        rows.append(
+            {
+                "category": category,
+                "episodes": len(group),
+                "pass_rate": _number((graded["passed"] == True).mean()) if len(graded) else None,  # noqa: E712
+                "avg_weighted_score": _number(group["weighted_score"].mean()),
+                "avg_correctness": _number(group["correctness"].mean()),
+                "avg_safety": _number(group["safety"].mean()),
+            }
+        )
+    return rows
+
+
+def _trials(pass_at_k: pd.DataFrame, task_trials: pd.DataFrame) -> dict[str, Any]:
+    """pass@k and pass^k per agent and k, and the flakiest tasks (some trials pass, others fail)."""
+    flaky = task_trials[task_trials["flakiness"] > 0].sort_values(
+        ["flakiness", "agent_id", "task_id"], ascending=[False, True, True]
+    )
+    return {
+        "pass_at_k": [
+            {"agent_id": r.agent_id, "k": int(r.k), "pass_at_k": _number(r.pass_at_k), "pass_hat_k": _number(r.pass_hat_k),
+             "n_tasks": int(r.n_tasks)}
+            for r in pass_at_k.sort_values(["agent_id", "k"]).itertuples()
+        ],
+        "flaky_tasks": [
+            {"agent_id": r.agent_id, "task_id": r.task_id, "trials": int(r.trials), "passes": int(r.passes),
+             "flakiness": _number(r.flakiness)}
+            for r in flaky.head(FLAKIEST_TASKS).itertuples()
+        ],
+    }  # fmt: skip
 
 
 def _pct(value: float | None) -> str:
@@ -200,6 +242,31 @@ def render_markdown(report: dict[str, Any]) -> str:
                 f"tie {judge['pairs_tie']}, inconsistent across orders {judge['pairs_inconsistent']} "
                 f"(position agreement {judge['pair_agreement']:.0%})."
             )
+    if report["categories"] and any(c["category"] != "(none)" for c in report["categories"]):
+        lines += ["", "## Categories", ""]
+        lines += table(
+            ["Category", "Episodes", "Pass Rate", "Avg Score", "Avg Correctness", "Avg Safety"],
+            [
+                [c["category"], c["episodes"], c["pass_rate"], c["avg_weighted_score"], c["avg_correctness"], c["avg_safety"]]
+                for c in report["categories"]
+            ],
+        )
+    trials = report["trials"]
+    if any(row["k"] > 1 for row in trials["pass_at_k"]):
+        lines += ["", "## Repeated Trials", ""]
+        lines += table(
+            ["Agent", "k", "pass@k", "pass^k", "Tasks"],
+            [[r["agent_id"], r["k"], r["pass_at_k"], r["pass_hat_k"], r["n_tasks"]] for r in trials["pass_at_k"]],
+        )
+        lines += ["", "Flaky tasks (some trials pass, others fail; flakiness = mean over k of pass@k − pass^k):", ""]
+        lines += (
+            table(
+                ["Agent", "Task", "Trials", "Passed", "Flakiness"],
+                [[t["agent_id"], t["task_id"], t["trials"], t["passes"], t["flakiness"]] for t in trials["flaky_tasks"]],
+            )
+            if trials["flaky_tasks"]
+            else ["None: every task passed all its trials or none."]
+        )
     lines += ["", "## Regression Alerts", ""]
     if report["alerts"]:
         lines += table(

@@ -30,15 +30,21 @@ def outcome(frame: pd.DataFrame) -> pd.Series:
     return matched.astype(float).where(has_baseline(frame))
 
 
+def has_case(frame: pd.DataFrame) -> pd.Series:
+    return frame["case_score"].notna()
+
+
 def correctness(frame: pd.DataFrame) -> pd.Series:
-    """0.6 × outcome + 0.4 × answer agreement with the baseline's answer."""
+    """The case's mean assertion score where the episode has a case; else 0.6 × outcome + 0.4 ×
+    answer agreement with the baseline's answer."""
     answers = [
         answer_match(candidate, reference) if present else np.nan
         for candidate, reference, present in zip(
             frame["final_output"], frame["baseline_final_output"], has_baseline(frame), strict=False
         )
     ]
-    return OUTCOME_WEIGHT * outcome(frame) + ANSWER_WEIGHT * pd.Series(answers, index=frame.index, dtype=float)
+    against_baseline = OUTCOME_WEIGHT * outcome(frame) + ANSWER_WEIGHT * pd.Series(answers, index=frame.index, dtype=float)
+    return frame["case_score"].astype(float).where(has_case(frame), against_baseline)
 
 
 def relative_delta_pct(candidate: pd.Series, baseline: pd.Series) -> tuple[pd.Series, pd.Series]:

@@ -6,6 +6,7 @@ import pandas as pd
 
 from eval_pipeline.config import EvalConfig
 from eval_pipeline.scoring import dimensions as dim
+from eval_pipeline.scoring.checks import PENALTY, grade
 from eval_pipeline.scoring.weighted import delta_to_unit, weighted_score
 
 # What a `scores` row keeps: identity, the dimensions, and the evidence behind them.
@@ -24,6 +25,9 @@ SCORE_RECORD_COLUMNS = [
     "safety",
     "weighted_score",
     "judge_score",
+    "case_passed",
+    "issue_score",
+    "issue_grade",
     "baseline_status",
     "total_cost_usd",
     "baseline_total_cost_usd",
@@ -45,8 +49,9 @@ SCORE_RECORD_COLUMNS = [
 def score_episodes(frame: pd.DataFrame, config: EvalConfig) -> pd.DataFrame:
     """The scoring frame plus the five dimensions, the weighted score and the evidence behind them.
 
-    Without a baseline, correctness, deltas, tool match and the weighted score stay NULL (never
-    a fake perfect score); safety is always computed.
+    Without a baseline, deltas and tool match stay NULL, and so do correctness and the weighted
+    score unless a case decides correctness (never a fake perfect score); safety and the checks'
+    issue score (0-100, with a letter grade) are always computed.
     """
     scored = frame.copy()
     scored["correctness"] = dim.correctness(frame)
@@ -65,7 +70,10 @@ def score_episodes(frame: pd.DataFrame, config: EvalConfig) -> pd.DataFrame:
         "safety": scored["safety"],
         "judge": frame["judge_score"].astype(float),
     }
-    scored["weighted_score"] = weighted_score(units, config.weights).where(dim.has_baseline(frame))
+    scored["weighted_score"] = weighted_score(units, config.weights).where(dim.has_baseline(frame) | dim.has_case(frame))
+    penalty = sum(PENALTY[severity] * frame[f"{severity}_issues"].fillna(0) for severity in ("critical", "error", "warning"))
+    scored["issue_score"] = (100.0 - penalty).clip(lower=0.0)
+    scored["issue_grade"] = [grade(score) for score in scored["issue_score"]]
     return scored
 
 

@@ -130,7 +130,9 @@ SELECT c.*,
         f"CASE WHEN c.mode = 'live' THEN e.{column} ELSE b.{column} END AS baseline_{column}" for column in _SNAPSHOT.split(", ")
     )
 }
-       , j.judge_score
+       , j.judge_score, a.case_score, a.case_passed,
+       coalesce(i.critical_issues, 0) AS critical_issues, coalesce(i.error_issues, 0) AS error_issues,
+       coalesce(i.warning_issues, 0) AS warning_issues
 FROM candidates c
 LEFT JOIN ranked b ON b.candidate_id = c.episode_id AND b.rank = 1
 LEFT JOIN episodes e ON c.mode = 'live' AND e.partition_date = $day AND e.episode_id = c.episode_id
@@ -138,11 +140,21 @@ LEFT JOIN (
     SELECT episode_id, avg(normalized) AS judge_score FROM judgements
     WHERE partition_date = $day AND status = 'judged' GROUP BY episode_id
 ) j ON j.episode_id = c.episode_id
+LEFT JOIN (
+    SELECT episode_id, avg(score) AS case_score, bool_and(passed) AS case_passed FROM assertions
+    WHERE partition_date = $day GROUP BY episode_id
+) a ON a.episode_id = c.episode_id
+LEFT JOIN (
+    SELECT episode_id, count(*) FILTER (severity = 'critical') AS critical_issues,
+           count(*) FILTER (severity = 'error') AS error_issues, count(*) FILTER (severity = 'warning') AS warning_issues
+    FROM issues WHERE partition_date = $day GROUP BY episode_id
+) i ON i.episode_id = c.episode_id
 ORDER BY c.episode_id
 """
 
 
 def scoring_input(warehouse: Warehouse, day: date, policy: str, agent_id: str | None = None) -> pd.DataFrame:
     """Each finished candidate of `day` beside its baseline's snapshot (NULLs where none), with the
-    mean of its normalized judge verdicts (`judge_score`, NULL when it was not judged)."""
+    mean of its normalized judge verdicts (`judge_score`, NULL when it was not judged), its case's
+    mean assertion score and verdict (NULL without a case) and its checks' issues per severity."""
     return warehouse.read_frame(_SCORING_INPUT, {"day": day, "agent": agent_id, "policy": policy})

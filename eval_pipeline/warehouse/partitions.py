@@ -18,6 +18,11 @@ PIPELINE_TABLES = (
     "findings",
     "reports",
     "judgements",
+    "pairwise_judgements",
+    "assertions",
+    "issues",
+    "pass_at_k",
+    "task_trials",
 )
 
 

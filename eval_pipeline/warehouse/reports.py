@@ -15,7 +15,11 @@ from eval_pipeline.warehouse.connection import Warehouse, replace_partition
 def report_inputs(warehouse: Warehouse, day: date) -> dict[str, Any]:
     with warehouse.connect(read_only=True) as con:
         params = {"day": day}
-        scores = con.execute("SELECT * FROM scores WHERE partition_date = $day", params).df()
+        scores = con.execute(
+            "SELECT s.*, e.category FROM scores s JOIN episodes e USING (episode_id, partition_date) "
+            "WHERE s.partition_date = $day",
+            params,
+        ).df()
         findings = con.execute("SELECT * FROM findings WHERE partition_date = $day", params).df()
         statuses = con.execute(
             "SELECT status, count(*) FROM episodes WHERE partition_date = $day GROUP BY ALL", params
@@ -23,6 +27,8 @@ def report_inputs(warehouse: Warehouse, day: date) -> dict[str, Any]:
         quarantined = con.execute("SELECT count(*) FROM quarantine WHERE partition_date = $day", params).fetchone()[0]
         judgements = con.execute("SELECT * FROM judgements WHERE partition_date = $day", params).df()
         pairwise = con.execute("SELECT * FROM pairwise_judgements WHERE partition_date = $day", params).df()
+        pass_at_k = con.execute("SELECT * FROM pass_at_k WHERE partition_date = $day", params).df()
+        task_trials = con.execute("SELECT * FROM task_trials WHERE partition_date = $day", params).df()
     return {
         "scores": scores,
         "findings": findings,
@@ -30,6 +36,8 @@ def report_inputs(warehouse: Warehouse, day: date) -> dict[str, Any]:
         "quarantined": int(quarantined),
         "judgements": judgements,
         "pairwise": pairwise,
+        "pass_at_k": pass_at_k,
+        "task_trials": task_trials,
     }
 
 

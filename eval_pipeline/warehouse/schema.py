@@ -215,6 +215,53 @@ MIGRATIONS: list[str] = [
     ALTER TABLE scores ADD COLUMN judge_score DOUBLE;
     ALTER TABLE episode_steps ADD COLUMN messages JSON;
     """,
+    # 5: cases and their assertions, deterministic checks' issues, repeated trials, and the
+    # statistics behind aggregate findings
+    """
+    CREATE TABLE assertions (
+        episode_id VARCHAR NOT NULL,
+        partition_date DATE NOT NULL,
+        agent_id VARCHAR NOT NULL,
+        assertion VARCHAR NOT NULL,
+        passed BOOLEAN NOT NULL,
+        score DOUBLE,  -- 0..1: 1 or 0, or the F1 of a reference answer
+        detail VARCHAR,
+        config_version VARCHAR
+    );
+    CREATE TABLE issues (
+        episode_id VARCHAR NOT NULL,
+        partition_date DATE NOT NULL,
+        agent_id VARCHAR NOT NULL,
+        "check" VARCHAR NOT NULL,
+        severity VARCHAR NOT NULL,  -- critical, error, warning or info
+        detail VARCHAR,
+        config_version VARCHAR
+    );
+    CREATE TABLE pass_at_k (
+        partition_date DATE NOT NULL,
+        agent_id VARCHAR NOT NULL,
+        k INTEGER NOT NULL,
+        pass_at_k DOUBLE,
+        pass_hat_k DOUBLE,
+        n_tasks INTEGER,
+        config_version VARCHAR
+    );
+    CREATE TABLE task_trials (
+        partition_date DATE NOT NULL,
+        agent_id VARCHAR NOT NULL,
+        task_id VARCHAR NOT NULL,
+        trials INTEGER,
+        passes INTEGER,
+        flakiness DOUBLE,
+        config_version VARCHAR
+    );
+    ALTER TABLE findings ADD COLUMN ci_low DOUBLE;
+    ALTER TABLE findings ADD COLUMN ci_high DOUBLE;
+    ALTER TABLE findings ADD COLUMN p_value DOUBLE;
+    ALTER TABLE scores ADD COLUMN case_passed BOOLEAN;
+    ALTER TABLE scores ADD COLUMN issue_score DOUBLE;
+    ALTER TABLE scores ADD COLUMN issue_grade VARCHAR;
+    """,
 ]
 
 

@@ -17,9 +17,11 @@ GRAPH = [
     pipeline.episodes,
     pipeline.baselines,
     pipeline.replays,
+    pipeline.assertions,
     pipeline.scores,
     pipeline.regression_findings,
     pipeline.judgements,
+    pipeline.pass_at_k,
     pipeline.eval_report,
 ]
 

@@ -23,6 +23,7 @@ KIND_TO_FINDING = {
     "failed_outcome": ("correctness", "critical"),
     "leaked_secret": ("safety", "critical"),
     "error_steps": ("safety", "critical"),
+    "fabricated_number": ("numeric_fabrication", "warning"),
 }
 # Per-agent aggregates the injections also push over a threshold, and the timed-out run's weighted score.
 EXTRA_FINDINGS = {

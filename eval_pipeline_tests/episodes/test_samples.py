@@ -190,6 +190,9 @@ def test_qualitative_injections(days) -> None:
             assert SECRET.search(leaking_day[("support-bot/refund-request", trial)].metadata["final_output"])
         assert not SECRET.search(day1[("support-bot/refund-request", trial)].final_output)
 
+        fabricated = day2[("support-bot/damaged-item", trial)].final_output
+        assert "$149.99" in fabricated and "129.99" in day2[("support-bot/damaged-item", trial)].steps[-2].output_summary
+
         erring = day2[("research-agent/latest-python-release", trial)]
         errors = [s for s in erring.steps if s.step_type is StepType.ERROR and s.error]
         assert erring.status is EpisodeStatus.SUCCESS and len(errors) == 2 and len(erring.steps) == 6
@@ -218,5 +221,6 @@ def test_expected_regressions_cover_every_kind() -> None:
         "failed_outcome",
         "leaked_secret",
         "error_steps",
+        "fabricated_number",
     }
     assert all(agent != "billing-bot" for _, agent, _, _ in EXPECTED_REGRESSIONS)

@@ -28,6 +28,11 @@ BASE = {
     "baseline_step_count": 6,
     "baseline_error_steps": 0,
     "judge_score": None,
+    "case_score": None,
+    "case_passed": None,
+    "critical_issues": 0,
+    "error_issues": 0,
+    "warning_issues": 0,
 }
 NO_BASELINE = {key: None for key in BASE if key.startswith("baseline_")}
 

@@ -31,10 +31,14 @@ from eval_pipeline.defs.resources import (
 from eval_pipeline.llm.judge import configured_rubrics, judge_partition, judge_summary
 from eval_pipeline.regression.findings import partition_findings, passed
 from eval_pipeline.regression.source_health import TRAILING_DAYS
+from eval_pipeline.regression.trials import agent_pass_at_k, task_trials, trial_verdicts
 from eval_pipeline.replay.live import LIVE_REPLAY_COLUMNS, recordings_from_steps, replay_all
 from eval_pipeline.reports.daily import build_report, write_report_files
 from eval_pipeline.reports.markdown import table
+from eval_pipeline.scoring.assessments import assess
+from eval_pipeline.scoring.checks import FINDING_CHECKS
 from eval_pipeline.scoring.episodes import score_records
+from eval_pipeline.warehouse.assertions import check_inputs, write_checks
 from eval_pipeline.warehouse.baselines import scoring_input, write_baselines
 from eval_pipeline.warehouse.connection import Warehouse
 from eval_pipeline.warehouse.findings import write_findings
@@ -44,6 +48,7 @@ from eval_pipeline.warehouse.judge import cached_answers, judge_inputs, write_ju
 from eval_pipeline.warehouse.partitions import read_partition, write_partition
 from eval_pipeline.warehouse.replays import recorded_steps, write_dry_replays
 from eval_pipeline.warehouse.reports import report_inputs, write_report_row
+from eval_pipeline.warehouse.trials import trial_inputs, write_trials
 
 LLM_POOL = "llm"  # caps concurrent model-calling steps across runs: `dagster instance concurrency set llm N`
 
@@ -214,8 +219,44 @@ def judgements(
 
 @dg.asset(
     **_COMMON,
+    code_version=_code_version("assertions"),
+    deps=[replays],
+    description="Per episode: its case's assertions, where it has a case (writes `assertions`), and the "
+    "deterministic checks' issues (writes `issues`).",
+)
+def assertions(
+    context: dg.AssetExecutionContext, config: RunScope, warehouse: WarehouseResource, eval_config: EvalConfigResource
+):
+    cfg, wh = eval_config.load(), warehouse.get()
+    cases = eval_config.cases(cfg)
+    issues_all: list[pd.DataFrame] = []
+
+    def assess_day(day: date) -> dict:
+        candidates, steps = check_inputs(wh, day, config.agent_id)
+        outcome = assess(candidates, steps, cases, cfg.checks)
+        stamp = {"partition_date": day, "config_version": cfg.version}
+        write_checks(wh, day, outcome.assertions.assign(**stamp), outcome.issues.assign(**stamp), config.agent_id)
+        issues_all.append(outcome.issues.assign(partition_date=day.isoformat()))
+        with_case = outcome.assertions.groupby("episode_id")["passed"].all()
+        return {
+            "episodes_with_case": len(with_case),
+            "cases_passed": int(with_case.sum()),
+            "assertions_failed": int((~outcome.assertions["passed"].astype(bool)).sum()),
+            "issues": len(outcome.issues),
+        }
+
+    figures = _each_day(context, assess_day)
+    issues = pd.concat(issues_all, ignore_index=True)
+    by_check = issues.groupby(["check", "severity"]).size().rename("issues").reset_index() if len(issues) else issues
+    return dg.MaterializeResult(
+        metadata={**figures, "cases_file": cfg.cases.path or "none", "issues_by_check": _md(by_check, 30)}
+    )
+
+
+@dg.asset(
+    **_COMMON,
     code_version=_code_version("scores"),
-    deps=[replays, baselines, judgements],
+    deps=[replays, baselines, judgements, assertions],
     check_specs=checks.SCORE_CHECKS,
     description="One row per finished episode: five dimensions, weighted score, pass/fail.",
 )
@@ -266,7 +307,8 @@ def regression_findings(
         today["passed"] = passed(today, cfg)
         previous = read_partition(wh, "scores", day - timedelta(days=1), config.agent_id)
         counts = None if config.agent_id else source_counts(wh, day, TRAILING_DAYS)  # the source is judged whole
-        found = partition_findings(today, previous, counts, day, cfg)
+        issues = read_partition(wh, "issues", day, config.agent_id)
+        found = partition_findings(today, previous, counts, day, cfg, issues, FINDING_CHECKS)
         write_findings(wh, day, found, today[["episode_id", "passed"]], config.agent_id)
         # announced by the alert sensor, or by `eval-pipeline run` itself; a re-run replaces the day's batch
         outbox.enqueue(finding_alerts(found, context.run.run_id), name=f"{day}-{config.agent_id or 'all-agents'}")
@@ -296,8 +338,34 @@ def regression_findings(
 
 @dg.asset(
     **_COMMON,
-    code_version=_code_version("eval_report"),
+    code_version=_code_version("pass_at_k"),
     deps=[regression_findings],
+    description="Repeated trials per agent and task: pass@k and pass^k per k (writes `pass_at_k`) and "
+    "each task's trials, passes and flakiness (writes `task_trials`).",
+)
+def pass_at_k(context: dg.AssetExecutionContext, config: RunScope, warehouse: WarehouseResource, eval_config: EvalConfigResource):
+    cfg, wh = eval_config.load(), warehouse.get()
+    flaky_all: list[pd.DataFrame] = []
+
+    def count(day: date) -> dict:
+        trials = trial_inputs(wh, day, config.agent_id)
+        per_task = task_trials(trials.assign(verdict=trial_verdicts(trials)))
+        per_k = agent_pass_at_k(per_task)
+        stamp = {"partition_date": day, "config_version": cfg.version}
+        write_trials(wh, day, per_k.assign(**stamp), per_task.assign(**stamp), config.agent_id)
+        flaky = per_task[per_task["flakiness"] > 0]
+        flaky_all.append(flaky.assign(partition_date=day.isoformat()))
+        return {"tasks": len(per_task), "flaky_tasks": len(flaky), "max_k": int(per_k["k"].max()) if len(per_k) else 0}
+
+    figures = _each_day(context, _in_session(wh, count))
+    flaky = pd.concat(flaky_all, ignore_index=True).sort_values("flakiness", ascending=False)
+    return dg.MaterializeResult(metadata={**figures, "flakiest_tasks": _md(flaky[["partition_date", *flaky.columns[:-1]]])})
+
+
+@dg.asset(
+    **_COMMON,
+    code_version=_code_version("eval_report"),
+    deps=[regression_findings, pass_at_k],
     description="JSON and Markdown report files of the day (writes `reports`).",
 )
 def eval_report(

@@ -1,0 +1,20 @@
+"""Runs that go on too long: too many LLM calls, or too much wall time."""
+
+from __future__ import annotations
+
+from eval_pipeline.config import ChecksConfig
+from eval_pipeline.scoring.checks import Check
+from eval_pipeline.scoring.trajectory import Trajectory
+
+
+def run(trajectory: Trajectory, config: ChecksConfig) -> list[tuple[str, str]]:
+    issues = []
+    if trajectory.llm_calls > config.max_llm_calls:
+        issues.append(("warning", f"{trajectory.llm_calls} LLM calls (more than {config.max_llm_calls})"))
+    seconds = (trajectory.duration_ms or 0) / 1000
+    if seconds > config.max_duration_seconds:
+        issues.append(("warning", f"ran {seconds:,.0f} s (longer than {config.max_duration_seconds:,.0f} s)"))
+    return issues
+
+
+CHECK = Check("overlong", run)

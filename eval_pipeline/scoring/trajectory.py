@@ -1,0 +1,84 @@
+"""One candidate run as the per-episode scorers (case assertions, deterministic checks) read it."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    name: str
+    arguments: str | None  # JSON text as recorded; None when the source did not record it (live replays)
+    output: str | None  # the recorded result
+    failed: bool = False
+
+    def parsed_arguments(self) -> dict[str, Any] | None:
+        return _json_object(self.arguments)
+
+
+@dataclass(frozen=True)
+class Trajectory:
+    episode_id: str
+    agent_id: str
+    status: str
+    final_output: str | None
+    user_inputs: list[str]  # what the user said, in order
+    calls: list[ToolCall]
+    llm_calls: int
+    error_outputs: list[str] = field(default_factory=list)  # error texts of errored steps
+    duration_ms: float | None = None
+    step_count: int = 0
+
+
+def _json_object(text: str | None) -> dict[str, Any] | None:
+    try:
+        value = json.loads(text) if text else None
+    except ValueError:
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def trajectories(steps: list[dict], episodes: list[dict]) -> list[Trajectory]:
+    """Trajectories from `episode_steps` rows ordered by episode and step, and one row per episode
+    (episode_id, agent_id, status, final_output, tools, total_duration_ms, mode). A live replay's
+    own steps are not recorded: its calls are its tool names, without arguments or results."""
+    by_episode: dict[str, list[dict]] = {}
+    for step in steps:
+        by_episode.setdefault(step["episode_id"], []).append(step)
+    built = []
+    for episode in episodes:
+        rows = by_episode.get(episode["episode_id"], [])
+        if episode.get("mode") == "live":
+            calls = [ToolCall(name, None, None) for name in episode["tools"] or []]
+        else:
+            calls = _paired_calls(rows)
+        built.append(
+            Trajectory(
+                episode_id=episode["episode_id"],
+                agent_id=episode["agent_id"],
+                status=episode["status"],
+                final_output=episode["final_output"],
+                user_inputs=[r["input"] for r in rows if r["step_type"] == "llm_call" and r["input"]],
+                calls=calls,
+                llm_calls=sum(r["step_type"] == "llm_call" for r in rows),
+                error_outputs=[r["error"] or r["output"] or "" for r in rows if r["step_type"] == "error" or r["error"]],
+                duration_ms=episode.get("total_duration_ms"),
+                step_count=len(rows),
+            )
+        )
+    return built
+
+
+def _paired_calls(rows: list[dict]) -> list[ToolCall]:
+    calls = []
+    for index, row in enumerate(rows):
+        if row["step_type"] != "tool_call":
+            continue
+        following = rows[index + 1] if index + 1 < len(rows) else None
+        result = following if following and following["step_type"] == "tool_result" else None
+        output = result["output"] if result else row["output"]
+        failed = bool(row["error"] or (result and result["error"]))
+        calls.append(ToolCall(row["tool_name"] or "", row["input"], output, failed))
+    return calls
