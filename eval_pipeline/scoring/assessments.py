@@ -12,7 +12,7 @@ import pandas as pd
 from eval_pipeline.config import ChecksConfig
 from eval_pipeline.scoring.cases import Case, assert_case, case_for
 from eval_pipeline.scoring.checks import run_checks
-from eval_pipeline.scoring.trajectory import trajectories
+from eval_pipeline.scoring.trajectory import trajectory as trajectory_of
 
 ASSERTION_COLUMNS = ["episode_id", "agent_id", "assertion", "passed", "score", "detail"]
 ISSUE_COLUMNS = ["episode_id", "agent_id", "check", "severity", "detail"]
@@ -24,9 +24,11 @@ class Assessment:
     issues: pd.DataFrame  # ISSUE_COLUMNS: one row per issue the checks found
 
 
-def assess(candidates: list[dict], steps: list[dict], cases: dict[str, Case], config: ChecksConfig) -> Assessment:
+def assess(candidates: list[dict], cases: dict[str, Case], config: ChecksConfig) -> Assessment:
+    """`candidates` as `warehouse.assertions.check_inputs` reads them, each with its steps."""
     assertions, issues = [], []
-    for candidate, trajectory in zip(candidates, trajectories(steps, candidates), strict=True):
+    for candidate in candidates:
+        trajectory = trajectory_of(candidate)
         ids = {"episode_id": trajectory.episode_id, "agent_id": trajectory.agent_id}
         case = case_for(candidate["expected"], candidate["task_id"], cases)
         if isinstance(case, str):  # the episode's expectations are invalid: a failed assertion, not a crash

@@ -40,35 +40,27 @@ def _json_object(text: str | None) -> dict[str, Any] | None:
     return value if isinstance(value, dict) else None
 
 
-def trajectories(steps: list[dict], episodes: list[dict]) -> list[Trajectory]:
-    """Trajectories from `episode_steps` rows ordered by episode and step, and one row per episode
-    (episode_id, agent_id, status, final_output, tools, total_duration_ms, mode). A live replay's
-    own steps are not recorded: its calls are its tool names, without arguments or results."""
-    by_episode: dict[str, list[dict]] = {}
-    for step in steps:
-        by_episode.setdefault(step["episode_id"], []).append(step)
-    built = []
-    for episode in episodes:
-        rows = by_episode.get(episode["episode_id"], [])
-        if episode.get("mode") == "live":
-            calls = [ToolCall(name, None, None) for name in episode["tools"] or []]
-        else:
-            calls = _paired_calls(rows)
-        built.append(
-            Trajectory(
-                episode_id=episode["episode_id"],
-                agent_id=episode["agent_id"],
-                status=episode["status"],
-                final_output=episode["final_output"],
-                user_inputs=[r["input"] for r in rows if r["step_type"] == "llm_call" and r["input"]],
-                calls=calls,
-                llm_calls=sum(r["step_type"] == "llm_call" for r in rows),
-                error_outputs=[r["error"] or r["output"] or "" for r in rows if r["step_type"] == "error" or r["error"]],
-                duration_ms=episode.get("total_duration_ms"),
-                step_count=len(rows),
-            )
-        )
-    return built
+def trajectory(candidate: dict) -> Trajectory:
+    """A candidate run (episode_id, agent_id, status, final_output, tools, total_duration_ms, mode,
+    and its `steps`: step_type, tool_name, input, output, error in order). A live replay's own
+    steps are not recorded: its calls are its tool names, without arguments or results."""
+    rows = candidate.get("steps") or []
+    if candidate.get("mode") == "live":
+        calls = [ToolCall(name, None, None) for name in candidate["tools"] or []]
+    else:
+        calls = _paired_calls(rows)
+    return Trajectory(
+        episode_id=candidate["episode_id"],
+        agent_id=candidate["agent_id"],
+        status=candidate["status"],
+        final_output=candidate["final_output"],
+        user_inputs=[r["input"] for r in rows if r["step_type"] == "llm_call" and r["input"]],
+        calls=calls,
+        llm_calls=sum(r["step_type"] == "llm_call" for r in rows),
+        error_outputs=[r["error"] or r["output"] or "" for r in rows if r["step_type"] == "error" or r["error"]],
+        duration_ms=candidate.get("total_duration_ms"),
+        step_count=len(rows),
+    )
 
 
 def _paired_calls(rows: list[dict]) -> list[ToolCall]:

@@ -232,8 +232,7 @@ def assertions(
     issues_all: list[pd.DataFrame] = []
 
     def assess_day(day: date) -> dict:
-        candidates, steps = check_inputs(wh, day, config.agent_id)
-        outcome = assess(candidates, steps, cases, cfg.checks)
+        outcome = assess(check_inputs(wh, day, config.agent_id), cases, cfg.checks)
         stamp = {"partition_date": day, "config_version": cfg.version}
         write_checks(wh, day, outcome.assertions.assign(**stamp), outcome.issues.assign(**stamp), config.agent_id)
         issues_all.append(outcome.issues.assign(partition_date=day.isoformat()))

@@ -31,6 +31,7 @@ _NUMBER = re.compile(
     r"(?:\s?(?P<suffix>[kmb]|thousand|million|billion|bn)(?![a-z]))?(?P<percent>\s?%)?(?![\w\-/]|\.\d)",
     re.IGNORECASE,
 )
+_DIGIT = re.compile(r"\d")
 _SCALE = {"k": 1e3, "thousand": 1e3, "m": 1e6, "million": 1e6, "b": 1e9, "bn": 1e9, "billion": 1e9}
 
 
@@ -54,6 +55,8 @@ def _supported(value: float, sources: list[float], tolerance: float) -> bool:
 
 
 def run(trajectory: Trajectory, config: ChecksConfig) -> list[tuple[str, str]]:
+    if not _DIGIT.search(trajectory.final_output or ""):
+        return []  # most answers state no number: skip the costlier parse
     claims = [(text, value) for text, value in numbers(trajectory.final_output or "", claims_only=True) if value >= 1]
     if not claims:
         return []
