@@ -118,6 +118,17 @@ class ChecksConfig(_Strict):
     fabrication_tolerance: float = Field(0.05, ge=0)  # relative distance at which a stated number matches a source
 
 
+class StatisticsConfig(_Strict):
+    """How per-agent (aggregate) findings tell a regression from noise."""
+
+    resamples: int = Field(2000, ge=2000)  # bootstrap resamples (tasks are the resampling unit)
+    confidence: float = Field(0.95, gt=0.5, lt=1)
+    alpha: float = Field(0.05, gt=0, lt=0.5)  # McNemar significance for pass→fail flips
+    trailing_days: int = Field(7, ge=1)  # partitions the trend comparison looks back over
+    min_history_days: int = Field(3, ge=1)  # a task needs this many of them to have a trend
+    min_tasks: int = Field(3, ge=2)  # fewer tasks than this: no aggregate finding (a CI over 2 is no evidence)
+
+
 class CasesConfig(_Strict):
     path: str | None = None  # JSON or JSONL of cases keyed by task_id; relative to the config file
 
@@ -175,6 +186,7 @@ class EvalConfig(_Strict):
     sources: SourcesConfig = Field(default_factory=SourcesConfig)
     checks: ChecksConfig = Field(default_factory=ChecksConfig)
     cases: CasesConfig = Field(default_factory=CasesConfig)
+    statistics: StatisticsConfig = Field(default_factory=StatisticsConfig)
 
     @model_validator(mode="after")
     def _known_dimensions(self) -> EvalConfig:
@@ -204,6 +216,7 @@ class EvalConfig(_Strict):
                 "agent_thresholds": {agent: o.thresholds for agent, o in self.agents.items()},
                 "pass_threshold": self.policies.pass_threshold,
                 "source_health": self.source_health,
+                "statistics": self.statistics,
             },
             "eval_report": {"secret_patterns": self.policies.secret_patterns},
             "judgements": {"judge": self.judge, "prices": self.prices},

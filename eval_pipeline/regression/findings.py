@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 
 from eval_pipeline.config import DIMENSION_DIRECTIONS, Direction, EvalConfig, Threshold
+from eval_pipeline.regression.aggregates import aggregate_findings
 from eval_pipeline.regression.source_health import SOURCE_AGENT, source_health_finding
 
 EPISODE_DIMENSIONS = {
@@ -37,6 +38,9 @@ FINDING_COLUMNS = [
     "baseline_value",
     "message",
     "config_version",
+    "ci_low",
+    "ci_high",
+    "p_value",
 ]
 SEVERITY_RANK = {"warning": 1, "critical": 2}
 
@@ -171,7 +175,7 @@ def _finalize(parts: list[pd.DataFrame], day: date, config: EvalConfig) -> pd.Da
             findings["agent_id"], findings["episode_id"], findings["dimension"], findings["severity"], strict=False
         )
     ]
-    return findings[FINDING_COLUMNS]
+    return findings.reindex(columns=FINDING_COLUMNS)
 
 
 def critical_breaches(scored: pd.DataFrame, config: EvalConfig) -> pd.Series:
@@ -187,52 +191,6 @@ def passed(scored: pd.DataFrame, config: EvalConfig) -> pd.Series:
     """Weighted ≥ the pass threshold and no critical breach; NULL where there is no weighted score."""
     verdict = (scored["weighted_score"] >= config.policies.pass_threshold) & ~critical_breaches(scored, config)
     return verdict.astype(object).where(scored["weighted_score"].notna(), None)
-
-
-def agent_aggregates(scores: pd.DataFrame) -> pd.DataFrame:
-    """Per agent: the mean of each dimension and the pass rate, over the episodes that have them."""
-    columns = {dimension: column for dimension, column in EPISODE_DIMENSIONS.items()}
-    grouped = scores.groupby("agent_id")
-    means = pd.DataFrame({dimension: grouped[column].mean() for dimension, column in columns.items()})
-    means["pass_rate"] = grouped["passed"].apply(lambda s: s.dropna().astype(float).mean())
-    means["episodes"] = grouped.size()
-    return means
-
-
-def aggregate_findings(scores: pd.DataFrame, previous: pd.DataFrame, day: date, config: EvalConfig) -> pd.DataFrame:
-    """Per-agent breaches of the same thresholds by the day's means; baseline = the agent's previous day."""
-    today = agent_aggregates(scores).reset_index()
-    parts = []
-    for dimension in DIMENSION_DIRECTIONS:
-        severity, limit = _classify_dimension(today, dimension, dimension, config)
-        hit = severity.notna()
-        if not hit.any():
-            continue
-        breached = today.loc[hit]
-        before = [previous.at[a, dimension] if a in previous.index else np.nan for a in breached["agent_id"]]
-        noun = "pass rate" if dimension == "pass_rate" else f"mean {dimension}"
-        parts.append(
-            pd.DataFrame(
-                {
-                    "agent_id": breached["agent_id"],
-                    "episode_id": None,
-                    "task_id": None,
-                    "dimension": dimension,
-                    "severity": severity[hit],
-                    "value": breached[dimension].astype(float),
-                    "threshold": limit[hit],
-                    "baseline_value": pd.Series(before, index=breached.index, dtype=float),
-                    "message": [
-                        f"{noun} {_fmt(dimension, value)} vs limit {_fmt(dimension, bound)} across {int(n)} episodes"
-                        + ("" if pd.isna(prior) else f" (previous day {_fmt(dimension, prior)})")
-                        for value, bound, n, prior in zip(
-                            breached[dimension], limit[hit], breached["episodes"], before, strict=False
-                        )
-                    ],
-                }
-            )
-        )
-    return _finalize(parts, day, config)
 
 
 def issue_findings(issues: pd.DataFrame, scores: pd.DataFrame, checks: set[str], day: date, config: EvalConfig) -> pd.DataFrame:
@@ -262,7 +220,7 @@ def issue_findings(issues: pd.DataFrame, scores: pd.DataFrame, checks: set[str],
 
 def partition_findings(
     scores: pd.DataFrame,
-    previous_scores: pd.DataFrame,
+    trailing_scores: pd.DataFrame,
     source_counts: pd.DataFrame | None,
     day: date,
     config: EvalConfig,
@@ -270,14 +228,15 @@ def partition_findings(
     finding_checks: set[str] = frozenset(),
 ) -> pd.DataFrame:
     """Everything `findings` holds for a day: episode breaches, the issues of finding-grade checks,
-    per-agent breaches against the day before, and the source's health (skipped when
-    `source_counts` is None, as in a one-agent run)."""
-    parts = [episode_findings(scores, day, config), aggregate_findings(scores, agent_aggregates(previous_scores), day, config)]
+    per-agent regressions against baselines and the trailing days that clear the noise, and the
+    source's health (skipped when `source_counts` is None, as in a one-agent run)."""
+    aggregates = aggregate_findings(scores, trailing_scores, day, config)
+    parts = [episode_findings(scores, day, config), _finalize([aggregates], day, config) if len(aggregates) else None]
     if issues is not None:
         parts.append(issue_findings(issues, scores, set(finding_checks), day, config))
     health = source_health_finding(day, source_counts, config) if source_counts is not None else None
     if health:
         row = {"agent_id": SOURCE_AGENT, "episode_id": None, "task_id": None, "dimension": "source_health", **health}
         parts.append(_finalize([pd.DataFrame([row])], day, config))
-    found = [part for part in parts if len(part)]
+    found = [part for part in parts if part is not None and len(part)]
     return pd.concat(found, ignore_index=True) if found else pd.DataFrame(columns=FINDING_COLUMNS)

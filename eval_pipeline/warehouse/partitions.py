@@ -34,6 +34,16 @@ def read_partition(warehouse: Warehouse, table: str, day: date, agent_id: str | 
     return warehouse.read_frame(f"SELECT * FROM {table} WHERE partition_date = $day{scope}", params)
 
 
+def read_days(warehouse: Warehouse, table: str, first: date, last: date, agent_id: str | None = None) -> pd.DataFrame:
+    """Rows of `table` from `first` to `last` (inclusive), one agent's when scoped."""
+    if table not in PIPELINE_TABLES:
+        raise ValueError(f"unknown table {table}")
+    return warehouse.read_frame(
+        f"SELECT * FROM {table} WHERE partition_date BETWEEN $first AND $last AND ($agent IS NULL OR agent_id = $agent)",
+        {"first": first, "last": last, "agent": agent_id},
+    )
+
+
 def write_partition(warehouse: Warehouse, table: str, day: date, rows: pd.DataFrame, agent_id: str | None = None) -> int:
     """Replace `day`'s rows of `table` (one agent's, when scoped) in one transaction."""
     if table not in PIPELINE_TABLES:

@@ -25,11 +25,9 @@ KIND_TO_FINDING = {
     "error_steps": ("safety", "critical"),
     "fabricated_number": ("numeric_fabrication", "warning"),
 }
-# Per-agent aggregates the injections also push over a threshold, and the timed-out run's weighted score.
+# The timed-out run's weighted score. No per-agent (aggregate) finding: two regressed tasks of four
+# are not evidence against noise (the bootstrap CI of the mean includes no change).
 EXTRA_FINDINGS = {
-    (date(2026, 11, 2), "code-assistant", None, "pass_rate", "warning"),
-    (date(2026, 11, 2), "research-agent", None, "pass_rate", "warning"),
-    (date(2026, 11, 2), "research-agent", None, "cost_delta", "warning"),
     (date(2026, 11, 3), "research-agent", "research-agent/market-size-estimate", "weighted_score", "critical"),
 }
 

@@ -5,8 +5,6 @@ import pytest
 
 from eval_pipeline.config import AgentOverrides, EvalConfig, Threshold
 from eval_pipeline.regression.findings import (
-    agent_aggregates,
-    aggregate_findings,
     episode_findings,
     finding_id,
     passed,
@@ -106,16 +104,3 @@ def test_passed_needs_weighted_and_no_critical():
     )
     verdicts = passed(scored, CONFIG).tolist()
     assert verdicts == [True, False, False, None]
-
-
-def test_aggregate_findings_per_agent_with_previous_day_as_baseline():
-    today = score_episodes(frame(*[{"total_cost_usd": 0.015}] * 3, {}), CONFIG)
-    today["passed"] = passed(today, CONFIG)
-    yesterday = score_episodes(frame({}), CONFIG)
-    yesterday["passed"] = passed(yesterday, CONFIG)
-    found = aggregate_findings(today, agent_aggregates(yesterday), DAY, CONFIG)
-    by_dimension = found.set_index("dimension")
-    assert by_dimension.loc["cost_delta", "severity"] == "warning"  # mean +37.5 %
-    assert by_dimension.loc["cost_delta", "baseline_value"] == 0.0
-    assert by_dimension.loc["pass_rate", "severity"] == "critical"  # 1 of 4 passed
-    assert found["episode_id"].isna().all()

@@ -45,7 +45,7 @@ from eval_pipeline.warehouse.findings import write_findings
 from eval_pipeline.warehouse.health import source_counts
 from eval_pipeline.warehouse.ingest import load_episodes
 from eval_pipeline.warehouse.judge import cached_answers, judge_inputs, write_judgements
-from eval_pipeline.warehouse.partitions import read_partition, write_partition
+from eval_pipeline.warehouse.partitions import read_days, read_partition, write_partition
 from eval_pipeline.warehouse.replays import recorded_steps, write_dry_replays
 from eval_pipeline.warehouse.reports import report_inputs, write_report_row
 from eval_pipeline.warehouse.trials import trial_inputs, write_trials
@@ -304,10 +304,12 @@ def regression_findings(
     def find(day: date) -> dict:
         today = read_partition(wh, "scores", day, config.agent_id)
         today["passed"] = passed(today, cfg)
-        previous = read_partition(wh, "scores", day - timedelta(days=1), config.agent_id)
+        trailing = read_days(
+            wh, "scores", day - timedelta(days=cfg.statistics.trailing_days), day - timedelta(days=1), config.agent_id
+        )
         counts = None if config.agent_id else source_counts(wh, day, TRAILING_DAYS)  # the source is judged whole
         issues = read_partition(wh, "issues", day, config.agent_id)
-        found = partition_findings(today, previous, counts, day, cfg, issues, FINDING_CHECKS)
+        found = partition_findings(today, trailing, counts, day, cfg, issues, FINDING_CHECKS)
         write_findings(wh, day, found, today[["episode_id", "passed"]], config.agent_id)
         # announced by the alert sensor, or by `eval-pipeline run` itself; a re-run replaces the day's batch
         outbox.enqueue(finding_alerts(found, context.run.run_id), name=f"{day}-{config.agent_id or 'all-agents'}")

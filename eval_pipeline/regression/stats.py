@@ -1,0 +1,61 @@
+"""Honest statistics for aggregate regressions: a seeded bootstrap over tasks, and McNemar's test.
+
+Tasks are the resampling unit: trials of one task are averaged first, so running a task five
+times does not pretend to be five independent observations.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from math import comb
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class Interval:
+    mean: float
+    low: float
+    high: float
+    n: int  # tasks
+
+    def excludes(self, value: float) -> bool:
+        return self.low > value or self.high < value
+
+
+def seed_for(*parts: object) -> int:
+    """A stable seed from the finding's identity, so a re-run draws the same resamples."""
+    return int.from_bytes(hashlib.sha256("|".join(map(str, parts)).encode()).digest()[:8], "little")
+
+
+def bootstrap_mean(values: np.ndarray, *, resamples: int, confidence: float, seed: int) -> Interval:
+    """Studentized (bootstrap-t) CI of the mean of `values`, one per task.
+
+    The plain percentile interval is too narrow with the few tasks an agent often has (about
+    87 % coverage for a nominal 95 % at ten tasks); studentizing each resample keeps coverage
+    near nominal, and a resample with no spread (likely with very few tasks) widens the interval
+    to infinity rather than inventing certainty.
+    """
+    values = np.asarray(values, dtype=float)
+    n, mean = len(values), float(values.mean())
+    se = values.std(ddof=1) / np.sqrt(n) if n > 1 else 0.0
+    if se == 0.0:
+        return Interval(mean, mean, mean, n)
+    rng = np.random.default_rng(seed)
+    samples = values[rng.integers(0, n, size=(resamples, n))]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        t = (samples.mean(axis=1) - mean) / (samples.std(axis=1, ddof=1) / np.sqrt(n))
+    t = t[~np.isnan(t)]
+    tail = (1 - confidence) / 2
+    low_t, high_t = np.quantile(t, [tail, 1 - tail])
+    return Interval(mean, float(mean - high_t * se), float(mean - low_t * se), n)
+
+
+def mcnemar(pass_to_fail: int, fail_to_pass: int) -> float:
+    """Two-sided exact McNemar p-value over discordant pairs (1.0 when there are none)."""
+    n = pass_to_fail + fail_to_pass
+    if n == 0:
+        return 1.0
+    tail = sum(comb(n, i) for i in range(min(pass_to_fail, fail_to_pass) + 1)) / 2**n
+    return min(1.0, 2 * tail)
