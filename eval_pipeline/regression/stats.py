@@ -46,9 +46,9 @@ def bootstrap_mean(values: np.ndarray, *, resamples: int, confidence: float, see
     samples = values[rng.integers(0, n, size=(resamples, n))]
     with np.errstate(divide="ignore", invalid="ignore"):
         t = (samples.mean(axis=1) - mean) / (samples.std(axis=1, ddof=1) / np.sqrt(n))
-    t = t[~np.isnan(t)]
+    t = np.sort(t[~np.isnan(t)])  # ±inf (a resample without spread) stays: it can only widen the interval
     tail = (1 - confidence) / 2
-    low_t, high_t = np.quantile(t, [tail, 1 - tail])
+    low_t, high_t = t[int(np.floor(tail * (len(t) - 1)))], t[int(np.ceil((1 - tail) * (len(t) - 1)))]
     return Interval(mean, float(mean - high_t * se), float(mean - low_t * se), n)
 
 

@@ -88,6 +88,9 @@ def build_report(
             "threshold": _number(f.threshold),
             "baseline_value": _number(f.baseline_value),
             "message": f.message,
+            "ci_low": _number(getattr(f, "ci_low", None)),
+            "ci_high": _number(getattr(f, "ci_high", None)),
+            "p_value": _number(getattr(f, "p_value", None), 4),
         }
         for f in ordered_findings.itertuples()
     ]
@@ -267,6 +270,24 @@ def render_markdown(report: dict[str, Any]) -> str:
             if trials["flaky_tasks"]
             else ["None: every task passed all its trials or none."]
         )
+    aggregate = [f for f in report["alerts"] if f["episode_id"] is None and (f["ci_low"] is not None or f["p_value"] is not None)]
+    if aggregate:
+        lines += [
+            "",
+            "## Aggregate Regressions",
+            "",
+            "Per agent, only where the effect crosses its threshold and clears the noise:",
+            "",
+        ]
+        lines += table(
+            ["Severity", "Agent", "Dimension", "Value", "95% CI", "p", "Limit"],
+            [
+                [f["severity"].upper(), f["agent_id"], f["dimension"], f["value"],
+                 "–" if f["ci_low"] is None else f"{f['ci_low']} to {f['ci_high']}",
+                 "–" if f["p_value"] is None else f["p_value"], f["threshold"]]
+                for f in aggregate
+            ],
+        )  # fmt: skip
     lines += ["", "## Regression Alerts", ""]
     if report["alerts"]:
         lines += table(
