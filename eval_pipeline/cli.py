@@ -60,6 +60,17 @@ def build_parser() -> argparse.ArgumentParser:
     query.add_argument("sql")
     query.add_argument("--format", choices=["table", "csv", "json"], default="table")
 
+    compare = commands.add_parser(
+        "compare",
+        help="head to head: two runs of the same tasks, per-task winners and paired CIs",
+        description="Selectors: comma-separated date=D or date=D1..D2, agent=, model=, label= (metadata.label). "
+        "Example: eval-pipeline compare --a date=2026-11-01,agent=support-bot --b date=2026-11-02,agent=support-bot",
+    )
+    compare.add_argument("--a", required=True, help="the first side, e.g. date=2026-11-01,model=gpt-4o")
+    compare.add_argument("--b", required=True, help="the second side, e.g. date=2026-11-01,model=gpt-4.1")
+    compare.add_argument("--format", choices=["md", "json"], default="md")
+    compare.add_argument("--output", type=Path, help="write to this file instead of printing")
+
     baseline = commands.add_parser("baseline", help="promote, pin or list the baselines runs are compared with")
     actions = baseline.add_subparsers(dest="action", required=True)
     promote = actions.add_parser("promote", help="make a day's successful runs of an agent its baselines from that day on")
@@ -310,6 +321,36 @@ def _cmd_query(args, settings) -> int:
         print(frame.to_json(orient="records", date_format="iso", default_handler=str))
     else:
         print(frame.to_string(index=False, max_colwidth=200) if len(frame) else "(no rows)")
+    return EXIT_OK
+
+
+def _cmd_compare(args, settings) -> int:
+    import json
+
+    from eval_pipeline.config import load_config
+    from eval_pipeline.regression.compare import Selector, SelectorError, compare
+    from eval_pipeline.reports.comparison import render_comparison
+    from eval_pipeline.warehouse.compare import selected_runs
+    from eval_pipeline.warehouse.connection import Warehouse
+
+    try:
+        sides = (Selector.parse(args.a), Selector.parse(args.b))
+    except SelectorError as exc:
+        raise UsageError(str(exc)) from None
+    if not settings.duckdb_path.exists():
+        raise UsageError(f"no warehouse at {settings.duckdb_path}; run `eval-pipeline run` first")
+    warehouse = Warehouse(settings.duckdb_path)
+    runs = [selected_runs(warehouse, side) for side in sides]
+    for side, name, frame in zip(sides, "ab", runs, strict=True):
+        if frame.empty:
+            raise UsageError(f"--{name} {side} selects no finished episode")
+    comparison = compare(*runs, sides, load_config(settings.config_path).statistics)
+    text = json.dumps(comparison, indent=2) + "\n" if args.format == "json" else render_comparison(comparison)
+    if args.output:
+        args.output.write_text(text)
+        print(f"wrote {args.output}")
+    else:
+        sys.stdout.write(text)
     return EXIT_OK
 
 

@@ -239,3 +239,34 @@ def test_a_transcript_file_of_repeated_trials_gives_pass_at_k_with_one_command(p
     assert per_k[2]["pass_hat_k"] == pytest.approx(1 / 3)
     report = (project_env / "reports" / "eval-report-2026-11-05.md").read_text()
     assert "## Repeated Trials" in report and "| airline | 2 | 3 | 1 |" in report  # the flaky task
+
+
+def test_compare_two_agents_on_the_same_tasks_head_to_head(project_env, capsys):
+    from eval_pipeline_tests.episodes.test_transcripts import transcript
+
+    passes = {"model-a": {1: 3, 2: 3, 3: 3, 4: 3, 5: 3, 6: 0}, "model-b": {1: 3, 2: 3, 3: 0, 4: 0, 5: 1, 6: 0}}
+    (project_env / "episodes").mkdir()
+    for agent, per_task in passes.items():
+        records = [transcript(task, trial, 1.0 if trial < n else 0.0) for task, n in per_task.items() for trial in range(3)]
+        (project_env / "episodes" / f"{agent}.json").write_text(json.dumps(records))
+    assert main(["run", "--date", "2026-11-05", "--fail-on", "never"]) == 0
+    capsys.readouterr()
+    assert main(["compare", "--a", "agent=model-a", "--b", "agent=model-b,date=2026-11-05", "--format", "json"]) == 0
+    comparison = json.loads(capsys.readouterr().out)
+    assert list(comparison) == ["meta", "quality", "performance", "reliability", "headToHead"]
+    assert comparison["meta"]["tasks_in_common"] == 6
+    h2h = comparison["headToHead"]
+    assert (h2h["a_wins"], h2h["b_wins"], h2h["ties"]) == (3, 0, 3)
+    assert [t["winner"] for t in h2h["tasks"]] == ["tie", "tie", "a", "a", "a", "tie"]
+    quality = comparison["quality"]
+    assert quality["pass_rate_delta"]["mean"] == pytest.approx((0 + 0 - 1 - 1 - 2 / 3 + 0) / 6, abs=1e-4)
+    assert quality["mcnemar"] == {"a_pass_b_fail": 3, "a_fail_b_pass": 0, "p_value": 0.25}
+    assert comparison["reliability"]["b"]["flaky_tasks"] == 1  # task 5: one of three trials
+    assert comparison["reliability"]["a"]["pass_at_k"]["1"] == pytest.approx(5 / 6, abs=1e-4)
+
+    assert main(["compare", "--a", "agent=model-a", "--b", "agent=model-b"]) == 0
+    markdown = capsys.readouterr().out
+    assert "B wins 0, A wins 3, ties 3." in markdown and "McNemar p = 0.25" in markdown
+    assert main(["compare", "--a", "agent=model-a", "--b", "colour=blue"]) == 2
+    assert "unknown selector key 'colour'" in capsys.readouterr().err
+    assert main(["compare", "--a", "agent=model-a", "--b", "agent=nobody"]) == 2

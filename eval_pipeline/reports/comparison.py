@@ -1,0 +1,61 @@
+"""The head-to-head comparison as Markdown (its JSON is the comparison itself)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from eval_pipeline.reports.markdown import table
+
+
+def _interval(delta: dict | None, unit: str = "") -> str:
+    if not delta:
+        return "–"
+    return (
+        f"{delta['mean']:+.3g}{unit} (CI {delta['ci_low']:+.3g}{unit} to {delta['ci_high']:+.3g}{unit}, {delta['tasks']} tasks)"
+    )
+
+
+def render_comparison(comparison: dict[str, Any]) -> str:
+    meta, quality, performance = comparison["meta"], comparison["quality"], comparison["performance"]
+    h2h, reliability = comparison["headToHead"], comparison["reliability"]
+    lines = [f"# Head to head: A `{meta['a']}` vs B `{meta['b']}`", ""]
+    lines.append(
+        f"{meta['tasks_in_common']} tasks in common ({meta['tasks_only_in_a']} only in A, {meta['tasks_only_in_b']} only in B); "
+        f"{meta['confidence']:.0%} paired bootstrap CIs over tasks, {meta['resamples']} resamples. Score: {meta['score']}."
+    )
+    lines += ["", "## Quality", ""]
+    lines += table(
+        ["Side", "Episodes", "Pass Rate", "Mean Score", "Mean Cost ($)", "Mean Latency (ms)"],
+        [
+            [side, s["episodes"], s["pass_rate"], s["mean_score"], s["mean_cost_usd"], s["mean_latency_ms"]]
+            for side, s in (("A", quality["a"]), ("B", quality["b"]))
+        ],
+    )
+    flips = quality["mcnemar"]
+    lines += [
+        "",
+        f"- Score, B − A: {_interval(quality['score_delta'])}",
+        f"- Pass rate, B − A: {_interval(quality['pass_rate_delta'])}",
+        f"- Pass/fail flips: {flips['a_pass_b_fail']} tasks pass in A and fail in B, {flips['a_fail_b_pass']} the other way "
+        f"(McNemar p = {flips['p_value']})",
+        "",
+        "## Performance",
+        "",
+        f"- Cost, B against A: {_interval(performance['cost_delta_pct'], '%')}",
+        f"- Latency, B against A: {_interval(performance['latency_delta_pct'], '%')}",
+        "",
+        "## Reliability",
+        "",
+    ]
+    ks = sorted({int(k) for side in ("a", "b") for k in reliability[side]["pass_at_k"]})
+    lines += table(
+        ["Side", *[f"pass@{k}" for k in ks], *[f"pass^{k}" for k in ks], "Flaky Tasks"],
+        [
+            [side.upper(), *[reliability[side]["pass_at_k"].get(k, "–") for k in ks],
+             *[reliability[side]["pass_hat_k"].get(k, "–") for k in ks], reliability[side]["flaky_tasks"]]
+            for side in ("a", "b")
+        ],
+    )  # fmt: skip
+    lines += ["", "## Head to Head", "", f"B wins {h2h['b_wins']}, A wins {h2h['a_wins']}, ties {h2h['ties']}.", ""]
+    lines += table(["Task", "A", "B", "Winner"], [[t["task_id"], t["a"], t["b"], t["winner"] or "–"] for t in h2h["tasks"]])
+    return "\n".join(lines) + "\n"
