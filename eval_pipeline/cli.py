@@ -283,6 +283,16 @@ def _print_latest_run(settings) -> None:
             print(f"                 {settings.ui_base_url}/runs/{run.run_id}")
 
 
+def _emit(text: str, output: Path | None) -> int:
+    """Write `text` to `output` (saying so), or print it."""
+    if output:
+        output.write_text(text)
+        print(f"wrote {output}")
+    else:
+        sys.stdout.write(text)
+    return EXIT_OK
+
+
 def _cmd_report(args, settings) -> int:
     from eval_pipeline.warehouse.connection import Warehouse
     from eval_pipeline.warehouse.reports import report_rows
@@ -294,13 +304,7 @@ def _cmd_report(args, settings) -> int:
     path = {"md": row["markdown_path"], "json": row["json_path"], "html": row["html_path"]}[args.format]
     if not path:
         raise UsageError(f"no {args.format} report for {args.date}: HTML reports are not generated yet")
-    text = Path(path).read_text()
-    if args.output:
-        args.output.write_text(text)
-        print(f"wrote {args.output}")
-    else:
-        sys.stdout.write(text)
-    return EXIT_OK
+    return _emit(Path(path).read_text(), args.output)
 
 
 def _cmd_query(args, settings) -> int:
@@ -345,13 +349,7 @@ def _cmd_compare(args, settings) -> int:
         if frame.empty:
             raise UsageError(f"--{name} {side} selects no finished episode")
     comparison = compare(*runs, sides, load_config(settings.config_path).statistics)
-    text = json.dumps(comparison, indent=2) + "\n" if args.format == "json" else render_comparison(comparison)
-    if args.output:
-        args.output.write_text(text)
-        print(f"wrote {args.output}")
-    else:
-        sys.stdout.write(text)
-    return EXIT_OK
+    return _emit(json.dumps(comparison, indent=2) + "\n" if args.format == "json" else render_comparison(comparison), args.output)
 
 
 def _cmd_baseline(args, settings) -> int:

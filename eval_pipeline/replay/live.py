@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 from eval_pipeline.config import Price
 from eval_pipeline.llm.gateway import Gateway, GatewayError, Tokens
+from eval_pipeline.scoring.trajectory import paired_calls
 
 EXTRA_TURNS = 2  # beyond one per recorded tool call, before a replay that never answers is cut
 
@@ -128,7 +129,7 @@ def opening_messages(llm_call: dict | None) -> tuple[dict, ...]:
 
 def recordings_from_steps(steps: list[dict]) -> list[Recording]:
     """Recordings from `episode_steps` rows (episode_id, agent_id, step_index, step_type, tool_name, input, output,
-    messages), ordered by episode and step: the first LLM call's context, and each tool call with the result that
+    error, messages), ordered by episode and step: the first LLM call's context, and each tool call with the result that
     follows it."""
     by_episode: dict[str, list[dict]] = defaultdict(list)
     for step in steps:
@@ -136,11 +137,6 @@ def recordings_from_steps(steps: list[dict]) -> list[Recording]:
     recordings = []
     for episode_id, rows in by_episode.items():
         first_call = next((r for r in rows if r["step_type"] == "llm_call" and (r["input"] or r.get("messages"))), None)
-        pairs = []
-        for index, row in enumerate(rows):
-            if row["step_type"] == "tool_call" and row["tool_name"]:
-                following = rows[index + 1] if index + 1 < len(rows) else None
-                result = following["output"] if following and following["step_type"] == "tool_result" else row["output"]
-                pairs.append((row["tool_name"], result or json.dumps(None)))
+        pairs = [(call.name, call.output or json.dumps(None)) for call in paired_calls(rows) if call.name]
         recordings.append(Recording(episode_id, rows[0]["agent_id"], opening_messages(first_call), tuple(pairs)))
     return recordings

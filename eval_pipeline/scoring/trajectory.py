@@ -48,7 +48,7 @@ def trajectory(candidate: dict) -> Trajectory:
     if candidate.get("mode") == "live":
         calls = [ToolCall(name, None, None) for name in candidate["tools"] or []]
     else:
-        calls = _paired_calls(rows)
+        calls = paired_calls(rows)
     return Trajectory(
         episode_id=candidate["episode_id"],
         agent_id=candidate["agent_id"],
@@ -63,7 +63,8 @@ def trajectory(candidate: dict) -> Trajectory:
     )
 
 
-def _paired_calls(rows: list[dict]) -> list[ToolCall]:
+def paired_calls(rows: list[dict]) -> list[ToolCall]:
+    """Each tool call of `rows` (step_type, tool_name, input, output, error in order) with the result that follows it."""
     calls = []
     for index, row in enumerate(rows):
         if row["step_type"] != "tool_call":

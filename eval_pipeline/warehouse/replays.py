@@ -24,7 +24,7 @@ def recorded_steps(warehouse: Warehouse, day: date, agent_id: str | None = None)
     """The steps of the day's finished episodes, in order: what a live replay re-plays."""
     frame = warehouse.read_frame(
         """
-        SELECT s.episode_id, s.agent_id, s.step_index, s.step_type, s.tool_name, s.input, s.output, s.messages
+        SELECT s.episode_id, s.agent_id, s.step_index, s.step_type, s.tool_name, s.input, s.output, s.error, s.messages
         FROM episode_steps s JOIN episodes e USING (episode_id, partition_date)
         WHERE s.partition_date = $day AND e.status <> 'running' AND ($agent IS NULL OR s.agent_id = $agent)
         ORDER BY s.episode_id, s.step_index
