@@ -63,11 +63,11 @@ def _finding(agent_id: str, dimension: str, severity: str, value: float, limit: 
     }  # fmt: skip
 
 
-def _paired(agent_id: str, today: pd.DataFrame, day: date, config: EvalConfig) -> Iterator[dict]:
+def _paired(agent_id: str, tasks: pd.DataFrame, graded: tuple[int, float], day: date, config: EvalConfig) -> Iterator[dict]:
+    """`tasks`: the agent's per-task means today."""
     stats = config.statistics
-    per_task = today.groupby("task_id")
     for dimension, (column, unchanged) in PAIRED.items():
-        values = per_task[column].mean().dropna()
+        values = tasks[column].dropna()
         if len(values) < stats.min_tasks:
             continue
         ci = bootstrap_mean(values.to_numpy(), resamples=stats.resamples, confidence=stats.confidence,
@@ -75,29 +75,25 @@ def _paired(agent_id: str, today: pd.DataFrame, day: date, config: EvalConfig) -
         severity, limit = _severity(ci.mean, agent_id, dimension, config)
         worse = ci.low > unchanged if DIMENSION_DIRECTIONS[dimension] is Direction.ABOVE else ci.high < unchanged
         if severity and worse:
-            noun = f"mean {dimension}"
-            message = (f"{noun} {_fmt(dimension, ci.mean)} vs limit {_fmt(dimension, limit)} against baselines "
+            message = (f"mean {dimension} {_fmt(dimension, ci.mean)} vs limit {_fmt(dimension, limit)} against baselines "
                        f"({_ci_text(dimension, ci, stats.confidence)})")  # fmt: skip
             yield _finding(agent_id, dimension, severity, ci.mean, limit, unchanged, message, ci, None)
-    yield from _pass_rate(agent_id, "pass_rate", today, _majority(per_task["passed"]), None, day, config)
+    yield from _pass_rate(agent_id, "pass_rate", graded, _majority(tasks["passed"]), None, config)
 
 
-def _majority(passed: pd.core.groupby.SeriesGroupBy) -> pd.Series:
-    """Per task: True when most of its graded trials passed; tasks without a verdict left out."""
-    share = passed.apply(lambda s: s.dropna().astype(float).mean())
-    return (share >= 0.5).where(share.notna()).dropna().astype(bool)
+def _majority(share: pd.Series) -> pd.Series:
+    """Per task: True when most of its graded trials passed (`share`: mean verdict); no verdict left out."""
+    return share.dropna() >= 0.5
 
 
-def _pass_rate(agent_id: str, dimension: str, today: pd.DataFrame, now: pd.Series, before: pd.Series | None,
-               day: date, config: EvalConfig) -> Iterator[dict]:  # fmt: skip
-    """Pass rate: a level below the threshold, confirmed by McNemar over tasks that flipped.
-
-    Against baselines every task passed before (a baseline is a successful run); against the
-    trailing days, before is each task's majority verdict then."""
-    graded = today["passed"].dropna().astype(float)
-    if graded.empty or len(now) < config.statistics.min_tasks:
+def _pass_rate(agent_id: str, dimension: str, graded: tuple[int, float], now: pd.Series, before: pd.Series | None,
+               config: EvalConfig) -> Iterator[dict]:  # fmt: skip
+    """Pass rate (`graded`: episodes with a verdict, their pass rate): a level below the threshold,
+    confirmed by McNemar over tasks that flipped. Against baselines every task passed before (a
+    baseline is a successful run); against the trailing days, before is each task's majority then."""
+    episodes, rate = graded
+    if not episodes or len(now) < config.statistics.min_tasks:
         return
-    rate = float(graded.mean())
     severity, limit = _severity(rate, agent_id, "pass_rate", config)
     if not severity:
         return
@@ -109,21 +105,19 @@ def _pass_rate(agent_id: str, dimension: str, today: pd.DataFrame, now: pd.Serie
     if p_value >= config.statistics.alpha or broke <= fixed:
         return
     against = "against baselines" if before is None else f"against the trailing {config.statistics.trailing_days} days"
-    message = (f"pass rate {rate:.2f} vs limit {limit:.2f} {against} across {len(graded)} episodes; "
+    message = (f"pass rate {rate:.2f} vs limit {limit:.2f} {against} across {episodes} episodes; "
                f"{broke} tasks went from pass to fail, {fixed} the other way (McNemar p = {p_value:.3g})")  # fmt: skip
     yield _finding(agent_id, dimension, severity, rate, limit, None, message, None, p_value)
 
 
-def _trends(agent_id: str, today: pd.DataFrame, trailing: pd.DataFrame, day: date, config: EvalConfig) -> Iterator[dict]:
+def _trends(agent_id: str, tasks: pd.DataFrame, before: pd.DataFrame, graded: tuple[int, float], day: date,
+            config: EvalConfig) -> Iterator[dict]:  # fmt: skip
+    """`tasks`: per-task means today; `before`: per-task means over the trailing days (each day weighing the same)."""
     stats = config.statistics
-    days_seen = trailing.groupby("task_id")["partition_date"].nunique()
-    trailing = trailing[trailing["task_id"].isin(days_seen[days_seen >= stats.min_history_days].index)]
-    daily = trailing.groupby(["task_id", "partition_date"])  # each trailing day weighs the same
-    now, before = today.groupby("task_id"), trailing.groupby("task_id")
     for dimension, (column, judged_as) in TRENDS.items():
-        current, reference = now[column].mean(), daily[column].mean().groupby("task_id").mean()
-        both = current.notna() & reference.reindex(current.index).notna()
-        current, reference = current[both], reference.reindex(current.index)[both]
+        current = tasks[column].dropna()
+        reference = before[column].reindex(current.index).dropna()
+        current = current.reindex(reference.index)
         relative = judged_as in ("cost_delta", "latency_delta")
         if relative:
             keep = reference > 0
@@ -141,24 +135,41 @@ def _trends(agent_id: str, today: pd.DataFrame, trailing: pd.DataFrame, day: dat
             shown = _fmt(judged_as, ci.mean) if relative else f"{ci.mean:+.2f} to {level:.2f}"
             message = (f"{column} {shown} against the trailing {stats.trailing_days} days, limit {_fmt(judged_as, limit)} "
                        f"({_ci_text(judged_as, ci, stats.confidence)})")  # fmt: skip
-            reference_value = float(reference.mean())
-            yield _finding(agent_id, dimension, severity, level, limit, reference_value, message, ci, None)
-    if "passed" in trailing:
-        yield from _pass_rate(
-            agent_id, "pass_rate_trend", today, _majority(now["passed"]), _majority(before["passed"]), day, config
-        )
+            yield _finding(agent_id, dimension, severity, level, limit, float(reference.mean()), message, ci, None)
+    yield from _pass_rate(agent_id, "pass_rate_trend", graded, _majority(tasks["passed"]), _majority(before["passed"]), config)
 
 
 AGGREGATE_COLUMNS = ["agent_id", "episode_id", "task_id", "dimension", "severity", "value", "threshold", "baseline_value",
                      "message", "ci_low", "ci_high", "p_value"]  # fmt: skip
+_MEANS = ["cost_delta_pct", "latency_delta_pct", "correctness", "tool_match", "weighted_score", "passed",
+          "total_cost_usd", "total_duration_ms"]  # fmt: skip
+
+
+def _numeric(scores: pd.DataFrame) -> pd.DataFrame:
+    """Verdicts as 1.0 / 0.0 and no verdict as NaN, so they average like any other column."""
+    return scores.assign(passed=scores["passed"].map({True: 1.0, False: 0.0}).astype(float))[
+        ["agent_id", "task_id", "partition_date", *_MEANS]
+    ]
 
 
 def aggregate_findings(today: pd.DataFrame, trailing: pd.DataFrame, day: date, config: EvalConfig) -> pd.DataFrame:
-    """Per agent: paired-against-baselines and trailing-days regressions that clear the noise."""
+    """Per agent: paired-against-baselines and trailing-days regressions that clear the noise.
+
+    Every per-task mean is computed once for all agents; only the bootstrap runs per agent."""
+    today = _numeric(today)
+    now = today.groupby(["agent_id", "task_id"])[_MEANS].mean()
+    verdicts = today.groupby("agent_id")["passed"].agg(["count", "mean"])
+    before = pd.DataFrame(columns=_MEANS, index=pd.MultiIndex.from_tuples([], names=["agent_id", "task_id"]))
+    if len(trailing):
+        daily = _numeric(trailing).groupby(["agent_id", "task_id", "partition_date"])[_MEANS].mean()
+        per_task = daily.groupby(level=["agent_id", "task_id"])
+        before = per_task.mean()[per_task.size() >= config.statistics.min_history_days]
     rows = []
-    for agent_id, scores in today.groupby("agent_id", sort=True):
-        rows += _paired(str(agent_id), scores, day, config)
-        history = trailing[trailing["agent_id"] == agent_id]
-        if len(history):
-            rows += _trends(str(agent_id), scores, history, day, config)
+    history_agents = set(before.index.get_level_values("agent_id"))
+    for agent_id, tasks in now.groupby(level="agent_id", sort=True):
+        tasks = tasks.droplevel("agent_id")
+        graded = (int(verdicts.at[agent_id, "count"]), float(verdicts.at[agent_id, "mean"]))
+        rows += _paired(str(agent_id), tasks, graded, day, config)
+        if agent_id in history_agents:
+            rows += _trends(str(agent_id), tasks, before.xs(agent_id, level="agent_id"), graded, day, config)
     return pd.DataFrame(rows, columns=AGGREGATE_COLUMNS)

@@ -4,17 +4,27 @@ from __future__ import annotations
 
 import json
 import math
-from datetime import date
+from datetime import date, timedelta
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from eval_pipeline.llm.judge import judge_summary
+from eval_pipeline.redaction import redact
+from eval_pipeline.regression.lifecycle import resolved
+from eval_pipeline.reports.html import render_html
 from eval_pipeline.reports.markdown import table
 
 FLAKIEST_TASKS = 10
+ANSWER_CHARS = 2000  # of an agent's answer shown in a report
+TREND_DAYS = 30  # partitions the trend charts cover
 WORST_EPISODES = 50
+
+
+def _day(value: Any) -> str | None:
+    return None if value is None or pd.isna(value) else pd.Timestamp(value).date().isoformat()
 
 
 def _number(value: Any, digits: int = 3) -> float | None:
@@ -27,16 +37,20 @@ def build_report(
     day: date,
     scores: pd.DataFrame,
     findings: pd.DataFrame,
+    previous_findings: pd.DataFrame,
     status_counts: dict[str, int],
     quarantined: int,
     judgements: pd.DataFrame,
     pairwise: pd.DataFrame,
     pass_at_k: pd.DataFrame,
     task_trials: pd.DataFrame,
+    trend: pd.DataFrame,
+    previous_summary: dict[str, Any] | None,
     *,
     run_id: str | None,
     config_version: str,
     notes: list[str],
+    secret_patterns: tuple[str, ...] = (),
 ) -> dict[str, Any]:
     scored = scores[scores["weighted_score"].notna()]
     passed = int((scored["passed"] == True).sum())  # noqa: E712 (object column with None)
@@ -74,9 +88,10 @@ def build_report(
                 "warning_alerts": int((agent_findings["severity"] == "warning").sum()),
             }
         )
-    ordered_findings = findings.assign(_rank=findings["severity"].map({"critical": 0, "warning": 1})).sort_values(
-        ["_rank", "agent_id", "dimension", "episode_id"], na_position="first"
-    )
+    ordered_findings = findings.assign(
+        _new=findings.get("lifecycle", pd.Series("new", index=findings.index)).ne("new"),
+        _rank=findings["severity"].map({"critical": 0, "warning": 1}),
+    ).sort_values(["_new", "_rank", "agent_id", "dimension", "episode_id"], na_position="first")  # new ones lead
     alerts = [
         {
             "finding_id": f.finding_id,
@@ -91,9 +106,17 @@ def build_report(
             "ci_low": _number(getattr(f, "ci_low", None)),
             "ci_high": _number(getattr(f, "ci_high", None)),
             "p_value": _number(getattr(f, "p_value", None), 4),
+            "lifecycle": getattr(f, "lifecycle", None) or "new",
+            "since": _day(getattr(f, "since", None)) or day.isoformat(),
         }
         for f in ordered_findings.itertuples()
     ]
+    gone = resolved(findings, previous_findings)
+    resolved_alerts = [
+        {"severity": f.severity, "agent_id": f.agent_id, "task_id": f.task_id if isinstance(f.task_id, str) else None,
+         "dimension": f.dimension, "since": _day(f.since), "message": f.message}
+        for f in gone.itertuples()
+    ]  # fmt: skip
     worst = scored.sort_values(["weighted_score", "episode_id"]).head(WORST_EPISODES)
     episodes = [
         {
@@ -107,6 +130,9 @@ def build_report(
             "tool_match": _number(s.tool_match),
             "safety": _number(s.safety),
             "passed": None if s.passed is None or pd.isna(s.passed) else bool(s.passed),
+            "tools": list(s.tools) if s.tools is not None else [],
+            "baseline_tools": list(s.baseline_tools) if s.baseline_tools is not None else [],
+            "final_output": _answer(getattr(s, "final_output", None), secret_patterns),
         }
         for s in worst.itertuples()
     ]
@@ -132,13 +158,42 @@ def build_report(
         **{key: summary[key] for key in ("pass_rate", "critical_alerts", "warning_alerts")},
         "summary": summary,
         "agents": agents,
+        "previous_summary": previous_summary,
+        "trend": _trend(trend, day),
+        "score_histogram": _histogram(scored["weighted_score"]),
         "categories": _categories(scores),
         "trials": _trials(pass_at_k, task_trials),
         "judge": judge,
         "alerts": alerts,
+        "resolved": resolved_alerts,
         "episodes": episodes,
         "notes": notes,
     }
+
+
+def _answer(text: Any, secret_patterns: tuple[str, ...]) -> str | None:
+    """An agent's answer as a report may show it: secrets redacted, kept short."""
+    if not isinstance(text, str):
+        return None
+    shown = redact(text, secret_patterns)
+    return shown if len(shown) <= ANSWER_CHARS else shown[:ANSWER_CHARS] + "…"
+
+
+def _histogram(scores: pd.Series, bins: int = 10) -> list[int]:
+    """Counts of weighted scores in `bins` equal bins of 0..1 (1.0 in the last)."""
+    counts = np.histogram(scores.dropna().clip(0, 1), bins=bins, range=(0, 1))[0]
+    return [int(c) for c in counts]
+
+
+def _trend(trend: pd.DataFrame, day: date) -> dict[str, Any]:
+    """Per agent, the daily means over the trend window, one value (or None) per day."""
+    days = [(day - timedelta(days=offset)).isoformat() for offset in range(TREND_DAYS - 1, -1, -1)]
+    metrics = ("pass_rate", "mean_weighted_score", "mean_cost_delta_pct", "mean_latency_delta_pct")
+    agents: dict[str, dict[str, list[float | None]]] = {}
+    for agent_id, group in trend.groupby("agent_id", sort=True):
+        by_day = group.assign(day=group["partition_date"].map(lambda d: pd.Timestamp(d).date().isoformat())).set_index("day")
+        agents[str(agent_id)] = {m: [_number(by_day[m].get(d)) if d in by_day.index else None for d in days] for m in metrics}
+    return {"days": days, "agents": agents}
 
 
 def _categories(scores: pd.DataFrame) -> list[dict[str, Any]]:
@@ -289,16 +344,33 @@ def render_markdown(report: dict[str, Any]) -> str:
             ],
         )  # fmt: skip
     lines += ["", "## Regression Alerts", ""]
+    new = sum(f["lifecycle"] == "new" for f in report["alerts"])
+    lines += [
+        f"{new} new, {len(report['alerts']) - new} persisting, {len(report['resolved'])} resolved since yesterday "
+        "(new ones first; a persisting alert's message says since when).",
+        "",
+    ]
     if report["alerts"]:
         lines += table(
             ["Severity", "Dimension", "Episode", "Message"],
             [
-                [f["severity"].upper(), f["dimension"], f["episode_id"] or f"{f['agent_id']} (all episodes)", f["message"]]
+                [
+                    f["severity"].upper() + (" (new)" if f["lifecycle"] == "new" else ""),
+                    f["dimension"],
+                    f["episode_id"] or f"{f['agent_id']} (all episodes)",
+                    f["message"] + ("" if f["lifecycle"] == "new" else f" (since {f['since']})"),
+                ]
                 for f in report["alerts"]
             ],
         )
     else:
         lines.append("No regressions.")
+    if report["resolved"]:
+        lines += ["", "Resolved since yesterday:", ""]
+        lines += [
+            f"- {r['severity'].upper()} {r['agent_id']} {r['task_id'] or '(all episodes)'} {r['dimension']} (since {r['since']})"
+            for r in report["resolved"]
+        ]
     lines += ["", f"## Episode Scores (worst {len(report['episodes'])})", ""]
     lines += table(
         ["Episode", "Agent", "Score", "Correctness", "Cost Δ", "Latency Δ", "Tools", "Safety"],
@@ -319,10 +391,12 @@ def render_markdown(report: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def write_report_files(report: dict[str, Any], directory: Path) -> tuple[Path, Path]:
+def write_report_files(report: dict[str, Any], directory: Path) -> dict[str, Path]:
+    """The day's report as JSON, Markdown and self-contained HTML; their paths by format."""
     directory.mkdir(parents=True, exist_ok=True)
     stem = directory / f"eval-report-{report['partition_date']}"
-    json_path, markdown_path = stem.with_suffix(".json"), stem.with_suffix(".md")
-    json_path.write_text(json.dumps(report, indent=2) + "\n")
-    markdown_path.write_text(render_markdown(report))
-    return json_path, markdown_path
+    paths = {"json": stem.with_suffix(".json"), "md": stem.with_suffix(".md"), "html": stem.with_suffix(".html")}
+    paths["json"].write_text(json.dumps(report, indent=2) + "\n")
+    paths["md"].write_text(render_markdown(report))
+    paths["html"].write_text(render_html(report, _judge_costs(report["judge"]) if report["judge"] else ""))
+    return paths

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from datetime import date
+from datetime import date, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -12,15 +12,22 @@ import pandas as pd
 from eval_pipeline.warehouse.connection import Warehouse, replace_partition
 
 
-def report_inputs(warehouse: Warehouse, day: date) -> dict[str, Any]:
+def report_inputs(warehouse: Warehouse, day: date, trend_days: int) -> dict[str, Any]:
+    """Everything the day's report shows; `agent_daily` over the `trend_days` partitions ending on `day`."""
     with warehouse.connect(read_only=True) as con:
         params = {"day": day}
         scores = con.execute(
-            "SELECT s.*, e.category FROM scores s JOIN episodes e USING (episode_id, partition_date) "
-            "WHERE s.partition_date = $day",
+            "SELECT s.*, e.category, r.final_output FROM scores s JOIN episodes e USING (episode_id, partition_date) "
+            "LEFT JOIN replays r USING (episode_id, partition_date) WHERE s.partition_date = $day",
             params,
         ).df()
+        trend = con.execute(
+            "SELECT * FROM agent_daily WHERE partition_date BETWEEN $first AND $day ORDER BY ALL",
+            {**params, "first": day - timedelta(days=trend_days - 1)},
+        ).df()
+        previous = con.execute("SELECT summary FROM reports WHERE partition_date = $day - 1", params).fetchone()
         findings = con.execute("SELECT * FROM findings WHERE partition_date = $day", params).df()
+        previous_findings = con.execute("SELECT * FROM findings WHERE partition_date = $day - 1", params).df()
         statuses = con.execute(
             "SELECT status, count(*) FROM episodes WHERE partition_date = $day GROUP BY ALL", params
         ).fetchall()
@@ -32,23 +39,26 @@ def report_inputs(warehouse: Warehouse, day: date) -> dict[str, Any]:
     return {
         "scores": scores,
         "findings": findings,
+        "previous_findings": previous_findings,
         "status_counts": dict(statuses),
         "quarantined": int(quarantined),
         "judgements": judgements,
         "pairwise": pairwise,
         "pass_at_k": pass_at_k,
         "task_trials": task_trials,
+        "trend": trend,
+        "previous_summary": json.loads(previous[0]) if previous and previous[0] else None,
     }
 
 
-def write_report_row(warehouse: Warehouse, day: date, json_path: Path, markdown_path: Path, report: dict[str, Any]) -> None:
+def write_report_row(warehouse: Warehouse, day: date, paths: dict[str, Path], report: dict[str, Any]) -> None:
     row = pd.DataFrame(
         [
             {
                 "partition_date": day,
-                "json_path": str(json_path),
-                "markdown_path": str(markdown_path),
-                "html_path": None,
+                "json_path": str(paths["json"]),
+                "markdown_path": str(paths["md"]),
+                "html_path": str(paths["html"]),
                 "summary": json.dumps(report["summary"]),
                 "config_version": report["config_version"],
             }

@@ -262,6 +262,27 @@ MIGRATIONS: list[str] = [
     ALTER TABLE scores ADD COLUMN issue_score DOUBLE;
     ALTER TABLE scores ADD COLUMN issue_grade VARCHAR;
     """,
+    # 6: since when a finding has lasted; views for the questions users ask
+    """
+    ALTER TABLE findings ADD COLUMN since DATE;
+    ALTER TABLE findings ADD COLUMN lifecycle VARCHAR;  -- new or persisting
+    CREATE VIEW agent_daily AS
+    SELECT s.partition_date, s.agent_id, count(*) AS episodes,
+           avg(s.passed::INTEGER) AS pass_rate, avg(s.weighted_score) AS mean_weighted_score,
+           avg(s.correctness) AS mean_correctness, avg(s.tool_match) AS mean_tool_match, avg(s.safety) AS mean_safety,
+           avg(s.judge_score) AS mean_judge_score, avg(s.total_cost_usd) AS mean_cost_usd,
+           avg(s.total_duration_ms) AS mean_latency_ms, avg(s.cost_delta_pct) AS mean_cost_delta_pct,
+           avg(s.latency_delta_pct) AS mean_latency_delta_pct,
+           (SELECT count(*) FROM findings f WHERE f.partition_date = s.partition_date AND f.agent_id = s.agent_id
+                AND f.severity = 'critical') AS critical_findings,
+           (SELECT count(*) FROM findings f WHERE f.partition_date = s.partition_date AND f.agent_id = s.agent_id
+                AND f.severity = 'warning') AS warning_findings
+    FROM scores s GROUP BY s.partition_date, s.agent_id;
+    CREATE VIEW latest_findings AS
+    SELECT * FROM findings WHERE partition_date = (SELECT max(partition_date) FROM findings);
+    CREATE VIEW flaky_tasks AS
+    SELECT partition_date, agent_id, task_id, trials, passes, flakiness FROM task_trials WHERE flakiness > 0;
+    """,
 ]
 
 

@@ -17,6 +17,7 @@ def test_categories_trials_and_aggregate_regressions_are_reported():
     scores = score_episodes(frame({}, {"total_cost_usd": 0.02}, {}), EvalConfig())
     scores["passed"] = passed(scores, EvalConfig())
     scores["category"] = ["billing", "billing", None]
+    scores["final_output"] = "ok"
     findings = pd.DataFrame(
         [
             {"finding_id": "f1", "partition_date": DAY, "agent_id": "support-bot", "episode_id": None, "task_id": None,
@@ -35,9 +36,10 @@ def test_categories_trials_and_aggregate_regressions_are_reported():
         columns=["agent_id", "task_id", "trials", "passes", "flakiness"],
     )
     empty = pd.DataFrame(columns=["rubric", "status", "cached", "prompt_tokens", "completion_tokens", "cost_usd"])
+    pairwise = empty.assign(preferred=None, agree=None)
     report = build_report(
-        DAY, scores, findings, {"success": 3}, 0, empty, empty.assign(preferred=None, agree=None), pass_at_k, task_trials,
-        run_id="r", config_version="v", notes=[],
+        DAY, scores, findings, findings.iloc[:0], {"success": 3}, 0, empty, pairwise, pass_at_k, task_trials,
+        pd.DataFrame(columns=["partition_date", "agent_id"]), None, run_id="r", config_version="v", notes=[],
     )  # fmt: skip
     assert [c["category"] for c in report["categories"]] == ["(none)", "billing"]
     assert report["categories"][1]["episodes"] == 2 and report["categories"][1]["pass_rate"] == 0.5

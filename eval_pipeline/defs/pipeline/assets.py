@@ -30,10 +30,11 @@ from eval_pipeline.defs.resources import (
 )
 from eval_pipeline.llm.judge import configured_rubrics, judge_partition, judge_summary
 from eval_pipeline.regression.findings import partition_findings, passed
+from eval_pipeline.regression.lifecycle import with_lifecycle
 from eval_pipeline.regression.source_health import TRAILING_DAYS
 from eval_pipeline.regression.trials import agent_pass_at_k, task_trials, trial_verdicts
 from eval_pipeline.replay.live import LIVE_REPLAY_COLUMNS, recordings_from_steps, replay_all
-from eval_pipeline.reports.daily import build_report, write_report_files
+from eval_pipeline.reports.daily import TREND_DAYS, build_report, write_report_files
 from eval_pipeline.reports.markdown import table
 from eval_pipeline.scoring.assessments import assess
 from eval_pipeline.scoring.checks import FINDING_CHECKS
@@ -309,7 +310,8 @@ def regression_findings(
         )
         counts = None if config.agent_id else source_counts(wh, day, TRAILING_DAYS)  # the source is judged whole
         issues = read_partition(wh, "issues", day, config.agent_id)
-        found = partition_findings(today, trailing, counts, day, cfg, issues, FINDING_CHECKS)
+        yesterday = read_partition(wh, "findings", day - timedelta(days=1), config.agent_id)
+        found = with_lifecycle(partition_findings(today, trailing, counts, day, cfg, issues, FINDING_CHECKS), yesterday, day)
         write_findings(wh, day, found, today[["episode_id", "passed"]], config.agent_id)
         # announced by the alert sensor, or by `eval-pipeline run` itself; a re-run replaces the day's batch
         outbox.enqueue(finding_alerts(found, context.run.run_id), name=f"{day}-{config.agent_id or 'all-agents'}")
@@ -379,13 +381,20 @@ def eval_report(
 ) -> dg.MaterializeResult:
     cfg, wh = eval_config.load(), warehouse.get()
     notes = [f"Replay mode: {replay.mode}."] + ([f"{judge.off_because}."] if judge.off_because else [])
-    written: list[Path] = []
+    written: list[dict[str, Path]] = []
 
     def report(day: date) -> dict:
-        content = build_report(day, **report_inputs(wh, day), run_id=context.run.run_id, config_version=cfg.version, notes=notes)
-        json_path, markdown_path = write_report_files(content, Path(reports.directory))
-        write_report_row(wh, day, json_path, markdown_path, content)
-        written.append(markdown_path)
+        content = build_report(
+            day,
+            **report_inputs(wh, day, TREND_DAYS),
+            run_id=context.run.run_id,
+            config_version=cfg.version,
+            notes=notes,
+            secret_patterns=tuple(cfg.policies.secret_patterns),
+        )
+        paths = write_report_files(content, Path(reports.directory))
+        write_report_row(wh, day, paths, content)
+        written.append(paths)
         summary = content["summary"]
         return {
             "critical_alerts": summary["critical_alerts"],
@@ -398,8 +407,10 @@ def eval_report(
     return dg.MaterializeResult(
         metadata={
             **figures,
-            "markdown_path": dg.MetadataValue.path(str(latest)),
-            "json_path": dg.MetadataValue.path(str(latest.with_suffix(".json"))),
-            "summary": dg.MetadataValue.md(latest.read_text().split("## Episode Scores")[0]),
+            "html_report": dg.MetadataValue.url(latest["html"].resolve().as_uri()),
+            "html_path": dg.MetadataValue.path(str(latest["html"])),
+            "markdown_path": dg.MetadataValue.path(str(latest["md"])),
+            "json_path": dg.MetadataValue.path(str(latest["json"])),
+            "summary": dg.MetadataValue.md(latest["md"].read_text().split("## Episode Scores")[0]),
         }
     )

@@ -1,0 +1,89 @@
+"""The day's report as one self-contained HTML file: inline CSS and SVG, no scripts, no external resources.
+
+Agent output is untrusted: the template autoescapes every value, so an answer holding `<script>`
+or an `onerror` attribute shows as text.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+from typing import Any
+
+from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
+
+from eval_pipeline.reports.svg import histogram, line_chart
+
+WORST_SHOWN = 20
+
+
+@cache
+def _environment() -> Environment:
+    return Environment(
+        loader=PackageLoader("eval_pipeline.reports", "templates"),
+        autoescape=select_autoescape(["html", "j2"], default=True),
+        undefined=StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+
+
+def _pct(value: float | None) -> str:
+    return "–" if value is None else f"{value:.0%}"
+
+
+def _delta(value: float | None) -> str:
+    return "–" if value is None else f"{value:+.1f}%"
+
+
+def _cards(report: dict[str, Any]) -> list[dict[str, str]]:
+    """The headline figures with their change from the previous day (worse in red, better in green)."""
+    s, before = report["summary"], report["previous_summary"] or {}
+
+    def change(key: str, higher_is_better: bool, show) -> tuple[str, str]:
+        now, then = s.get(key), before.get(key)
+        if now is None or then is None:
+            return "no previous day", ""
+        diff = now - then
+        tone = "" if diff == 0 else ("better" if (diff > 0) == higher_is_better else "worse")
+        return f"{show(diff)} vs previous day", tone
+
+    score = s["avg_weighted_score"]
+    cards = []
+    for label, key, value, higher_is_better, show in (
+        ("Episodes", "total_episodes", f"{s['total_episodes']:,}", True, lambda d: f"{d:+,}"),
+        ("Pass rate", "pass_rate", _pct(s["pass_rate"]), True, lambda d: f"{d * 100:+.1f} pts"),
+        ("Mean weighted score", "avg_weighted_score", "–" if score is None else f"{score:.3f}", True, lambda d: f"{d:+.3f}"),
+        ("Critical alerts", "critical_alerts", str(s["critical_alerts"]), False, lambda d: f"{d:+d}"),
+        ("Warning alerts", "warning_alerts", str(s["warning_alerts"]), False, lambda d: f"{d:+d}"),
+    ):  # fmt: skip
+        text, tone = change(key, higher_is_better, show)
+        cards.append({"label": label, "value": value, "change": text, "tone": tone})
+    return cards
+
+
+def render_html(report: dict[str, Any], judge_costs: str = "") -> str:
+    trend = report["trend"]
+    per = lambda metric: {agent: series[metric] for agent, series in trend["agents"].items()}  # noqa: E731
+    charts = {
+        "pass_rate": line_chart(trend["days"], per("pass_rate"), label=_pct, title="Pass rate per agent"),
+        "score": line_chart(trend["days"], per("mean_weighted_score"), label=lambda v: f"{v:.2f}", title="Mean score per agent"),
+        "cost_delta": line_chart(trend["days"], per("mean_cost_delta_pct"), label=_delta, title="Mean cost delta"),
+        "latency_delta": line_chart(trend["days"], per("mean_latency_delta_pct"), label=_delta, title="Mean latency delta"),
+        "distribution": histogram(report["score_histogram"], title="Weighted score distribution"),
+    }
+    aggregate = [f for f in report["alerts"] if f["episode_id"] is None and (f["ci_low"] is not None or f["p_value"] is not None)]
+    return (
+        _environment()
+        .get_template("daily.html.j2")
+        .render(
+            r=report,
+            cards=_cards(report),
+            charts=charts,
+            aggregate=aggregate,
+            new_count=sum(f["lifecycle"] == "new" for f in report["alerts"]),
+            judge_costs=judge_costs,
+            worst=WORST_SHOWN,
+            pct=_pct,
+            delta=_delta,
+        )
+    )
