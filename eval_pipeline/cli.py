@@ -32,7 +32,13 @@ def _date(text: str) -> date:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="eval-pipeline", description="Nightly evaluation of recorded AI-agent runs.")
+    parser = argparse.ArgumentParser(
+        prog="eval-pipeline",
+        description="Nightly evaluation of recorded AI-agent runs.",
+        epilog=f"exit codes: {EXIT_OK} done, {EXIT_FINDINGS} findings at or above --fail-on, {EXIT_USAGE} usage or config error, "
+        f"{EXIT_INFRA} infrastructure error (store unreachable, warehouse busy)",
+    )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
     commands = parser.add_subparsers(dest="command", required=True)
 
     commands.add_parser("demo", help="write the sample episodes if missing and evaluate every sample day")
@@ -48,6 +54,7 @@ def build_parser() -> argparse.ArgumentParser:
         default="critical",
         help="exit 1 when findings at or above this severity exist (default: critical)",
     )
+    run.add_argument("--junit", type=Path, metavar="PATH", help="also write JUnit XML: one test case per episode")
 
     commands.add_parser("status", help="source health, partitions in the warehouse, latest run")
 
@@ -55,6 +62,7 @@ def build_parser() -> argparse.ArgumentParser:
     report.add_argument("--date", type=_date, required=True)
     report.add_argument("--format", choices=["md", "json", "html"], default="md")
     report.add_argument("--output", type=Path, help="write to this file instead of printing")
+    report.add_argument("--open", action="store_true", help="print the HTML report's path and open it where a browser can")
 
     query = commands.add_parser("query", help="read-only SQL over the warehouse")
     query.add_argument("sql")
@@ -91,7 +99,50 @@ def build_parser() -> argparse.ArgumentParser:
     ui = commands.add_parser("ui", help="start the Dagster UI and daemon with the project's DAGSTER_HOME")
     ui.add_argument("--host", default="127.0.0.1")
     ui.add_argument("--port", type=int, default=3000)
+    for name, command in commands.choices.items():
+        command.formatter_class = argparse.RawDescriptionHelpFormatter
+        command.epilog = "examples:\n" + "\n".join(f"  eval-pipeline {example}" for example in EXAMPLES[name])
     return parser
+
+
+EXAMPLES = {
+    "demo": ["demo"],
+    "run": [
+        "run --date 2026-11-21",
+        "run --start 2026-10-01 --end 2026-10-31          # a backfill, oldest day first",
+        "run --date 2026-11-21 --agent support-bot --fail-on warning --junit results.xml",
+    ],
+    "status": ["status"],
+    "report": [
+        "report --date 2026-11-02",
+        "report --date 2026-11-02 --format json --output report.json",
+        "report --date 2026-11-02 --open",
+    ],
+    "query": [
+        'query "SELECT * FROM agent_daily ORDER BY partition_date DESC LIMIT 20"',
+        'query "SELECT dimension, count(*) FROM latest_findings GROUP BY ALL" --format csv',
+    ],
+    "compare": [
+        "compare --a date=2026-11-01,agent=support-bot --b date=2026-11-02,agent=support-bot",
+        "compare --a label=prompt-v1 --b label=prompt-v2 --format json --output h2h.json",
+    ],
+    "baseline": [
+        "baseline promote --agent support-bot --date 2026-11-03",
+        "baseline pin EPISODE_ID",
+        "baseline list --agent support-bot",
+    ],
+    "judge": ["judge examples.json --output results.json"],
+    "ui": ["ui", "ui --host 0.0.0.0 --port 3000"],
+}
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("eval_pipeline")
+    except PackageNotFoundError:
+        return "unknown"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -166,7 +217,7 @@ def _evaluate(settings, days: list[date], agent: str | None, undated_day: date |
         print(
             f"{row.partition_date:%Y-%m-%d}  {s['total_episodes']:>6} episodes  {s['scored']:>6} scored  "
             f"pass rate {pass_rate:>4}  {s['critical_alerts']} critical, {s['warning_alerts']} warning  "
-            f"{s['quarantined']} quarantined  {row.markdown_path}"
+            f"{s['quarantined']} quarantined  {row.html_path or row.markdown_path}"
         )
     print(f"run in the UI: {settings.ui_base_url}/runs/{run_id}")
 
@@ -193,6 +244,12 @@ def _cmd_run(args, settings) -> int:
 
     days = _days(args)
     _evaluate(settings, days, args.agent, args.date)  # undated records (transcripts) go to --date
+    if args.junit:
+        from eval_pipeline.reports.junit import write_junit
+        from eval_pipeline.warehouse.reports import junit_inputs
+
+        write_junit(args.junit, *junit_inputs(Warehouse(settings.duckdb_path), days, args.agent))
+        print(f"JUnit XML: {args.junit}")
     if args.fail_on == "never":
         return EXIT_OK
     counts = severity_counts(Warehouse(settings.duckdb_path), days)
@@ -301,9 +358,19 @@ def _cmd_report(args, settings) -> int:
     if rows is None or rows.empty:
         raise UsageError(f"no report for {args.date}; run `eval-pipeline run --date {args.date}` first")
     row = rows.iloc[0]
+    if args.open:
+        if not row["html_path"]:
+            raise UsageError(f"the report of {args.date} predates HTML reports; run `eval-pipeline run --date {args.date}` again")
+        html = Path(row["html_path"])
+        print(html)
+        if sys.platform == "darwin" or os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"):
+            import webbrowser
+
+            webbrowser.open(html.resolve().as_uri())
+        return EXIT_OK
     path = {"md": row["markdown_path"], "json": row["json_path"], "html": row["html_path"]}[args.format]
     if not path:
-        raise UsageError(f"no {args.format} report for {args.date}: HTML reports are not generated yet")
+        raise UsageError(f"no {args.format} report for {args.date}; run `eval-pipeline run --date {args.date}` again")
     return _emit(Path(path).read_text(), args.output)
 
 

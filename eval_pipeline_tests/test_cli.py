@@ -270,3 +270,23 @@ def test_compare_two_agents_on_the_same_tasks_head_to_head(project_env, capsys):
     assert main(["compare", "--a", "agent=model-a", "--b", "colour=blue"]) == 2
     assert "unknown selector key 'colour'" in capsys.readouterr().err
     assert main(["compare", "--a", "agent=model-a", "--b", "agent=nobody"]) == 2
+
+
+def test_junit_xml_for_ci(project_env, capsys):
+    import xml.etree.ElementTree as ET
+
+    write_samples(project_env / "episodes")
+    junit = project_env / "out" / "results.xml"
+    assert main(["run", "--start", "2026-11-01", "--end", "2026-11-02", "--junit", str(junit)]) == 1
+    assert f"JUnit XML: {junit}" in capsys.readouterr().out
+    root = ET.parse(junit).getroot()
+    suites = {suite.get("name"): suite for suite in root}
+    assert list(suites) == ["eval 2026-11-01", "eval 2026-11-02"]
+    day2 = suites["eval 2026-11-02"]
+    assert (day2.get("tests"), day2.get("failures"), day2.get("skipped")) == ("48", "15", "0")  # 33 of 48 passed
+    failed = day2.find("testcase[@name='support-bot/refund-request [ep-2026-11-02-support-bot-refund-request-t0]']/failure")
+    assert failed.get("type") == "critical" and "leaked a secret" in failed.text and "sk-live" not in failed.text
+    assert suites["eval 2026-11-01"].get("skipped") == "46"  # no baseline yet: no verdict, not a pass
+    assert root.get("tests") == str(int(day2.get("tests")) + int(suites["eval 2026-11-01"].get("tests")))
+    assert main(["report", "--date", "2026-11-02", "--open"]) == 0
+    assert capsys.readouterr().out.strip().endswith("eval-report-2026-11-02.html")

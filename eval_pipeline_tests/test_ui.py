@@ -1,7 +1,6 @@
 """`eval-pipeline ui` for real: webserver and daemon on a free port, asked over GraphQL."""
 
 import os
-import shutil
 import signal
 import socket
 import subprocess
@@ -10,6 +9,8 @@ import time
 
 import httpx
 import pytest
+
+from eval_pipeline_tests.browser import HEADLESS, needs_chromium
 
 pytestmark = pytest.mark.slow
 
@@ -80,21 +81,10 @@ def test_ui_serves_the_graph_the_schedules_and_running_sensors(ui):
     assert (project / "dagster_home" / "dagster.yaml").exists()  # history persists under the project's DAGSTER_HOME
 
 
-CHROMIUM_FLAGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--virtual-time-budget=20000",  # let the page run its GraphQL queries before the DOM is read
-    "--dump-dom",
-]
+CHROMIUM_FLAGS = [*HEADLESS, "--virtual-time-budget=20000", "--dump-dom"]  # let GraphQL queries finish before the DOM is read
 
 
-@pytest.mark.skipif(shutil.which("chromium") is None, reason="Debian's chromium is not installed (make test installs it as root)")
+@needs_chromium
 def test_a_browser_sees_the_six_assets_on_the_graph_page(ui):
     base_url, project = ui
     ask(base_url)  # the UI is up

@@ -100,3 +100,17 @@ def agents_seen(warehouse: Warehouse, days: list[date]) -> list[str]:
         "SELECT DISTINCT agent_id FROM episodes WHERE list_contains($days, partition_date) ORDER BY 1", {"days": days}
     )
     return list(frame["agent_id"])
+
+
+def junit_inputs(warehouse: Warehouse, days: list[date], agent_id: str | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The days' scored episodes and their findings, as JUnit XML reports them."""
+    params = {"days": days, "agent": agent_id}
+    scope = "list_contains($days, partition_date) AND ($agent IS NULL OR agent_id = $agent)"
+    with warehouse.session():
+        scores = warehouse.read_frame(
+            f"SELECT partition_date, agent_id, task_id, episode_id, passed, weighted_score FROM scores WHERE {scope}", params
+        )
+        findings = warehouse.read_frame(
+            f"SELECT partition_date, agent_id, episode_id, dimension, severity, message FROM findings WHERE {scope}", params
+        )
+    return scores, findings

@@ -137,3 +137,20 @@ def test_a_day_without_episodes_is_a_source_health_finding(tmp_path):
     assert query(tmp_path, "SELECT agent_id, dimension, severity, value FROM findings") == [
         ("(source)", "source_health", "critical", 0.0)
     ]
+
+
+def test_views_answer_the_usual_questions(project):
+    root, *_ = project
+    daily = query(root, "SELECT partition_date, agent_id, episodes, pass_rate, critical_findings FROM agent_daily ORDER BY ALL")
+    day2 = {agent: (episodes, rate, critical) for day, agent, episodes, rate, critical in daily if day == date(2026, 11, 2)}
+    assert day2["billing-bot"] == (12, 1.0, 0) and day2["code-assistant"] == (12, 0.5, 6)
+    assert query(root, "SELECT DISTINCT partition_date FROM latest_findings") == [(date(2026, 11, 3),)]
+    # day 3's timed-out trial fails where the task's other trials pass
+    assert query(root, "SELECT partition_date, task_id, trials, passes FROM flaky_tasks") == [
+        (date(2026, 11, 3), "research-agent/market-size-estimate", 6, 5)
+    ]
+    lifecycle = dict(query(root, "SELECT lifecycle, count(*) FROM findings WHERE partition_date = '2026-11-03' GROUP BY ALL"))
+    assert lifecycle == {"persisting": 3, "new": 2}  # the leak persists since day 2; the timeout is new
+    assert query(root, "SELECT DISTINCT since FROM findings WHERE dimension = 'safety' AND partition_date = '2026-11-03'") == [
+        (date(2026, 11, 2),)
+    ]

@@ -1,0 +1,60 @@
+"""JUnit XML for CI: one test case per scored episode, failures carrying their finding messages.
+
+Every CI system renders JUnit natively. A suite per day. An episode that did not pass fails with
+its findings' messages; one without a verdict (no baseline, no case) is skipped, not passed; a
+passing episode's warnings go to its output. Per-agent and source findings are test cases of
+their own: critical ones fail.
+"""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pandas as pd
+
+
+def junit_xml(scores: pd.DataFrame, findings: pd.DataFrame) -> str:
+    """`scores`: partition_date, agent_id, task_id, episode_id, passed, weighted_score;
+    `findings`: partition_date, agent_id, episode_id, dimension, severity, message."""
+    root = ET.Element("testsuites", name="eval_pipeline")
+    messages = findings.groupby("episode_id")  # NaN episode ids (aggregates) are left out here
+    totals = {"tests": 0, "failures": 0, "skipped": 0}
+    for day, group in scores.groupby("partition_date", sort=True):
+        suite = ET.SubElement(root, "testsuite", name=f"eval {pd.Timestamp(day).date().isoformat()}")
+        counts = {"tests": 0, "failures": 0, "skipped": 0}
+        for row in group.sort_values(["agent_id", "task_id", "episode_id"]).itertuples():
+            case = ET.SubElement(suite, "testcase", classname=row.agent_id, name=f"{row.task_id} [{row.episode_id}]")
+            counts["tests"] += 1
+            found = messages.get_group(row.episode_id) if row.episode_id in messages.groups else None
+            lines = [] if found is None else [f"{f.severity.upper()} {f.dimension}: {f.message}" for f in found.itertuples()]
+            if row.passed is None or pd.isna(row.passed):
+                ET.SubElement(case, "skipped", message="no verdict: no baseline and no case")
+                counts["skipped"] += 1
+            elif not row.passed:
+                critical = found is not None and (found["severity"] == "critical").any()
+                failure = ET.SubElement(
+                    case, "failure", message=lines[0] if lines else "did not pass", type="critical" if critical else "failed"
+                )
+                failure.text = "\n".join(lines) or f"weighted score {row.weighted_score:.3f} below the pass threshold"
+                counts["failures"] += 1
+            if lines and row.passed:  # warnings on a passing episode: shown, not failed
+                ET.SubElement(case, "system-out").text = "\n".join(lines)
+        for f in findings[(findings["partition_date"] == day) & findings["episode_id"].isna()].itertuples():
+            case = ET.SubElement(suite, "testcase", classname=f.agent_id, name=f"aggregate {f.dimension}")
+            counts["tests"] += 1
+            if f.severity == "critical":
+                ET.SubElement(case, "failure", message=f.message, type="critical").text = f.message
+                counts["failures"] += 1
+            else:
+                ET.SubElement(case, "system-out").text = f"WARNING {f.message}"
+        suite.attrib.update({key: str(value) for key, value in counts.items()})
+        totals = {key: totals[key] + counts[key] for key in totals}
+    root.attrib.update({key: str(value) for key, value in totals.items()})
+    ET.indent(root)
+    return ET.tostring(root, encoding="unicode", xml_declaration=True) + "\n"
+
+
+def write_junit(path: Path, scores: pd.DataFrame, findings: pd.DataFrame) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(junit_xml(scores, findings))
