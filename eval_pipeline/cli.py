@@ -206,8 +206,10 @@ def _evaluate(settings, days: list[date], agent: str | None, undated_day: date |
 
     _check_partitions(days)
     config = load_config(settings.config_path)  # a bad config is the user's to fix: say so before any run starts
+    span = str(days[0]) if len(days) == 1 else f"{days[0]}..{days[-1]} ({len(days)} days, one run)"
     try:
-        run_id = run_days(settings, days, agent, undated_day)
+        with _spinner(f"evaluating {span}"):
+            run_id = run_days(settings, days, agent, undated_day)
     finally:  # without a daemon nobody else announces what this run found, or that it failed
         _deliver_alerts(settings, config.policies.secret_patterns)
     rows = report_rows(Warehouse(settings.duckdb_path), days)
@@ -220,6 +222,16 @@ def _evaluate(settings, days: list[date], agent: str | None, undated_day: date |
             f"{s['quarantined']} quarantined  {row.html_path or row.markdown_path}"
         )
     print(f"run in the UI: {settings.ui_base_url}/runs/{run_id}")
+
+
+def _spinner(text: str):
+    """A live status line on a terminal; nothing at all in cron or CI logs."""
+    from contextlib import nullcontext
+
+    from rich.console import Console
+
+    console = Console(stderr=True)
+    return console.status(text) if console.is_terminal else nullcontext()
 
 
 def _deliver_alerts(settings, secret_patterns: list[str]) -> None:
@@ -318,8 +330,9 @@ def _cmd_status(args, settings) -> int:
         print(f"  {day}  {count} records")
     if settings.duckdb_path.exists():
         counts = partition_counts(Warehouse(settings.duckdb_path))
-        print("\npartitions in the warehouse")
-        print(counts.fillna(0).astype({c: int for c in counts.columns if c != "partition_date"}).to_string(index=False))
+        _print_table(
+            counts.fillna(0).astype({c: int for c in counts.columns if c != "partition_date"}), "partitions in the warehouse"
+        )
     else:
         print("\nno warehouse yet: run `eval-pipeline demo` or `eval-pipeline run --date D`")
     _print_latest_run(settings)
@@ -338,6 +351,42 @@ def _print_latest_run(settings) -> None:
             partition = run.tags.get("dagster/partition", "-")
             print(f"\nlatest run       {run.run_id} {run.job_name} partition {partition}: {run.status.value}")
             print(f"                 {settings.ui_base_url}/runs/{run.run_id}")
+
+
+def _print_table(frame, title: str | None = None) -> None:
+    """A rich table on a terminal; plain aligned text when piped, so scripts and logs read it as before."""
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console()
+    if frame.empty:
+        print(f"{title}: (no rows)" if title else "(no rows)")
+        return
+    cells = frame.astype(object).map(_cell)
+    if not console.is_terminal:
+        if title:
+            print(f"\n{title}")
+        print(cells.to_string(index=False, max_colwidth=200))
+        return
+    table = Table(title=title, title_justify="left", header_style="bold")
+    for column in frame.columns:
+        table.add_column(str(column), justify="right" if frame[column].dtype.kind in "iuf" else "left", no_wrap=True)
+    for row in cells.itertuples(index=False):
+        table.add_row(*row)
+    console.print(table)
+
+
+def _cell(value) -> str:
+    import numpy as np
+    import pandas as pd
+
+    if isinstance(value, list | tuple | dict | np.ndarray):
+        return str(value.tolist() if isinstance(value, np.ndarray) else value)
+    if value is None or pd.isna(value):
+        return "–"
+    if isinstance(value, pd.Timestamp) and value == value.normalize():
+        return value.date().isoformat()  # a DATE column, read through pandas
+    return str(value)
 
 
 def _emit(text: str, output: Path | None) -> int:
@@ -391,7 +440,7 @@ def _cmd_query(args, settings) -> int:
     elif args.format == "json":
         print(frame.to_json(orient="records", date_format="iso", default_handler=str))
     else:
-        print(frame.to_string(index=False, max_colwidth=200) if len(frame) else "(no rows)")
+        _print_table(frame)
     return EXIT_OK
 
 
