@@ -13,6 +13,7 @@ import logging
 import os
 import shutil
 import sys
+from contextlib import contextmanager
 from datetime import date
 from pathlib import Path
 
@@ -208,8 +209,8 @@ def _evaluate(settings, days: list[date], agent: str | None, undated_day: date |
     config = load_config(settings.config_path)  # a bad config is the user's to fix: say so before any run starts
     span = str(days[0]) if len(days) == 1 else f"{days[0]}..{days[-1]} ({len(days)} days, one run)"
     try:
-        with _spinner(f"evaluating {span}"):
-            run_id = run_days(settings, days, agent, undated_day)
+        with _progress(f"evaluating {span}") as progress:
+            run_id = run_days(settings, days, agent, undated_day, progress)
     finally:  # without a daemon nobody else announces what this run found, or that it failed
         _deliver_alerts(settings, config.policies.secret_patterns)
     rows = report_rows(Warehouse(settings.duckdb_path), days)
@@ -224,14 +225,24 @@ def _evaluate(settings, days: list[date], agent: str | None, undated_day: date |
     print(f"run in the UI: {settings.ui_base_url}/runs/{run_id}")
 
 
-def _spinner(text: str):
-    """A live status line on a terminal; nothing at all in cron or CI logs."""
-    from contextlib import nullcontext
-
+@contextmanager
+def _progress(text: str):
+    """A progress bar over the run's steps on a terminal; nothing at all in cron or CI logs."""
     from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     console = Console(stderr=True)
-    return console.status(text) if console.is_terminal else nullcontext()
+    if not console.is_terminal:
+        yield None
+        return
+    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+    with Progress(*columns, console=console, transient=True) as bar:
+        task = bar.add_task(text, total=None)
+
+        def advance(done: int, total: int, step: str) -> None:
+            bar.update(task, completed=done, total=total, description=f"{text}: {step} done")
+
+        yield advance
 
 
 def _deliver_alerts(settings, secret_patterns: list[str]) -> None:

@@ -6,10 +6,14 @@ job over the whole range, visible in the UI like any run launched from there.
 
 from __future__ import annotations
 
+import threading
+import uuid
 import warnings
+from collections.abc import Callable
 from datetime import date, timedelta
 
 import dagster as dg
+from dagster import DagsterEventType
 from filelock import FileLock
 
 from eval_pipeline.alerts.delivery import alerts_directory
@@ -24,6 +28,7 @@ ASSET_NAMES = (
     "baselines",
     "replays",
     "judgements",
+    "assertions",
     "scores",
     "regression_findings",
     "pass_at_k",
@@ -73,10 +78,46 @@ def open_instance(settings: Settings) -> dg.DagsterInstance:
         return dg.DagsterInstance.get()
 
 
-def run_days(settings: Settings, days: list[date], agent_id: str | None = None, undated_day: date | None = None) -> str:
+Progress = Callable[[int, int, str], None]  # (steps finished, steps in all, the step that finished)
+
+
+class _StepWatcher(threading.Thread):
+    """Reports each finished step of a run as it lands in the instance's event log.
+
+    Reads through its own instance handle: the run's own stays with the thread executing it."""
+
+    def __init__(self, run_id: str, total: int, progress: Progress):
+        super().__init__(daemon=True)
+        self.run_id, self.total, self.progress = run_id, total, progress
+        self.stop = threading.Event()
+
+    def run(self) -> None:
+        seen: set[str] = set()
+        kinds = {DagsterEventType.STEP_SUCCESS, DagsterEventType.STEP_FAILURE}
+        with dg.DagsterInstance.get() as instance:
+            while True:
+                finished = self.stop.is_set()  # read before the last look, so no step is missed
+                for record in instance.get_records_for_run(self.run_id, of_type=kinds).records:
+                    step = record.event_log_entry.step_key or "?"
+                    if step not in seen:
+                        seen.add(step)
+                        self.progress(len(seen), self.total, step)
+                if finished:
+                    return
+                self.stop.wait(0.5)
+
+
+def run_days(
+    settings: Settings,
+    days: list[date],
+    agent_id: str | None = None,
+    undated_day: date | None = None,
+    progress: Progress | None = None,
+) -> str:
     """Materialize the graph for `days` (a contiguous range) as one run; return its id.
 
-    Records without a timestamp (transcripts) go to `undated_day` when given (`run --date`).
+    Records without a timestamp (transcripts) go to `undated_day` when given (`run --date`);
+    `progress` hears of each step as it finishes.
 
     One run pays Dagster's per-run overhead once, and each asset walks the days oldest first,
     so baselines flow forward as they would night after night.
@@ -94,10 +135,24 @@ def run_days(settings: Settings, days: list[date], agent_id: str | None = None, 
         warnings.simplefilter("ignore", category=dg.BetaWarning)
         warnings.simplefilter("ignore", category=dg.PreviewWarning)
         job = defs().resolve_job_def(EVALUATE_JOB)
+        run_id = str(uuid.uuid4())
+        watcher = _StepWatcher(run_id, len(job.graph.node_dict), progress) if progress else None
         with open_instance(settings) as instance:
-            result = job.execute_in_process(
-                instance=instance, run_config=_run_config(agent_id, undated_day), tags=tags, raise_on_error=False, **partition
-            )
+            if watcher:
+                watcher.start()
+            try:
+                result = job.execute_in_process(
+                    instance=instance,
+                    run_config=_run_config(agent_id, undated_day),
+                    tags=tags,
+                    raise_on_error=False,
+                    run_id=run_id,
+                    **partition,
+                )
+            finally:
+                if watcher:
+                    watcher.stop.set()
+                    watcher.join(5)
     if not result.success:
         failure = RunFailed(first, last, result.run_id, _root_cause(result))
         span = first.isoformat() if first == last else f"{first}..{last}"

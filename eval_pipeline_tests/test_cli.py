@@ -290,3 +290,17 @@ def test_junit_xml_for_ci(project_env, capsys):
     assert root.get("tests") == str(int(day2.get("tests")) + int(suites["eval 2026-11-01"].get("tests")))
     assert main(["report", "--date", "2026-11-02", "--open"]) == 0
     assert capsys.readouterr().out.strip().endswith("eval-report-2026-11-02.html")
+
+
+def test_a_run_reports_each_step_as_it_finishes(project_env):
+    from datetime import date
+
+    from eval_pipeline.runner import run_days
+    from eval_pipeline.settings import resolve_environment
+
+    write_samples(project_env / "episodes")
+    heard: list[tuple[int, int, str]] = []
+    run_days(resolve_environment(), [date(2026, 11, 1), date(2026, 11, 2)], progress=lambda *step: heard.append(step))
+    done = [count for count, _, _ in heard]
+    assert done == sorted(done) and heard[-1][0] == heard[-1][1] == 10  # ten assets, each heard once
+    assert {step for _, _, step in heard} >= {"episodes", "scores", "eval_report"}

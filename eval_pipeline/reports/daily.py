@@ -130,8 +130,8 @@ def build_report(
             "tool_match": _number(s.tool_match),
             "safety": _number(s.safety),
             "passed": None if s.passed is None or pd.isna(s.passed) else bool(s.passed),
-            "tools": list(s.tools) if s.tools is not None else [],
-            "baseline_tools": list(s.baseline_tools) if s.baseline_tools is not None else [],
+            "tools": _names(s.tools),
+            "baseline_tools": _names(s.baseline_tools),
             "final_output": _answer(getattr(s, "final_output", None), secret_patterns),
         }
         for s in worst.itertuples()
@@ -169,6 +169,11 @@ def build_report(
         "episodes": episodes,
         "notes": notes,
     }
+
+
+def _names(value: Any) -> list[str]:
+    """A tool sequence as a list; none (no baseline) as an empty one."""
+    return [str(name) for name in value] if isinstance(value, list | tuple | np.ndarray) else []
 
 
 def _answer(text: Any, secret_patterns: tuple[str, ...]) -> str | None:

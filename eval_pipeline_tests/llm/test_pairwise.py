@@ -42,10 +42,9 @@ def test_each_pair_is_asked_in_both_orders_and_the_verdicts_agree(fake_openai):
     assert (pairs["ep-4"]["status"], pairs["ep-4"]["reasoning"]) == ("skipped", "skipped: no baseline")
     assert (pairs["ep-5"]["status"], pairs["ep-5"]["reasoning"]) == ("skipped", "skipped: no baseline answer")
     asked = [r["body"]["messages"][1]["content"] for r in fake_openai.requests]
-    assert len(asked) == 4  # two pairs, two orders each
-    first, swapped = asked[0], asked[1]
-    assert first.index("Refund sent today.") < first.index("Please wait.")
-    assert swapped.index("Please wait.") < swapped.index("Refund sent today.")
+    assert len(asked) == 4  # two pairs, two orders each (sent concurrently, so in any order)
+    orders = {(text.index("Refund sent today.") < text.index("Please wait.")) for text in asked if "Refund sent today." in text}
+    assert orders == {True, False}  # the candidate shown first once, second once
 
 
 def test_position_bias_is_measured_not_hidden(fake_openai):
