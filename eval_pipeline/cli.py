@@ -293,7 +293,7 @@ def _cmd_demo(args, settings) -> int:
     _print_findings(settings, list(SAMPLE_DAYS))
     print(
         "\nnext:\n"
-        f"  {_command()} report --date {SAMPLE_DAYS[1]}    # the day with injected regressions\n"
+        f"  {_command()} report --date {SAMPLE_DAYS[1]} --open    # the HTML report of the day with injected regressions\n"
         f'  {_command()} query "SELECT agent_id, dimension, severity, message FROM findings ORDER BY ALL"\n'
         "  make ui    # the Dagster UI at http://127.0.0.1:3000, with these runs"
     )
