@@ -325,6 +325,7 @@ def _command() -> str:
 
 
 def _cmd_status(args, settings) -> int:
+    from eval_pipeline.config import load_config
     from eval_pipeline.defs.resources import source_index_path
     from eval_pipeline.episodes.source import open_source, source_health
     from eval_pipeline.warehouse.connection import Warehouse
@@ -335,7 +336,9 @@ def _cmd_status(args, settings) -> int:
     print(f"reports          {settings.reports_dir}")
     print(f"config           {settings.config_path or '(built-in defaults)'}")
     print(f"DAGSTER_HOME     {settings.dagster_home}")
-    health = source_health(open_source(settings.episode_source, Path(source_index_path(str(settings.duckdb_path)))))
+    sources = load_config(settings.config_path).sources
+    index = Path(source_index_path(str(settings.duckdb_path)))
+    health = source_health(open_source(settings.episode_source, index, sources.transcript_agent_id, sources.formats))
     print(f"\nsource health    {json.dumps(health.get('health', {k: v for k, v in health.items() if k != 'episodes_per_day'}))}")
     for day, count in health.get("episodes_per_day", {}).items():
         print(f"  {day}  {count} records")

@@ -134,8 +134,10 @@ class CasesConfig(_Strict):
 
 
 class SourcesConfig(_Strict):
-    # agent of records in other formats (transcripts) that name none; unset: each file's name
+    # agent of records in other formats (transcripts, traces) that name none; unset: each file's name
     transcript_agent_id: str | None = None
+    # format per file, over detection: glob relative to the source -> format name ("episode", "otlp-json", ...)
+    formats: dict[str, str] = Field(default_factory=dict)
 
 
 class Price(_Strict):

@@ -9,7 +9,7 @@ import dagster as dg
 
 from eval_pipeline.alerts.delivery import alerts_directory, deliver_pending
 from eval_pipeline.alerts.outbox import AlertOutbox, DeliveryReport
-from eval_pipeline.config import EvalConfig, JudgeConfig, Price, load_config
+from eval_pipeline.config import EvalConfig, JudgeConfig, Price, SourcesConfig, load_config
 from eval_pipeline.episodes.files import FileSource
 from eval_pipeline.episodes.source import open_source
 from eval_pipeline.episodes.store import EpisodeStore
@@ -31,8 +31,9 @@ class EpisodeSourceResource(dg.ConfigurableResource):
     location: str
     index_path: str  # the file source's day index; beside the warehouse, as the source may be read-only
 
-    def open(self, transcript_agent_id: str | None = None) -> FileSource | EpisodeStore:
-        return open_source(self.location, Path(self.index_path), transcript_agent_id)
+    def open(self, sources: SourcesConfig | None = None) -> FileSource | EpisodeStore:
+        sources = sources or SourcesConfig()
+        return open_source(self.location, Path(self.index_path), sources.transcript_agent_id, sources.formats)
 
 
 class EvalConfigResource(dg.ConfigurableResource):

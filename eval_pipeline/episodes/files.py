@@ -13,13 +13,15 @@ from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
+from fnmatch import fnmatch
 from itertools import chain
 from pathlib import Path
+from types import ModuleType
 
 from filelock import FileLock
 from pydantic import BaseModel
 
-from eval_pipeline.episodes.adapters import adapt, detect_format
+from eval_pipeline.episodes.adapters import BY_NAME, CANONICAL, detect_format
 from eval_pipeline.episodes.records import RawRecord, record_days
 from eval_pipeline.errors import InfrastructureError
 
@@ -114,10 +116,25 @@ class FileIndex(BaseModel):
 class FileSource:
     """Episodes in local files. `root` is a directory (searched recursively) or one file."""
 
-    def __init__(self, root: Path, index_path: Path, transcript_agent_id: str | None = None):
+    def __init__(
+        self, root: Path, index_path: Path, transcript_agent_id: str | None = None, formats: dict[str, str] | None = None
+    ):
         self.root = root
         self.index_path = index_path
-        self.transcript_agent_id = transcript_agent_id  # agent of adapted records; None: each file's name
+        self.transcript_agent_id = transcript_agent_id  # agent of adapted records that name none; None: each file's name
+        self.formats = formats or {}  # glob (relative to the source) -> format name, over detection
+
+    def adapter_for(self, path: Path, first_raw: str) -> ModuleType | None:
+        """The file's adapter: the first configured glob it matches, else detected from its first record."""
+        relative = path.relative_to(self.root) if self.root.is_dir() else Path(path.name)
+        for pattern, name in self.formats.items():
+            if relative.match(pattern) or fnmatch(str(relative), pattern):
+                if name == CANONICAL:
+                    return None
+                if name not in BY_NAME:
+                    raise UnreadableSource(f"[sources] formats names unknown format {name!r}; known: {sorted(BY_NAME)}")
+                return BY_NAME[name]
+        return detect_format(first_raw)
 
     def episode_files(self) -> list[Path]:
         if self.root.is_file():
@@ -142,8 +159,12 @@ class FileSource:
                     fresh[str(path)] = known
                     continue
                 days: Counter[date] = Counter()
-                for record in iter_file_records(path):
-                    days.update(record_days(record.raw))
+                reader = record_days
+                for number, record in enumerate(iter_file_records(path)):
+                    if number == 0:
+                        adapter = self.adapter_for(path, record.raw)
+                        reader = getattr(adapter, "days", record_days) if adapter else record_days
+                    days.update(reader(record.raw))
                 first_seen = known.first_seen if known else today
                 fresh[str(path)] = IndexedFile(
                     mtime_ns=stat.st_mtime_ns, size=stat.st_size, days=dict(days), first_seen=first_seen
@@ -180,6 +201,6 @@ class FileSource:
         first = next(records, None)
         if first is None:
             return
-        adapter = detect_format(first.raw)
+        adapter = self.adapter_for(path, first.raw)
         both = chain([first], records)
-        yield from adapt(adapter, both, path, self.transcript_agent_id, fallback) if adapter else both
+        yield from adapter.convert(both, self.transcript_agent_id or path.stem, fallback) if adapter else both

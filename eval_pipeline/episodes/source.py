@@ -16,10 +16,12 @@ class EpisodeSource(Protocol):
     def records_for(self, day: date, undated_day: date | None = None) -> Iterator[RawRecord]: ...
 
 
-def open_source(location: str, index_path: Path, transcript_agent_id: str | None = None) -> FileSource | EpisodeStore:
+def open_source(
+    location: str, index_path: Path, transcript_agent_id: str | None = None, formats: dict[str, str] | None = None
+) -> FileSource | EpisodeStore:
     if location.startswith(("http://", "https://")):
         return EpisodeStore(location)
-    return FileSource(Path(location), index_path, transcript_agent_id)
+    return FileSource(Path(location), index_path, transcript_agent_id, formats)
 
 
 def source_health(source: FileSource | EpisodeStore) -> dict[str, Any]:

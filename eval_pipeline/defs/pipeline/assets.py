@@ -107,7 +107,7 @@ def episodes(
     episode_source: EpisodeSourceResource,
     eval_config: EvalConfigResource,
 ) -> dg.MaterializeResult:
-    source, wh = episode_source.open(eval_config.load().sources.transcript_agent_id), warehouse.get()
+    source, wh = episode_source.open(eval_config.load().sources), warehouse.get()
     undated_day = date.fromisoformat(config.undated_day) if config.undated_day else None
 
     def load(day: date) -> dict:

@@ -14,11 +14,9 @@ import json
 from datetime import date
 from typing import Any
 
+from eval_pipeline.episodes.adapters.base import Rejected, one_by_one
+
 NAME = "openai-transcript"
-
-
-class Rejected(ValueError):
-    """The record looks like a transcript but cannot become an episode; the message says why."""
 
 
 def detect(record: Any) -> bool:
@@ -110,3 +108,6 @@ def _tool_result(name: str | None, message: dict) -> dict:
     if output.lstrip().lower().startswith("error"):  # tau-bench tools answer failures as "Error: ..."
         step["error"] = output
     return step
+
+
+convert = one_by_one(NAME, to_episode)

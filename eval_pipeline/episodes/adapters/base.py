@@ -1,0 +1,36 @@
+"""What every adapter shares: the rejection it raises, and conversion one record at a time."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from datetime import date
+
+from eval_pipeline.episodes.records import RawRecord
+
+
+class Rejected(ValueError):
+    """A record that cannot become an episode; the message says why (it lands in quarantine with it)."""
+
+
+def rejected(record: RawRecord, day: date, reason: str) -> RawRecord:
+    return RawRecord(record.source, record.locator, record.raw, day, rejected=reason)
+
+
+def one_by_one(
+    name: str, to_episode: Callable[[dict, str, date], dict]
+) -> Callable[[Iterator[RawRecord], str, date], Iterator[RawRecord]]:
+    """A `convert` for formats where each record is one episode."""
+
+    def convert(records: Iterator[RawRecord], agent_id: str, day: date) -> Iterator[RawRecord]:
+        for record in records:
+            try:
+                episode = to_episode(json.loads(record.raw), agent_id, day)
+            except json.JSONDecodeError:
+                yield rejected(record, day, "invalid JSON")
+            except ValueError as exc:  # the adapter's Rejected, or a value it could not read
+                yield rejected(record, day, f"{name}: {exc}")
+            else:
+                yield RawRecord(record.source, record.locator, json.dumps(episode), day)
+
+    return convert

@@ -1,0 +1,221 @@
+"""OpenTelemetry traces as OTLP JSON (`resourceSpans` → `scopeSpans` → `spans`): one trace, one episode.
+
+Both the GenAI semantic conventions (`gen_ai.operation.name` chat / text_completion /
+generate_content / execute_tool / invoke_agent / create_agent, `gen_ai.request.model`,
+`gen_ai.usage.*`, `gen_ai.tool.name`) and OpenInference (`openinference.span.kind` LLM / TOOL /
+AGENT / CHAIN, `llm.model_name`, `llm.token_count.*`, `tool.name`, `input.value` /
+`output.value`) are read. A trace's spans may be spread over many export batches, so a file is
+converted whole: spans are grouped by trace id, ordered by start time. The episode's duration
+is the trace's wall time (first start to last end), never a sum of nested spans.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from collections.abc import Iterator
+from datetime import UTC, date, datetime
+from typing import Any
+
+from eval_pipeline.episodes.adapters.base import rejected
+from eval_pipeline.episodes.records import RawRecord
+
+NAME = "otlp-json"
+LLM_OPERATIONS = {"chat", "text_completion", "generate_content"}
+AGENT_OPERATIONS = {"invoke_agent", "create_agent"}
+ERROR = {2, "STATUS_CODE_ERROR", "ERROR"}
+
+
+def detect(record: Any) -> bool:
+    return isinstance(record, dict) and "resourceSpans" in record
+
+
+def _value(any_value: dict) -> Any:
+    """An OTLP AnyValue as Python: intValue arrives as a string, arrays and kvlists nest."""
+    if not isinstance(any_value, dict):
+        return any_value
+    for kind, convert in (("stringValue", str), ("boolValue", bool), ("doubleValue", float), ("intValue", int)):
+        if kind in any_value:
+            return convert(any_value[kind])
+    if "arrayValue" in any_value:
+        return [_value(v) for v in any_value["arrayValue"].get("values", [])]
+    if "kvlistValue" in any_value:
+        return {kv["key"]: _value(kv.get("value", {})) for kv in any_value["kvlistValue"].get("values", [])}
+    if "bytesValue" in any_value:
+        return any_value["bytesValue"]
+    return None
+
+
+def _attributes(items: list[dict] | None) -> dict[str, Any]:
+    return {item["key"]: _value(item.get("value", {})) for item in items or [] if "key" in item}
+
+
+def _spans(record: dict) -> Iterator[dict]:
+    """Each span with its resource's attributes under `resource`."""
+    for resource_spans in record.get("resourceSpans") or []:
+        resource = _attributes((resource_spans.get("resource") or {}).get("attributes"))
+        for scope_spans in resource_spans.get("scopeSpans") or resource_spans.get("instrumentationLibrarySpans") or []:
+            for span in scope_spans.get("spans") or []:
+                yield {**span, "resource": resource, "attrs": _attributes(span.get("attributes"))}
+
+
+def _nanos(value: Any) -> int:
+    return int(value)  # OTLP JSON encodes 64-bit integers as strings
+
+
+def _iso(nanos: int) -> str:
+    return datetime.fromtimestamp(nanos / 1e9, UTC).isoformat().replace("+00:00", "Z")
+
+
+def days(raw: str) -> set[date]:
+    """UTC days a batch's spans start on, for the file index."""
+    try:
+        record = json.loads(raw)
+        return {datetime.fromtimestamp(_nanos(s["startTimeUnixNano"]) / 1e9, UTC).date() for s in _spans(record)}
+    except (ValueError, KeyError, TypeError):
+        return set()
+
+
+def _kind(attrs: dict) -> str:
+    """llm, tool, agent or other, from either convention."""
+    operation = attrs.get("gen_ai.operation.name")
+    if operation in LLM_OPERATIONS:
+        return "llm"
+    if operation == "execute_tool":
+        return "tool"
+    if operation in AGENT_OPERATIONS:
+        return "agent"
+    return {"LLM": "llm", "TOOL": "tool", "AGENT": "agent"}.get(str(attrs.get("openinference.span.kind", "")).upper(), "other")
+
+
+def _text(value: Any) -> str | None:
+    if value is None or isinstance(value, str):
+        return value
+    return json.dumps(value)
+
+
+def _last_user_message(attrs: dict) -> str | None:
+    """The user's words from GenAI `gen_ai.input.messages`, OpenInference's flattened messages, or `input.value`."""
+    messages = attrs.get("gen_ai.input.messages") or attrs.get("gen_ai.prompt")
+    if isinstance(messages, str):
+        try:
+            messages = json.loads(messages)
+        except ValueError:
+            return messages
+    if isinstance(messages, list):
+        users = [m for m in messages if isinstance(m, dict) and m.get("role") == "user"]
+        if users:
+            content = users[-1].get("content", users[-1].get("parts"))
+            return content if isinstance(content, str) else _text(content)
+    flattened = sorted(
+        (key for key in attrs if key.startswith("llm.input_messages.") and key.endswith(".message.role")),
+        key=lambda key: int(key.split(".")[2]),
+    )
+    users = [key for key in flattened if attrs[key] == "user"]
+    if users:
+        return attrs.get(users[-1].replace(".message.role", ".message.content"))
+    return _text(attrs.get("input.value"))
+
+
+def _output_text(attrs: dict) -> str | None:
+    messages = attrs.get("gen_ai.output.messages") or attrs.get("gen_ai.completion")
+    if isinstance(messages, str):
+        try:
+            messages = json.loads(messages)
+        except ValueError:
+            return messages
+    if isinstance(messages, list) and messages and isinstance(messages[-1], dict):
+        content = messages[-1].get("content", messages[-1].get("parts"))
+        return content if isinstance(content, str) else _text(content)
+    flattened = [key for key in attrs if key.startswith("llm.output_messages.") and key.endswith(".message.content")]
+    if flattened:
+        return attrs[sorted(flattened)[-1]]
+    return _text(attrs.get("output.value"))
+
+
+def _tokens(attrs: dict) -> int:
+    prompt = attrs.get("gen_ai.usage.input_tokens", attrs.get("gen_ai.usage.prompt_tokens", attrs.get("llm.token_count.prompt")))
+    completion = attrs.get(
+        "gen_ai.usage.output_tokens", attrs.get("gen_ai.usage.completion_tokens", attrs.get("llm.token_count.completion"))
+    )
+    return int(prompt or 0) + int(completion or 0)
+
+
+def _steps(spans: list[dict]) -> tuple[list[dict], str | None, str | None]:
+    """Steps in start order, the final answer, and the model of the first LLM call."""
+    steps, final, model = [], None, None
+    for span in spans:
+        attrs, kind = span["attrs"], _kind(span["attrs"])
+        duration = (_nanos(span["endTimeUnixNano"]) - _nanos(span["startTimeUnixNano"])) / 1e6
+        failed = (span.get("status") or {}).get("code") in ERROR
+        error = (span.get("status") or {}).get("message") or (f"{span.get('name')} failed" if failed else None)
+        common = {"duration_ms": duration, "timestamp": _iso(_nanos(span["startTimeUnixNano"]))}
+        if kind == "llm":
+            span_model = attrs.get("gen_ai.response.model") or attrs.get("gen_ai.request.model") or attrs.get("llm.model_name")
+            model = model or span_model
+            output = _output_text(attrs)
+            final = output or final
+            steps.append({"step_type": "llm_call", "model": span_model, "input_summary": _last_user_message(attrs),
+                          "output_summary": output, "tokens": _tokens(attrs), "error": error, **common})  # fmt: skip
+        elif kind == "tool":
+            name = attrs.get("gen_ai.tool.name") or attrs.get("tool.name") or span.get("name")
+            arguments = attrs.get("gen_ai.tool.call.arguments", attrs.get("input.value"))
+            result = attrs.get("gen_ai.tool.call.result", attrs.get("output.value"))
+            steps.append({"step_type": "tool_call", "tool_name": name, "input_summary": _text(arguments), **common})
+            steps.append({"step_type": "tool_result", "tool_name": name, "output_summary": _text(result), "error": error,
+                          "timestamp": common["timestamp"]})  # fmt: skip
+        elif failed:
+            steps.append({"step_type": "error", "error": error, **common})
+    return [{"step_index": i, **step} for i, step in enumerate(steps)], final, model
+
+
+def _episode(trace_id: str, spans: list[dict], agent_id: str) -> dict:
+    spans.sort(key=lambda s: (_nanos(s["startTimeUnixNano"]), s.get("spanId", "")))
+    start = min(_nanos(s["startTimeUnixNano"]) for s in spans)
+    end = max(_nanos(s["endTimeUnixNano"]) for s in spans)
+    span_ids = {s.get("spanId") for s in spans}
+    roots = [s for s in spans if not s.get("parentSpanId") or s.get("parentSpanId") not in span_ids]
+    agent_span = next((s for s in spans if _kind(s["attrs"]) == "agent"), None)
+    named = agent_span and (agent_span["attrs"].get("gen_ai.agent.name") or agent_span["attrs"].get("gen_ai.agent.id"))
+    agent = named or spans[0]["resource"].get("service.name") or agent_id
+    steps, final, model = _steps(spans)
+    failed = any((s.get("status") or {}).get("code") in ERROR for s in roots)
+    attrs = {k: v for s in roots for k, v in s["attrs"].items()}
+    metadata = {"format": NAME, "trace_id": trace_id, "final_output": final, "model": model,
+                "task_id": attrs.get("eval.task_id"), "trial": attrs.get("eval.trial")}  # fmt: skip
+    return {
+        "episode_id": f"trace-{trace_id}",
+        "agent_id": str(agent),
+        "status": "failure" if failed else "success",
+        "started_at": _iso(start),
+        "ended_at": _iso(end),
+        "total_duration_ms": (end - start) / 1e6,
+        "total_tokens": sum(step.get("tokens") or 0 for step in steps),
+        "steps": steps,
+        "metadata": {key: value for key, value in metadata.items() if value is not None},
+    }
+
+
+def convert(records: Iterator[RawRecord], agent_id: str, day: date) -> Iterator[RawRecord]:
+    """The whole file's spans grouped by trace, one episode per trace; an unreadable batch is rejected whole."""
+    traces: dict[str, list[dict]] = defaultdict(list)
+    first_seen: dict[str, RawRecord] = {}
+    for record in records:
+        try:
+            spans = list(_spans(json.loads(record.raw)))
+            for span in spans:
+                _nanos(span["startTimeUnixNano"]), _nanos(span["endTimeUnixNano"])
+                if not span.get("traceId"):
+                    raise KeyError("traceId")
+        except json.JSONDecodeError:
+            yield rejected(record, day, "invalid JSON")
+            continue
+        except (KeyError, TypeError, ValueError) as exc:
+            yield rejected(record, day, f"{NAME}: a span without a readable {exc}")
+            continue
+        for span in spans:
+            traces[span["traceId"]].append(span)
+            first_seen.setdefault(span["traceId"], record)
+    for trace_id, spans in traces.items():
+        origin = first_seen[trace_id]
+        yield RawRecord(origin.source, f"{origin.locator} trace {trace_id}", json.dumps(_episode(trace_id, spans, agent_id)), day)

@@ -1,0 +1,125 @@
+"""OpenTelemetry traces (OTLP JSON, GenAI conventions and OpenInference) read as episodes, through the real file source."""
+
+import json
+from datetime import date
+
+import pytest
+
+from eval_pipeline.episodes.files import FileSource
+from eval_pipeline.warehouse.connection import Warehouse
+from eval_pipeline.warehouse.ingest import load_episodes
+
+DAY = date(2026, 11, 5)
+T0 = 1_793_874_000_000_000_000  # 2026-11-05T10:20:00Z in nanoseconds
+
+
+def attr(key, value):
+    if isinstance(value, bool):
+        return {"key": key, "value": {"boolValue": value}}
+    if isinstance(value, int):
+        return {"key": key, "value": {"intValue": str(value)}}  # OTLP JSON: 64-bit integers as strings
+    if isinstance(value, float):
+        return {"key": key, "value": {"doubleValue": value}}
+    return {"key": key, "value": {"stringValue": value}}
+
+
+def span(trace, span_id, parent, name, start_ms, end_ms, attributes, error=None):
+    body = {
+        "traceId": trace, "spanId": span_id, "parentSpanId": parent or "", "name": name,
+        "startTimeUnixNano": str(T0 + start_ms * 1_000_000), "endTimeUnixNano": str(T0 + end_ms * 1_000_000),
+        "attributes": [attr(k, v) for k, v in attributes.items()],
+    }  # fmt: skip
+    if error:
+        body["status"] = {"code": 2, "message": error}
+    return body
+
+
+def batch(*spans, service="svc"):
+    return {"resourceSpans": [{"resource": {"attributes": [attr("service.name", service)]},
+                               "scopeSpans": [{"scope": {"name": "test"}, "spans": list(spans)}]}]}  # fmt: skip
+
+
+GENAI = "a" * 32
+OPENINFERENCE = "b" * 32
+USER = json.dumps([{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Book a flight to Oslo."}])
+ANSWER = json.dumps([{"role": "assistant", "content": "Booked: flight SK4455 to Oslo."}])
+
+
+@pytest.fixture
+def records(tmp_path):
+    genai_first = batch(
+        span(GENAI, "a1", None, "invoke_agent travel", 0, 3000,
+             {"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "travel-agent"}),
+        span(GENAI, "a2", "a1", "chat gpt-4o", 10, 900, {
+            "gen_ai.operation.name": "chat", "gen_ai.request.model": "gpt-4o", "gen_ai.input.messages": USER,
+            "gen_ai.usage.input_tokens": 120, "gen_ai.usage.output_tokens": 30}),
+    )  # fmt: skip
+    genai_second = batch(  # the same trace's later spans, exported in another batch
+        span(GENAI, "a3", "a1", "execute_tool book_flight", 950, 1900, {
+            "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "book_flight",
+            "gen_ai.tool.call.arguments": '{"to": "OSL"}', "gen_ai.tool.call.result": '{"flight": "SK4455"}'}),
+        span(GENAI, "a4", "a1", "chat gpt-4o", 2000, 2900, {
+            "gen_ai.operation.name": "chat", "gen_ai.response.model": "gpt-4o-2024", "gen_ai.output.messages": ANSWER,
+            "gen_ai.usage.prompt_tokens": 200, "gen_ai.usage.completion_tokens": 12}),
+    )  # fmt: skip
+    openinference = batch(
+        span(OPENINFERENCE, "b1", None, "agent", 0, 1000, {"openinference.span.kind": "AGENT"}, error="gave up"),
+        span(OPENINFERENCE, "b2", "b1", "llm", 5, 400, {
+            "openinference.span.kind": "LLM", "llm.model_name": "llama-3", "llm.input_messages.0.message.role": "user",
+            "llm.input_messages.0.message.content": "Weather in Oslo?", "llm.token_count.prompt": 50,
+            "llm.token_count.completion": 5, "output.value": "Let me check."}),
+        span(OPENINFERENCE, "b3", "b1", "weather", 410, 900, {
+            "openinference.span.kind": "TOOL", "tool.name": "get_weather", "input.value": '{"city": "Oslo"}'}, error="HTTP 503"),
+        service="weather-bot",
+    )  # fmt: skip
+    broken = {"resourceSpans": [{"scopeSpans": [{"spans": [{"traceId": "c" * 32, "name": "no times"}]}]}]}
+    path = tmp_path / "src" / "traces.jsonl"
+    path.parent.mkdir()
+    path.write_text("\n".join(json.dumps(r) for r in (genai_first, broken, openinference, genai_second)) + "\n")
+    return path
+
+
+def test_each_trace_becomes_an_episode_across_batches(tmp_path, records):
+    warehouse = Warehouse(tmp_path / "eval.duckdb")
+    source = FileSource(records.parent, tmp_path / "index.json")
+    assert set(source.refresh_index().files[str(records)].days) == {DAY}  # dated by the spans, not undated
+    counts = load_episodes(warehouse, DAY, source.records_for(DAY))
+    assert (counts.episodes, counts.quarantined) == (2, 1)
+    with warehouse.connect(read_only=True) as con:
+        episodes = con.execute(
+            "SELECT episode_id, agent_id, status, model, tools, final_output, total_duration_ms, total_tokens, error_steps "
+            "FROM episodes ORDER BY 1"
+        ).fetchall()
+        steps = con.execute(
+            f"SELECT step_type, tool_name, input, output, tokens FROM episode_steps WHERE episode_id = 'trace-{GENAI}' "
+            "ORDER BY step_index"
+        ).fetchall()
+        quarantined = con.execute("SELECT locator, reason FROM quarantine").fetchall()
+    assert episodes == [
+        (
+            f"trace-{GENAI}",
+            "travel-agent",
+            "success",
+            "gpt-4o",
+            ["book_flight"],
+            "Booked: flight SK4455 to Oslo.",
+            3000.0,
+            362,
+            0,
+        ),
+        (f"trace-{OPENINFERENCE}", "weather-bot", "failure", "llama-3", ["get_weather"], "Let me check.", 1000.0, 55, 2),
+    ]  # wall time of the trace, never a sum of nested spans; failure: the root span's status is ERROR
+    assert steps == [
+        ("llm_call", None, "Book a flight to Oslo.", None, 150),
+        ("tool_call", "book_flight", '{"to": "OSL"}', None, None),
+        ("tool_result", "book_flight", None, '{"flight": "SK4455"}', None),
+        ("llm_call", None, None, "Booked: flight SK4455 to Oslo.", 212),
+    ]
+    assert quarantined == [(f"{records}:2", "otlp-json: a span without a readable 'startTimeUnixNano'")]
+
+
+def test_a_configured_format_wins_over_detection(tmp_path, records):
+    source = FileSource(records.parent, tmp_path / "index.json", formats={"*.jsonl": "episode"})
+    assert source.refresh_index().files[str(records)].days == {}  # read as canonical episodes: nothing dated
+    rejected = list(source.records_for(source.refresh_index().files[str(records)].first_seen))
+    assert len(rejected) == 4 and all(r.rejected is None for r in rejected)  # left to the canonical validation
