@@ -97,6 +97,10 @@ def build_parser() -> argparse.ArgumentParser:
     judge.add_argument("--output", type=Path, required=True)
     judge.add_argument("--concurrency", type=int, default=16)
 
+    collect = commands.add_parser("collect", help="receive OpenTelemetry traces (OTLP/HTTP) into the episode source")
+    collect.add_argument("--host", default="127.0.0.1")
+    collect.add_argument("--port", type=int, default=4318)
+
     ui = commands.add_parser("ui", help="start the Dagster UI and daemon with the project's DAGSTER_HOME")
     ui.add_argument("--host", default="127.0.0.1")
     ui.add_argument("--port", type=int, default=3000)
@@ -133,6 +137,10 @@ EXAMPLES = {
         "baseline list --agent support-bot",
     ],
     "judge": ["judge examples.json --output results.json"],
+    "collect": [
+        "collect                      # then: OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:4318 in the agent's environment",
+        "collect --host 0.0.0.0 --port 4318",
+    ],
     "ui": ["ui", "ui --host 0.0.0.0 --port 3000"],
 }
 
@@ -480,6 +488,27 @@ def _cmd_compare(args, settings) -> int:
             raise UsageError(f"--{name} {side} selects no finished episode")
     comparison = compare(*runs, sides, load_config(settings.config_path).statistics)
     return _emit(json.dumps(comparison, indent=2) + "\n" if args.format == "json" else render_comparison(comparison), args.output)
+
+
+def _cmd_collect(args, settings) -> int:
+    from eval_pipeline.episodes.collector import TraceSink, serve
+
+    if settings.episode_source.startswith(("http://", "https://")):
+        raise UsageError("collect writes into a file source; EVAL_EPISODE_SOURCE is an episode store URL")
+    directory = Path(settings.episode_source) / "otlp"
+    try:
+        server = serve(TraceSink(directory), args.host, args.port)
+    except OSError as exc:
+        raise UsageError(f"cannot listen on {args.host}:{args.port}: {exc}") from None
+    host, port = server.server_address[:2]
+    print(f"collecting OTLP/HTTP traces on http://{host}:{port}/v1/traces into {directory}", flush=True)
+    try:
+        server.serve_forever(poll_interval=0.2)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.server_close()
+    return EXIT_OK
 
 
 def _cmd_baseline(args, settings) -> int:
