@@ -6,6 +6,8 @@ import json
 from collections.abc import Callable, Iterator
 from datetime import date
 
+from pydantic import ValidationError
+
 from eval_pipeline.episodes.records import RawRecord
 
 
@@ -15,6 +17,15 @@ class Rejected(ValueError):
 
 def rejected(record: RawRecord, day: date, reason: str) -> RawRecord:
     return RawRecord(record.source, record.locator, record.raw, day, rejected=reason)
+
+
+def reason(name: str, error: ValueError) -> str:
+    """One line saying why: a validation error's first field and message, else the error's text."""
+    if isinstance(error, ValidationError):
+        first = error.errors()[0]
+        where = ".".join(str(part) for part in first["loc"]) or "record"
+        return f"{name}: {where}: {first['msg']}"
+    return f"{name}: {error}"
 
 
 def one_by_one(
@@ -28,8 +39,8 @@ def one_by_one(
                 episode = to_episode(json.loads(record.raw), agent_id, day)
             except json.JSONDecodeError:
                 yield rejected(record, day, "invalid JSON")
-            except ValueError as exc:  # the adapter's Rejected, or a value it could not read
-                yield rejected(record, day, f"{name}: {exc}")
+            except ValueError as exc:  # the adapter's Rejected, a validation error, or a value it could not read
+                yield rejected(record, day, reason(name, exc))
             else:
                 yield RawRecord(record.source, record.locator, json.dumps(episode), day)
 

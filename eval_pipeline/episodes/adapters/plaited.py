@@ -1,0 +1,205 @@
+"""plaited agent-eval-harness JSONL: `CaptureResult` (one run) and `TrialResult` (k runs of one case).
+
+A capture becomes one episode and each trial of a trial result one episode, the case `id` as
+the task. The grader's verdict (`score.pass` / `pass`) becomes `metadata.reward` (1 or 0), so
+trials are judged by it; the grader's 0..1 score is kept as `metadata.grader_score`.
+Trajectory steps map to ours: message → llm_call, thought and plan → decision, tool_call → a
+tool call followed by its result (an error when its status says it failed).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from datetime import UTC, date, datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from eval_pipeline.episodes.adapters.base import one_by_one, reason, rejected
+from eval_pipeline.episodes.records import RawRecord
+
+NAME = "plaited"
+FAILED_STATUSES = {"failed", "error", "errored", "failure"}
+
+
+class _Open(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+
+class TrajectoryStep(_Open):
+    type: Literal["thought", "message", "tool_call", "plan"]
+    content: str | None = None
+    name: str | None = None
+    status: str | None = None
+    input: Any = None
+    output: Any = None
+    entries: list[Any] | None = None
+    duration: float | None = None
+    timestamp: float | None = None  # epoch milliseconds
+
+
+class GraderResult(_Open):
+    pass_: bool = Field(alias="pass")
+    score: float
+    reasoning: str | None = None
+
+
+class Timing(_Open):
+    start: float
+    end: float
+    total: float
+    sessionCreation: float | None = None
+    inputTokens: int | None = None
+    outputTokens: int | None = None
+
+
+class CaptureResult(_Open):
+    id: str
+    input: str | list[str]
+    output: str
+    hint: str | None = None
+    trajectory: list[TrajectoryStep]
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    timing: Timing
+    toolErrors: bool = False
+    errors: list[str] | None = None
+    score: GraderResult | None = None
+
+
+class TrialEntry(_Open):
+    trialNum: int
+    output: str
+    trajectory: list[TrajectoryStep]
+    duration: float
+    pass_: bool | None = Field(None, alias="pass")
+    score: float | None = None
+    reasoning: str | None = None
+
+
+class TrialResult(_Open):
+    id: str
+    input: str | list[str]
+    hint: str | None = None
+    k: int
+    trials: list[TrialEntry]
+
+
+def detect(record: Any) -> bool:
+    return isinstance(record, dict) and "id" in record and ("trajectory" in record or "trials" in record) and "input" in record
+
+
+def _iso(epoch_ms: float) -> str:
+    return datetime.fromtimestamp(epoch_ms / 1000, UTC).isoformat().replace("+00:00", "Z")
+
+
+def _text(value: Any) -> str | None:
+    return value if value is None or isinstance(value, str) else json.dumps(value)
+
+
+def _steps(prompt: str | list[str], trajectory: list[TrajectoryStep]) -> list[dict]:
+    turns = [prompt] if isinstance(prompt, str) else list(prompt)
+    steps: list[dict] = []
+    for step in trajectory:
+        when = {"timestamp": _iso(step.timestamp)} if step.timestamp else {}
+        if step.type == "message":
+            steps.append(
+                {
+                    "step_type": "llm_call",
+                    "input_summary": turns.pop(0) if turns else None,
+                    "output_summary": step.content,
+                    **when,
+                }
+            )
+        elif step.type in ("thought", "plan"):
+            steps.append({"step_type": "decision", "output_summary": step.content or _text(step.entries), **when})
+        else:
+            failed = (step.status or "").lower() in FAILED_STATUSES
+            duration = {"duration_ms": step.duration} if step.duration is not None else {}
+            steps.append(
+                {"step_type": "tool_call", "tool_name": step.name, "input_summary": _text(step.input), **when, **duration}
+            )
+            steps.append({"step_type": "tool_result", "tool_name": step.name, "output_summary": _text(step.output),
+                          "error": f"{step.name} {step.status}" if failed else None, **when})  # fmt: skip
+    if turns and not any(s["step_type"] == "llm_call" for s in steps):  # a trajectory without messages: the prompt still counts
+        steps.insert(0, {"step_type": "llm_call", "input_summary": turns[0]})
+    return [{"step_index": i, **step} for i, step in enumerate(steps)]
+
+
+def _verdict(passed: bool | None, score: float | None) -> dict:
+    return {key: value for key, value in {"reward": None if passed is None else float(passed), "grader_score": score}.items()
+            if value is not None}  # fmt: skip
+
+
+def to_episode(record: dict, agent_id: str, day: date) -> dict:
+    capture = CaptureResult.model_validate(record)
+    verdict = _verdict(capture.score.pass_ if capture.score else None, capture.score.score if capture.score else None)
+    return {
+        "episode_id": f"{agent_id}:{capture.id}",
+        "agent_id": agent_id,
+        "status": "failure" if capture.errors or verdict.get("reward") == 0.0 else "success",
+        "started_at": _iso(capture.timing.start),
+        "ended_at": _iso(capture.timing.end),
+        "total_duration_ms": capture.timing.total,
+        "total_tokens": (capture.timing.inputTokens or 0) + (capture.timing.outputTokens or 0),
+        "steps": _steps(capture.input, capture.trajectory),
+        "metadata": {
+            **capture.metadata,
+            "task_id": capture.id,
+            "final_output": capture.output,
+            "hint": capture.hint,
+            "format": NAME,
+            **verdict,
+        },
+    }
+
+
+def trial_episodes(record: dict, agent_id: str, day: date) -> list[dict]:
+    result = TrialResult.model_validate(record)
+    episodes = []
+    for trial in result.trials:
+        stamps = [step.timestamp for step in trial.trajectory if step.timestamp]
+        start = min(stamps) if stamps else None
+        verdict = _verdict(trial.pass_, trial.score)
+        episodes.append(
+            {
+                "episode_id": f"{agent_id}:{result.id}:{trial.trialNum}",
+                "agent_id": agent_id,
+                "status": "failure" if verdict.get("reward") == 0.0 else "success",
+                "started_at": _iso(start) if start else f"{day.isoformat()}T00:00:00Z",
+                "total_duration_ms": trial.duration,
+                "steps": _steps(result.input, trial.trajectory),
+                "metadata": {
+                    "task_id": result.id,
+                    "trial": trial.trialNum,
+                    "final_output": trial.output,
+                    "hint": result.hint,
+                    "format": NAME,
+                    **verdict,
+                },
+            }
+        )
+    return episodes
+
+
+_captures = one_by_one(NAME, to_episode)
+
+
+def convert(records: Iterator[RawRecord], agent_id: str, day: date) -> Iterator[RawRecord]:
+    """Captures one by one; a trial result's trials each as an episode of their own."""
+    for record in records:
+        try:
+            parsed = json.loads(record.raw)
+        except json.JSONDecodeError:
+            yield rejected(record, day, "invalid JSON")
+            continue
+        if isinstance(parsed, dict) and "trials" in parsed:
+            try:
+                episodes = trial_episodes(parsed, agent_id, day)
+            except ValueError as exc:
+                yield rejected(record, day, reason(NAME, exc))
+                continue
+            for number, episode in enumerate(episodes):
+                yield RawRecord(record.source, f"{record.locator} trial {number + 1}", json.dumps(episode), day)
+        else:
+            yield from _captures(iter([record]), agent_id, day)

@@ -1,0 +1,90 @@
+"""plaited agent-eval-harness results (CaptureResult, TrialResult) read as episodes, through the real file source."""
+
+import json
+from datetime import date
+
+from eval_pipeline.episodes.files import FileSource
+from eval_pipeline.warehouse.connection import Warehouse
+from eval_pipeline.warehouse.ingest import load_episodes
+
+DAY = date(2026, 11, 5)
+START = 1_793_874_000_000  # 2026-11-05T10:20:00Z in epoch milliseconds
+
+
+def step(kind, at, **fields):
+    return {"type": kind, "timestamp": START + at, **fields}
+
+
+CAPTURE = {
+    "id": "fix-typo", "input": ["Fix the typo in README.md", "Now commit it"], "output": "Fixed and committed.",
+    "hint": "README says 'teh'", "metadata": {"category": "edit", "agent": "claude-headless"},
+    "trajectory": [
+        step("thought", 10, content="Find the typo first."),
+        step("tool_call", 20, name="Read", status="completed", input={"file_path": "README.md"}, output="teh quick fox",
+             duration=35),
+        step("tool_call", 60, name="Edit", status="failed", input={"old": "teh", "new": "the"}, output="permission denied"),
+        step("message", 90, content="I fixed it."),
+        step("message", 120, content="Fixed and committed."),
+    ],
+    "timing": {"start": START, "end": START + 4000, "total": 4000, "sessionCreation": 300, "inputTokens": 900,
+               "outputTokens": 80},
+    "toolErrors": True, "score": {"pass": True, "score": 0.8, "reasoning": "typo gone"},
+}  # fmt: skip
+TRIALS = {
+    "id": "add-test", "input": "Add a unit test", "k": 2,
+    "trials": [
+        {"trialNum": 1, "output": "Added.", "duration": 1200, "pass": True, "score": 1.0,
+         "trajectory": [step("tool_call", 5, name="Write", status="completed", input={"path": "t.py"}),
+                        step("message", 50, content="Added.")]},
+        {"trialNum": 2, "output": "Gave up.", "duration": 900, "pass": False, "score": 0.0,
+         "trajectory": [step("message", 7, content="Gave up.")]},
+    ],
+}  # fmt: skip
+
+
+def test_captures_and_trials_become_episodes_judged_by_their_grader(tmp_path):
+    broken = {"id": "x", "input": "y", "trajectory": [{"type": "dance", "timestamp": START}]}
+    path = tmp_path / "src" / "claude-headless.jsonl"
+    path.parent.mkdir()
+    path.write_text("\n".join(json.dumps(r) for r in (CAPTURE, TRIALS, broken)) + "\n")
+    warehouse = Warehouse(tmp_path / "eval.duckdb")
+    source = FileSource(path.parent, tmp_path / "index.json")
+    counts = load_episodes(warehouse, DAY, source.records_for(DAY, undated_day=DAY))
+    assert (counts.episodes, counts.quarantined) == (3, 1)
+    with warehouse.connect(read_only=True) as con:
+        episodes = con.execute(
+            "SELECT episode_id, task_id, trial, status, category, tools, final_output, total_duration_ms, total_tokens, "
+            "error_steps, metadata ->> '$.reward' FROM episodes ORDER BY 1"
+        ).fetchall()
+        steps = con.execute(
+            "SELECT step_type, tool_name, input, output, error FROM episode_steps WHERE episode_id = 'claude-headless:fix-typo' "
+            "ORDER BY step_index"
+        ).fetchall()
+        reason = con.execute("SELECT reason FROM quarantine").fetchone()[0]
+    assert episodes == [
+        ("claude-headless:add-test:1", "add-test", 1, "success", None, ["Write"], "Added.", 1200.0, 0, 0, "1.0"),
+        ("claude-headless:add-test:2", "add-test", 2, "failure", None, [], "Gave up.", 900.0, 0, 0, "0.0"),
+        (
+            "claude-headless:fix-typo",
+            "fix-typo",
+            None,
+            "success",
+            "edit",
+            ["Read", "Edit"],
+            "Fixed and committed.",
+            4000.0,
+            980,
+            1,
+            "1.0",
+        ),
+    ]
+    assert steps == [
+        ("decision", None, None, "Find the typo first.", None),
+        ("tool_call", "Read", '{"file_path": "README.md"}', None, None),
+        ("tool_result", "Read", None, "teh quick fox", None),
+        ("tool_call", "Edit", '{"old": "teh", "new": "the"}', None, None),
+        ("tool_result", "Edit", None, "permission denied", "Edit failed"),
+        ("llm_call", None, "Fix the typo in README.md", "I fixed it.", None),  # each turn of the input meets a message
+        ("llm_call", None, "Now commit it", "Fixed and committed.", None),
+    ]
+    assert reason == "plaited: output: Field required"  # the first thing wrong with it, on one line
