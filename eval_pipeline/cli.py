@@ -97,6 +97,16 @@ def build_parser() -> argparse.ArgumentParser:
     judge.add_argument("--output", type=Path, required=True)
     judge.add_argument("--concurrency", type=int, default=16)
 
+    export = commands.add_parser("export", help="write a day's episodes in another tool's format (with our scores)")
+    export.add_argument("--format", choices=["plaited"], required=True)
+    export.add_argument("--date", type=_date, required=True)
+    export.add_argument("--agent", help="only this agent's episodes")
+    export.add_argument("--output", type=Path, help="write to this file instead of printing")
+
+    schemas = commands.add_parser("schemas", help="JSON Schemas of the episode, case and input formats we read")
+    schemas.add_argument("name", nargs="?", help="one schema; without it, the list")
+    schemas.add_argument("--json", action="store_true", help="the list as JSON: every schema by name")
+
     collect = commands.add_parser("collect", help="receive OpenTelemetry traces (OTLP/HTTP) into the episode source")
     collect.add_argument("--host", default="127.0.0.1")
     collect.add_argument("--port", type=int, default=4318)
@@ -137,6 +147,8 @@ EXAMPLES = {
         "baseline list --agent support-bot",
     ],
     "judge": ["judge examples.json --output results.json"],
+    "export": ["export --format plaited --date 2026-11-02 --output results.jsonl"],
+    "schemas": ["schemas", "schemas episode > episode.schema.json", "schemas --json"],
     "collect": [
         "collect                      # then: OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:4318 in the agent's environment",
         "collect --host 0.0.0.0 --port 4318",
@@ -488,6 +500,40 @@ def _cmd_compare(args, settings) -> int:
             raise UsageError(f"--{name} {side} selects no finished episode")
     comparison = compare(*runs, sides, load_config(settings.config_path).statistics)
     return _emit(json.dumps(comparison, indent=2) + "\n" if args.format == "json" else render_comparison(comparison), args.output)
+
+
+def _cmd_export(args, settings) -> int:
+    from eval_pipeline.episodes.adapters.plaited import to_capture
+    from eval_pipeline.warehouse.connection import Warehouse
+    from eval_pipeline.warehouse.export import export_inputs
+
+    if not settings.duckdb_path.exists():
+        raise UsageError(f"no warehouse at {settings.duckdb_path}; run `eval-pipeline run --date {args.date}` first")
+    lines = []
+    for episode in export_inputs(Warehouse(settings.duckdb_path), args.date, args.agent):
+        verdict = episode["passed"]
+        score = None
+        if verdict is not None:
+            weighted = episode["weighted_score"]
+            score = {"pass": bool(verdict), "score": weighted if weighted is not None else float(verdict),
+                     "reasoning": f"eval_pipeline: weighted score {weighted}, passed {bool(verdict)}"}  # fmt: skip
+        lines.append(json.dumps(to_capture(episode, score)))
+    return _emit("".join(f"{line}\n" for line in lines), args.output)
+
+
+def _cmd_schemas(args, settings) -> int:
+    from eval_pipeline.episodes.schemas import SCHEMAS, json_schema
+
+    if args.name:
+        if args.name not in SCHEMAS:
+            raise UsageError(f"no schema {args.name!r}; known: {', '.join(SCHEMAS)}")
+        print(json.dumps(json_schema(args.name), indent=2))
+    elif args.json:
+        print(json.dumps({name: json_schema(name) for name in SCHEMAS}, indent=2))
+    else:
+        for name, (_, description) in SCHEMAS.items():
+            print(f"{name:<18} {description}")
+    return EXIT_OK
 
 
 def _cmd_collect(args, settings) -> int:

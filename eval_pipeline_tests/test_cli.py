@@ -304,3 +304,34 @@ def test_a_run_reports_each_step_as_it_finishes(project_env):
     done = [count for count, _, _ in heard]
     assert done == sorted(done) and heard[-1][0] == heard[-1][1] == 10  # ten assets, each heard once
     assert {step for _, _, step in heard} >= {"episodes", "scores", "eval_report"}
+
+
+def test_plaited_export_round_trips(project_env, capsys, tmp_path_factory):
+    from datetime import date
+
+    from eval_pipeline.episodes.files import FileSource
+    from eval_pipeline.warehouse.connection import Warehouse
+    from eval_pipeline.warehouse.ingest import load_episodes
+
+    write_samples(project_env / "episodes")
+    assert main(["run", "--start", "2026-11-01", "--end", "2026-11-02", "--fail-on", "never"]) == 0
+    exported = project_env / "plaited" / "results.jsonl"
+    exported.parent.mkdir()
+    assert main(["export", "--format", "plaited", "--date", "2026-11-02", "--output", str(exported)]) == 0
+    captures = [json.loads(line) for line in exported.read_text().splitlines()]
+    assert len(captures) == 48 and all({"id", "input", "output", "trajectory", "timing", "metadata"} <= set(c) for c in captures)
+    assert sum("score" in c for c in captures) == 48 and sum(c["score"]["pass"] for c in captures) == 33
+
+    other = tmp_path_factory.mktemp("reimport")
+    columns = "episode_id, agent_id, task_id, trial, status, category, tools, final_output, total_duration_ms, total_tokens"
+    counts = load_episodes(
+        Warehouse(other / "eval.duckdb"),
+        date(2026, 11, 2),
+        FileSource(exported.parent, other / "i.json").records_for(date(2026, 11, 2)),
+    )
+    assert counts.quarantined == 0
+    with Warehouse(other / "eval.duckdb").connect(read_only=True) as con:
+        back = con.execute(f"SELECT {columns} FROM episodes ORDER BY 1").fetchall()
+    with Warehouse(project_env / "eval.duckdb").connect(read_only=True) as con:
+        original = con.execute(f"SELECT {columns} FROM episodes WHERE partition_date = '2026-11-02' ORDER BY 1").fetchall()
+    assert back == original

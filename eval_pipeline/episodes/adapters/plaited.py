@@ -134,14 +134,17 @@ def _verdict(passed: bool | None, score: float | None) -> dict:
 def to_episode(record: dict, agent_id: str, day: date) -> dict:
     capture = CaptureResult.model_validate(record)
     verdict = _verdict(capture.score.pass_ if capture.score else None, capture.score.score if capture.score else None)
+    ours = capture.metadata  # an export of ours carries what plaited has no field for
+    status = ours.get("status") or ("failure" if capture.errors or verdict.get("reward") == 0.0 else "success")
+    tokens = (capture.timing.inputTokens or 0) + (capture.timing.outputTokens or 0) or ours.get("total_tokens") or 0
     return {
-        "episode_id": f"{agent_id}:{capture.id}",
-        "agent_id": agent_id,
-        "status": "failure" if capture.errors or verdict.get("reward") == 0.0 else "success",
+        "episode_id": ours.get("episode_id") or f"{agent_id}:{capture.id}",
+        "agent_id": ours.get("agent_id") or agent_id,
+        "status": status,
         "started_at": _iso(capture.timing.start),
         "ended_at": _iso(capture.timing.end),
         "total_duration_ms": capture.timing.total,
-        "total_tokens": (capture.timing.inputTokens or 0) + (capture.timing.outputTokens or 0),
+        "total_tokens": tokens,
         "steps": _steps(capture.input, capture.trajectory),
         "metadata": {
             **capture.metadata,
@@ -203,3 +206,75 @@ def convert(records: Iterator[RawRecord], agent_id: str, day: date) -> Iterator[
                 yield RawRecord(record.source, f"{record.locator} trial {number + 1}", json.dumps(episode), day)
         else:
             yield from _captures(iter([record]), agent_id, day)
+
+
+def _epoch_ms(timestamp: Any) -> float:
+    return datetime.fromisoformat(str(timestamp).replace("Z", "+00:00")).timestamp() * 1000
+
+
+def _parsed(text: str | None) -> Any:
+    try:
+        return json.loads(text) if text else text
+    except ValueError:
+        return text
+
+
+def to_capture(episode: dict, score: dict | None) -> dict:
+    """One of our episodes (with its `steps`, in order) as a CaptureResult, our scores as its `score`.
+
+    What plaited has no field for (episode id, agent, trial, status, tokens) rides in `metadata`,
+    so importing the export gives the same episodes back."""
+    steps, trajectory, prompt = episode.get("steps") or [], [], None
+    for index, step in enumerate(steps):
+        stamp = _epoch_ms(step["timestamp"]) if step.get("timestamp") else _epoch_ms(episode["started_at"])
+        if step["step_type"] == "llm_call":
+            prompt = prompt if prompt is not None else step.get("input")
+            trajectory.append({"type": "message", "content": step.get("output") or "", "timestamp": stamp})
+        elif step["step_type"] == "tool_call":
+            following = steps[index + 1] if index + 1 < len(steps) else {}
+            result = following if following.get("step_type") == "tool_result" else {}
+            status = "failed" if step.get("error") or result.get("error") else "completed"
+            call = {"type": "tool_call", "name": step.get("tool_name") or "", "status": status, "timestamp": stamp,
+                    "input": _parsed(step.get("input")), "output": _parsed(result.get("output"))}  # fmt: skip
+            trajectory.append({**call, "duration": step["duration_ms"]} if step.get("duration_ms") else call)
+        elif step["step_type"] in ("decision", "error"):
+            trajectory.append({"type": "thought", "content": step.get("output") or step.get("error") or "", "timestamp": stamp})
+    start = _epoch_ms(episode["started_at"])
+    capture = {
+        "id": episode["task_id"],
+        "input": prompt or "",
+        "output": episode.get("final_output") or "",
+        "trajectory": trajectory,
+        "metadata": {
+            "episode_id": episode["episode_id"],
+            "agent_id": episode["agent_id"],
+            "trial": episode.get("trial"),
+            "status": episode["status"],
+            "total_tokens": episode.get("total_tokens"),
+            "category": episode.get("category"),
+            "source": "eval_pipeline",
+        },
+        "timing": {
+            "start": start,
+            "end": start + (episode.get("total_duration_ms") or 0),
+            "total": episode.get("total_duration_ms") or 0,
+            "sessionCreation": 0,
+        },
+        "toolErrors": any(t["type"] == "tool_call" and t["status"] == "failed" for t in trajectory),
+    }
+    if score is not None:
+        capture["score"] = score
+    return capture
+
+
+def days(raw: str) -> set[date]:
+    """UTC days a capture started on (`timing.start`), or a trial result's first steps, for the file index."""
+    try:
+        record = json.loads(raw)
+        if "timing" in record:
+            stamps = [record["timing"]["start"]]
+        else:
+            stamps = [min(s["timestamp"] for s in t["trajectory"] if s.get("timestamp")) for t in record.get("trials", [])]
+        return {datetime.fromtimestamp(stamp / 1000, UTC).date() for stamp in stamps}
+    except (ValueError, KeyError, TypeError):
+        return set()
