@@ -12,9 +12,9 @@ from __future__ import annotations
 import json
 from types import ModuleType
 
-from eval_pipeline.episodes.adapters import openai_transcript, otlp, plaited
+from eval_pipeline.episodes.adapters import langgraph, openai_transcript, otlp, plaited
 
-ADAPTERS: tuple[ModuleType, ...] = (otlp, openai_transcript, plaited)
+ADAPTERS: tuple[ModuleType, ...] = (otlp, openai_transcript, plaited, langgraph)
 BY_NAME = {adapter.NAME: adapter for adapter in ADAPTERS}
 CANONICAL = "episode"  # the name that forces a file to be read as canonical episodes
 
