@@ -12,9 +12,9 @@ from __future__ import annotations
 import json
 from types import ModuleType
 
-from eval_pipeline.episodes.adapters import langgraph, openai_transcript, otlp, plaited
+from eval_pipeline.episodes.adapters import autogen, langgraph, openai_transcript, otlp, plaited
 
-ADAPTERS: tuple[ModuleType, ...] = (otlp, openai_transcript, plaited, langgraph)
+ADAPTERS: tuple[ModuleType, ...] = (otlp, openai_transcript, plaited, langgraph, autogen)
 BY_NAME = {adapter.NAME: adapter for adapter in ADAPTERS}
 CANONICAL = "episode"  # the name that forces a file to be read as canonical episodes
 
