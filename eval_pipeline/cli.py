@@ -358,7 +358,7 @@ def _cmd_status(args, settings) -> int:
     print(f"DAGSTER_HOME     {settings.dagster_home}")
     sources = load_config(settings.config_path).sources
     index = Path(source_index_path(str(settings.duckdb_path)))
-    health = source_health(open_source(settings.episode_source, index, sources.transcript_agent_id, sources.formats))
+    health = source_health(open_source(settings.episode_source, index, sources))
     print(f"\nsource health    {json.dumps(health.get('health', {k: v for k, v in health.items() if k != 'episodes_per_day'}))}")
     for day, count in health.get("episodes_per_day", {}).items():
         print(f"  {day}  {count} records")

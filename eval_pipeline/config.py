@@ -138,6 +138,8 @@ class SourcesConfig(_Strict):
     transcript_agent_id: str | None = None
     # format per file, over detection: glob relative to the source -> format name ("episode", "otlp-json", ...)
     formats: dict[str, str] = Field(default_factory=dict)
+    # an OpenTelemetry trace whose root span has not arrived waits this long without new spans
+    trace_quiet_seconds: float = Field(300.0, ge=0)
 
 
 class Price(_Strict):

@@ -32,8 +32,7 @@ class EpisodeSourceResource(dg.ConfigurableResource):
     index_path: str  # the file source's day index; beside the warehouse, as the source may be read-only
 
     def open(self, sources: SourcesConfig | None = None) -> FileSource | EpisodeStore:
-        sources = sources or SourcesConfig()
-        return open_source(self.location, Path(self.index_path), sources.transcript_agent_id, sources.formats)
+        return open_source(self.location, Path(self.index_path), sources)
 
 
 class EvalConfigResource(dg.ConfigurableResource):

@@ -117,12 +117,18 @@ class FileSource:
     """Episodes in local files. `root` is a directory (searched recursively) or one file."""
 
     def __init__(
-        self, root: Path, index_path: Path, transcript_agent_id: str | None = None, formats: dict[str, str] | None = None
+        self,
+        root: Path,
+        index_path: Path,
+        transcript_agent_id: str | None = None,
+        formats: dict[str, str] | None = None,
+        trace_quiet_seconds: float = 300.0,
     ):
         self.root = root
         self.index_path = index_path
         self.transcript_agent_id = transcript_agent_id  # agent of adapted records that name none; None: each file's name
         self.formats = formats or {}  # glob (relative to the source) -> format name, over detection
+        self.trace_quiet_seconds = trace_quiet_seconds  # a trace without its root waits this long for more spans
 
     def adapter_for(self, path: Path, first_raw: str) -> ModuleType | None:
         """The file's adapter: the first configured glob it matches, else detected from its first record."""
@@ -203,4 +209,8 @@ class FileSource:
             return
         adapter = self.adapter_for(path, first.raw)
         both = chain([first], records)
-        yield from adapter.convert(both, self.transcript_agent_id or path.stem, fallback) if adapter else both
+        if adapter is None:
+            yield from both
+            return
+        options = {"quiet_seconds": self.trace_quiet_seconds} if adapter.NAME == "otlp-json" else {}
+        yield from adapter.convert(both, self.transcript_agent_id or path.stem, fallback, **options)

@@ -7,6 +7,7 @@ from datetime import date
 from pathlib import Path
 from typing import Any, Protocol
 
+from eval_pipeline.config import SourcesConfig
 from eval_pipeline.episodes.files import FileSource
 from eval_pipeline.episodes.records import RawRecord
 from eval_pipeline.episodes.store import EpisodeStore
@@ -16,12 +17,11 @@ class EpisodeSource(Protocol):
     def records_for(self, day: date, undated_day: date | None = None) -> Iterator[RawRecord]: ...
 
 
-def open_source(
-    location: str, index_path: Path, transcript_agent_id: str | None = None, formats: dict[str, str] | None = None
-) -> FileSource | EpisodeStore:
+def open_source(location: str, index_path: Path, sources: SourcesConfig | None = None) -> FileSource | EpisodeStore:
     if location.startswith(("http://", "https://")):
         return EpisodeStore(location)
-    return FileSource(Path(location), index_path, transcript_agent_id, formats)
+    sources = sources or SourcesConfig()
+    return FileSource(Path(location), index_path, sources.transcript_agent_id, sources.formats, sources.trace_quiet_seconds)
 
 
 def source_health(source: FileSource | EpisodeStore) -> dict[str, Any]:

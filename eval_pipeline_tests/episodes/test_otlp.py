@@ -123,3 +123,20 @@ def test_a_configured_format_wins_over_detection(tmp_path, records):
     assert source.refresh_index().files[str(records)].days == {}  # read as canonical episodes: nothing dated
     rejected = list(source.records_for(source.refresh_index().files[str(records)].first_seen))
     assert len(rejected) == 4 and all(r.rejected is None for r in rejected)  # left to the canonical validation
+
+
+def test_a_trace_without_its_root_waits_for_the_quiet_period(tmp_path):
+    from datetime import UTC, datetime
+
+    from eval_pipeline.episodes.adapters import otlp
+    from eval_pipeline.episodes.records import RawRecord
+
+    now = datetime(2026, 11, 5, 12, 0, tzinfo=UTC)
+    child = span("d" * 32, "d2", "d1", "chat", 0, 10, {"gen_ai.operation.name": "chat"})  # its parent d1 never arrived
+    for key in ("startTimeUnixNano", "endTimeUnixNano"):  # ended 60 s before now
+        child[key] = str(int(now.timestamp() - 60) * 1_000_000_000)
+    record = RawRecord("f", "f:1", json.dumps(batch(child)), DAY)
+    assert list(otlp.convert(iter([record]), "agent", DAY, quiet_seconds=300, now=now)) == []  # still running
+    [late] = otlp.convert(iter([record]), "agent", DAY, quiet_seconds=30, now=now)  # quiet for longer than 30 s
+    episode = json.loads(late.raw)
+    assert episode["status"] == "killed" and "no root span" in episode["metadata"]["cut_short"]

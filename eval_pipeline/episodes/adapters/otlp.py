@@ -196,8 +196,13 @@ def _episode(trace_id: str, spans: list[dict], agent_id: str) -> dict:
     }
 
 
-def convert(records: Iterator[RawRecord], agent_id: str, day: date) -> Iterator[RawRecord]:
-    """The whole file's spans grouped by trace, one episode per trace; an unreadable batch is rejected whole."""
+def convert(
+    records: Iterator[RawRecord], agent_id: str, day: date, quiet_seconds: float = 300.0, now: datetime | None = None
+) -> Iterator[RawRecord]:
+    """The whole file's spans grouped by trace, one episode per trace; an unreadable batch is rejected whole.
+
+    A trace whose root span has not arrived is still running: it waits until no span of it has
+    ended for `quiet_seconds`, then becomes an episode cut short (`killed`), its root never seen."""
     traces: dict[str, list[dict]] = defaultdict(list)
     first_seen: dict[str, RawRecord] = {}
     for record in records:
@@ -216,6 +221,14 @@ def convert(records: Iterator[RawRecord], agent_id: str, day: date) -> Iterator[
         for span in spans:
             traces[span["traceId"]].append(span)
             first_seen.setdefault(span["traceId"], record)
+    cutoff = ((now or datetime.now(UTC)).timestamp() - quiet_seconds) * 1e9
     for trace_id, spans in traces.items():
+        rooted = any(not s.get("parentSpanId") for s in spans)  # the root span is exported when the run ends
+        if not rooted and max(_nanos(s["endTimeUnixNano"]) for s in spans) > cutoff:
+            continue  # still receiving spans: read again once the file changes or the quiet period has passed
+        episode = _episode(trace_id, spans, agent_id)
+        if not rooted:
+            episode["status"] = "killed"
+            episode["metadata"]["cut_short"] = f"no root span after {quiet_seconds:g} s without new spans"
         origin = first_seen[trace_id]
-        yield RawRecord(origin.source, f"{origin.locator} trace {trace_id}", json.dumps(_episode(trace_id, spans, agent_id)), day)
+        yield RawRecord(origin.source, f"{origin.locator} trace {trace_id}", json.dumps(episode), day)
