@@ -15,7 +15,7 @@ from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Any
 
-from eval_pipeline.episodes.adapters.base import reason, rejected
+from eval_pipeline.episodes.adapters.base import as_text, reason, rejected
 from eval_pipeline.episodes.records import RawRecord
 
 NAME = "autogen"
@@ -44,10 +44,6 @@ def _tokens(event: dict) -> int:
     return int(usage.get("prompt_tokens") or 0) + int(usage.get("completion_tokens") or 0)
 
 
-def _text(value: Any) -> str | None:
-    return value if value is None or isinstance(value, str) else json.dumps(value)
-
-
 def _episode(run: list[dict], number: int, agent_id: str, day: date, stem: str) -> dict:
     steps: list[dict] = []
     requested: dict[str, dict] = {}
@@ -56,9 +52,9 @@ def _episode(run: list[dict], number: int, agent_id: str, day: date, stem: str) 
         kind, source = event["type"], event.get("source")
         who = {"metadata": {"agent": source}}
         if kind == "TextMessage" and source == USER:
-            pending = _text(event.get("content"))
+            pending = as_text(event.get("content"))
         elif kind in ("TextMessage", "MultiModalMessage"):
-            text = _text(event.get("content"))
+            text = as_text(event.get("content"))
             steps.append(
                 {"step_type": "llm_call", "input_summary": pending, "output_summary": text, "tokens": _tokens(event), **who}
             )
@@ -74,11 +70,13 @@ def _episode(run: list[dict], number: int, agent_id: str, day: date, stem: str) 
                 call = requested.pop(result.get("call_id"), {"name": result.get("name")})
                 name = call.get("name") or result.get("name")
                 failed = failed or bool(result.get("is_error"))
-                steps.append({"step_type": "tool_call", "tool_name": name, "input_summary": _text(call.get("arguments")), **who})
-                steps.append({"step_type": "tool_result", "tool_name": name, "output_summary": _text(result.get("content")),
-                              "error": _text(result.get("content")) if result.get("is_error") else None, **who})  # fmt: skip
+                steps.append(
+                    {"step_type": "tool_call", "tool_name": name, "input_summary": as_text(call.get("arguments")), **who}
+                )
+                steps.append({"step_type": "tool_result", "tool_name": name, "output_summary": as_text(result.get("content")),
+                              "error": as_text(result.get("content")) if result.get("is_error") else None, **who})  # fmt: skip
         elif kind in ("ToolCallSummaryMessage", "HandoffMessage", "StopMessage", "ThoughtEvent"):
-            text = _text(event.get("content"))
+            text = as_text(event.get("content"))
             steps.append({"step_type": "decision", "output_summary": text, **who})
             final = text if kind == "ToolCallSummaryMessage" else final
     stamps = [e["created_at"] for e in run if e.get("created_at")]

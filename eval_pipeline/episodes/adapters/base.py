@@ -5,10 +5,16 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterator
 from datetime import date
+from typing import Any
 
 from pydantic import ValidationError
 
 from eval_pipeline.episodes.records import RawRecord
+
+
+def as_text(value: Any) -> str | None:
+    """A step's input or output as the text column holds it: strings as they are, anything else as JSON."""
+    return value if value is None or isinstance(value, str) else json.dumps(value)
 
 
 class Rejected(ValueError):

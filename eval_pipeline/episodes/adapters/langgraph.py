@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from datetime import date
 from typing import Any
 
-from eval_pipeline.episodes.adapters.base import rejected
+from eval_pipeline.episodes.adapters.base import as_text, rejected
 from eval_pipeline.episodes.records import RawRecord
 
 NAME = "langgraph"
@@ -86,7 +86,7 @@ def _episode(root: str, events: list[dict], agent_id: str, day: date) -> dict:
             )
             text = _content(output) if output.get("type") != "unknown" else output.get("content")
             steps.append(
-                {"step_type": "tool_result", "tool_name": event.get("name"), "output_summary": _text(text), "error": error}
+                {"step_type": "tool_result", "tool_name": event.get("name"), "output_summary": as_text(text), "error": error}
             )
         elif kind == "on_chain_error" and event["run_id"] == root:
             failed = True
@@ -99,10 +99,6 @@ def _episode(root: str, events: list[dict], agent_id: str, day: date) -> dict:
         "steps": [{"step_index": i, **step} for i, step in enumerate(steps)],
         "metadata": {key: value for key, value in {"final_output": final, "model": model, "format": NAME}.items() if value},
     }
-
-
-def _text(value: Any) -> str | None:
-    return value if value is None or isinstance(value, str) else json.dumps(value)
 
 
 def convert(records: Iterator[RawRecord], agent_id: str, day: date) -> Iterator[RawRecord]:

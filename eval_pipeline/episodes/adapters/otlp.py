@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from datetime import UTC, date, datetime
 from typing import Any
 
-from eval_pipeline.episodes.adapters.base import rejected
+from eval_pipeline.episodes.adapters.base import as_text, rejected
 from eval_pipeline.episodes.records import RawRecord
 
 NAME = "otlp-json"
@@ -88,25 +88,30 @@ def _kind(attrs: dict) -> str:
     return {"LLM": "llm", "TOOL": "tool", "AGENT": "agent"}.get(str(attrs.get("openinference.span.kind", "")).upper(), "other")
 
 
-def _text(value: Any) -> str | None:
-    if value is None or isinstance(value, str):
-        return value
-    return json.dumps(value)
+def _messages(attrs: dict, *keys: str) -> list | str | None:
+    """GenAI messages under the first of `keys` present: parsed from their JSON text, or the text itself."""
+    messages = next((attrs[key] for key in keys if attrs.get(key)), None)
+    if isinstance(messages, str):
+        try:
+            return json.loads(messages)
+        except ValueError:
+            return messages
+    return messages
+
+
+def _content(message: dict) -> str | None:
+    return as_text(message.get("content", message.get("parts")))
 
 
 def _last_user_message(attrs: dict) -> str | None:
     """The user's words from GenAI `gen_ai.input.messages`, OpenInference's flattened messages, or `input.value`."""
-    messages = attrs.get("gen_ai.input.messages") or attrs.get("gen_ai.prompt")
+    messages = _messages(attrs, "gen_ai.input.messages", "gen_ai.prompt")
     if isinstance(messages, str):
-        try:
-            messages = json.loads(messages)
-        except ValueError:
-            return messages
+        return messages
     if isinstance(messages, list):
         users = [m for m in messages if isinstance(m, dict) and m.get("role") == "user"]
         if users:
-            content = users[-1].get("content", users[-1].get("parts"))
-            return content if isinstance(content, str) else _text(content)
+            return _content(users[-1])
     flattened = sorted(
         (key for key in attrs if key.startswith("llm.input_messages.") and key.endswith(".message.role")),
         key=lambda key: int(key.split(".")[2]),
@@ -114,23 +119,19 @@ def _last_user_message(attrs: dict) -> str | None:
     users = [key for key in flattened if attrs[key] == "user"]
     if users:
         return attrs.get(users[-1].replace(".message.role", ".message.content"))
-    return _text(attrs.get("input.value"))
+    return as_text(attrs.get("input.value"))
 
 
 def _output_text(attrs: dict) -> str | None:
-    messages = attrs.get("gen_ai.output.messages") or attrs.get("gen_ai.completion")
+    messages = _messages(attrs, "gen_ai.output.messages", "gen_ai.completion")
     if isinstance(messages, str):
-        try:
-            messages = json.loads(messages)
-        except ValueError:
-            return messages
+        return messages
     if isinstance(messages, list) and messages and isinstance(messages[-1], dict):
-        content = messages[-1].get("content", messages[-1].get("parts"))
-        return content if isinstance(content, str) else _text(content)
+        return _content(messages[-1])
     flattened = [key for key in attrs if key.startswith("llm.output_messages.") and key.endswith(".message.content")]
     if flattened:
         return attrs[sorted(flattened)[-1]]
-    return _text(attrs.get("output.value"))
+    return as_text(attrs.get("output.value"))
 
 
 def _tokens(attrs: dict) -> int:
@@ -161,8 +162,8 @@ def _steps(spans: list[dict]) -> tuple[list[dict], str | None, str | None]:
             name = attrs.get("gen_ai.tool.name") or attrs.get("tool.name") or span.get("name")
             arguments = attrs.get("gen_ai.tool.call.arguments", attrs.get("input.value"))
             result = attrs.get("gen_ai.tool.call.result", attrs.get("output.value"))
-            steps.append({"step_type": "tool_call", "tool_name": name, "input_summary": _text(arguments), **common})
-            steps.append({"step_type": "tool_result", "tool_name": name, "output_summary": _text(result), "error": error,
+            steps.append({"step_type": "tool_call", "tool_name": name, "input_summary": as_text(arguments), **common})
+            steps.append({"step_type": "tool_result", "tool_name": name, "output_summary": as_text(result), "error": error,
                           "timestamp": common["timestamp"]})  # fmt: skip
         elif failed:
             steps.append({"step_type": "error", "error": error, **common})

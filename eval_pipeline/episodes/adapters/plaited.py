@@ -16,7 +16,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from eval_pipeline.episodes.adapters.base import one_by_one, reason, rejected
+from eval_pipeline.episodes.adapters.base import as_text, one_by_one, reason, rejected
 from eval_pipeline.episodes.records import RawRecord
 
 NAME = "plaited"
@@ -93,10 +93,6 @@ def _iso(epoch_ms: float) -> str:
     return datetime.fromtimestamp(epoch_ms / 1000, UTC).isoformat().replace("+00:00", "Z")
 
 
-def _text(value: Any) -> str | None:
-    return value if value is None or isinstance(value, str) else json.dumps(value)
-
-
 def _steps(prompt: str | list[str], trajectory: list[TrajectoryStep]) -> list[dict]:
     turns = [prompt] if isinstance(prompt, str) else list(prompt)
     steps: list[dict] = []
@@ -112,14 +108,14 @@ def _steps(prompt: str | list[str], trajectory: list[TrajectoryStep]) -> list[di
                 }
             )
         elif step.type in ("thought", "plan"):
-            steps.append({"step_type": "decision", "output_summary": step.content or _text(step.entries), **when})
+            steps.append({"step_type": "decision", "output_summary": step.content or as_text(step.entries), **when})
         else:
             failed = (step.status or "").lower() in FAILED_STATUSES
             duration = {"duration_ms": step.duration} if step.duration is not None else {}
             steps.append(
-                {"step_type": "tool_call", "tool_name": step.name, "input_summary": _text(step.input), **when, **duration}
+                {"step_type": "tool_call", "tool_name": step.name, "input_summary": as_text(step.input), **when, **duration}
             )
-            steps.append({"step_type": "tool_result", "tool_name": step.name, "output_summary": _text(step.output),
+            steps.append({"step_type": "tool_result", "tool_name": step.name, "output_summary": as_text(step.output),
                           "error": f"{step.name} {step.status}" if failed else None, **when})  # fmt: skip
     if turns and not any(s["step_type"] == "llm_call" for s in steps):  # a trajectory without messages: the prompt still counts
         steps.insert(0, {"step_type": "llm_call", "input_summary": turns[0]})
