@@ -207,7 +207,7 @@ class EvalConfig(_Strict):
     def stage_version(self, stage: str) -> str:
         """A hash of only what decides `stage`'s output, so a config edit marks exactly those assets stale."""
         decides = {
-            "episodes": {"sources": self.sources},
+            "episodes": {"sources": self.sources, "prices": self.prices},
             "baselines": {"baseline": self.baseline},
             "scores": {
                 "weights": self.weights,

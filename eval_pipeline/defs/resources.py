@@ -31,8 +31,8 @@ class EpisodeSourceResource(dg.ConfigurableResource):
     location: str
     index_path: str  # the file source's day index; beside the warehouse, as the source may be read-only
 
-    def open(self, sources: SourcesConfig | None = None) -> FileSource | EpisodeStore:
-        return open_source(self.location, Path(self.index_path), sources)
+    def open(self, sources: SourcesConfig | None = None, prices: dict[str, Price] | None = None) -> FileSource | EpisodeStore:
+        return open_source(self.location, Path(self.index_path), sources, prices)
 
 
 class EvalConfigResource(dg.ConfigurableResource):

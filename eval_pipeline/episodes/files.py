@@ -11,7 +11,7 @@ import json
 import os
 from collections import Counter
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, date, datetime
 from fnmatch import fnmatch
 from itertools import chain
@@ -22,6 +22,7 @@ from filelock import FileLock
 from pydantic import BaseModel
 
 from eval_pipeline.episodes.adapters import BY_NAME, CANONICAL, detect_format
+from eval_pipeline.episodes.adapters.base import priced
 from eval_pipeline.episodes.records import RawRecord, record_days
 from eval_pipeline.errors import InfrastructureError
 
@@ -123,12 +124,14 @@ class FileSource:
         transcript_agent_id: str | None = None,
         formats: dict[str, str] | None = None,
         trace_quiet_seconds: float = 300.0,
+        prices: dict | None = None,
     ):
         self.root = root
         self.index_path = index_path
         self.transcript_agent_id = transcript_agent_id  # agent of adapted records that name none; None: each file's name
         self.formats = formats or {}  # glob (relative to the source) -> format name, over detection
         self.trace_quiet_seconds = trace_quiet_seconds  # a trace without its root waits this long for more spans
+        self.prices = prices or {}  # by model: adapted episodes' steps are costed from their token split
 
     def adapter_for(self, path: Path, first_raw: str) -> ModuleType | None:
         """The file's adapter: the first configured glob it matches, else detected from its first record."""
@@ -213,4 +216,7 @@ class FileSource:
             yield from both
             return
         options = {"quiet_seconds": self.trace_quiet_seconds} if adapter.NAME == "otlp-json" else {}
-        yield from adapter.convert(both, self.transcript_agent_id or path.stem, fallback, **options)
+        for record in adapter.convert(both, self.transcript_agent_id or path.stem, fallback, **options):
+            if record.rejected is None and self.prices:
+                record = replace(record, raw=json.dumps(priced(json.loads(record.raw), self.prices)))
+            yield record

@@ -7,7 +7,7 @@ from datetime import date
 from pathlib import Path
 from typing import Any, Protocol
 
-from eval_pipeline.config import SourcesConfig
+from eval_pipeline.config import Price, SourcesConfig
 from eval_pipeline.episodes.files import FileSource
 from eval_pipeline.episodes.records import RawRecord
 from eval_pipeline.episodes.store import EpisodeStore
@@ -17,11 +17,16 @@ class EpisodeSource(Protocol):
     def records_for(self, day: date, undated_day: date | None = None) -> Iterator[RawRecord]: ...
 
 
-def open_source(location: str, index_path: Path, sources: SourcesConfig | None = None) -> FileSource | EpisodeStore:
+def open_source(
+    location: str, index_path: Path, sources: SourcesConfig | None = None, prices: dict[str, Price] | None = None
+) -> FileSource | EpisodeStore:
+    """The store at a URL, else files; `prices` cost the steps of records in other formats (traces)."""
     if location.startswith(("http://", "https://")):
         return EpisodeStore(location)
     sources = sources or SourcesConfig()
-    return FileSource(Path(location), index_path, sources.transcript_agent_id, sources.formats, sources.trace_quiet_seconds)
+    return FileSource(
+        Path(location), index_path, sources.transcript_agent_id, sources.formats, sources.trace_quiet_seconds, prices
+    )
 
 
 def source_health(source: FileSource | EpisodeStore) -> dict[str, Any]:

@@ -140,3 +140,22 @@ def test_a_trace_without_its_root_waits_for_the_quiet_period(tmp_path):
     [late] = otlp.convert(iter([record]), "agent", DAY, quiet_seconds=30, now=now)  # quiet for longer than 30 s
     episode = json.loads(late.raw)
     assert episode["status"] == "killed" and "no root span" in episode["metadata"]["cut_short"]
+
+
+def test_trace_steps_are_costed_from_the_price_table(tmp_path, records):
+    from eval_pipeline.config import Price
+
+    per_million = {"gpt-4o": Price(input_per_million=2.5, output_per_million=10.0)}
+    warehouse = Warehouse(tmp_path / "eval.duckdb")
+    source = FileSource(records.parent, tmp_path / "index.json", prices=per_million)
+    load_episodes(warehouse, DAY, source.records_for(DAY))
+    with warehouse.connect(read_only=True) as con:
+        step = con.execute(f"SELECT cost_usd FROM episode_steps WHERE episode_id = 'trace-{GENAI}' AND step_index = 0").fetchone()
+        partly = con.execute(f"SELECT total_cost_usd FROM episodes WHERE episode_id = 'trace-{GENAI}'").fetchone()
+    # the second call's model (gpt-4o-2024) has no price: the trace stays unpriced, not half counted
+    assert (step[0], partly[0]) == (None, 0.0)
+    per_million["gpt-4o-2024"] = Price(input_per_million=2.5, output_per_million=10.0)
+    load_episodes(warehouse, DAY, FileSource(records.parent, tmp_path / "index.json", prices=per_million).records_for(DAY))
+    with warehouse.connect(read_only=True) as con:
+        total = con.execute(f"SELECT total_cost_usd FROM episodes WHERE episode_id = 'trace-{GENAI}'").fetchone()[0]
+    assert total == pytest.approx((120 * 2.5 + 30 * 10.0 + 200 * 2.5 + 12 * 10.0) / 1e6)

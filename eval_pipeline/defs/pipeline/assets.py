@@ -107,7 +107,8 @@ def episodes(
     episode_source: EpisodeSourceResource,
     eval_config: EvalConfigResource,
 ) -> dg.MaterializeResult:
-    source, wh = episode_source.open(eval_config.load().sources), warehouse.get()
+    cfg = eval_config.load()
+    source, wh = episode_source.open(cfg.sources, cfg.prices), warehouse.get()
     undated_day = date.fromisoformat(config.undated_day) if config.undated_day else None
 
     def load(day: date) -> dict:

@@ -51,3 +51,23 @@ def one_by_one(
                 yield RawRecord(record.source, record.locator, json.dumps(episode), day)
 
     return convert
+
+
+def usage(prompt_tokens: Any, completion_tokens: Any) -> dict:
+    """A step's token split, kept in its metadata so the episode can be priced per model."""
+    return {"usage": {"prompt_tokens": int(prompt_tokens or 0), "completion_tokens": int(completion_tokens or 0)}}
+
+
+def priced(episode: dict, prices: dict) -> dict:
+    """The episode costed from each step's model and token split, all or nothing: a step whose
+    model has no price leaves the whole episode unpriced rather than half counted."""
+    split_steps = [step for step in episode.get("steps", []) if (step.get("metadata") or {}).get("usage")]
+    if not split_steps or any((step.get("model") or "") not in prices for step in split_steps):
+        return episode
+    for step in split_steps:
+        price, split = prices[step["model"]], step["metadata"]["usage"]
+        step["cost_usd"] = (
+            split["prompt_tokens"] * price.input_per_million + split["completion_tokens"] * price.output_per_million
+        ) / 1e6
+    episode["total_cost_usd"] = sum(step["cost_usd"] for step in split_steps)
+    return episode

@@ -18,6 +18,7 @@ from datetime import date
 from typing import Any
 
 from eval_pipeline.episodes.adapters.base import as_text, rejected
+from eval_pipeline.episodes.adapters.base import usage as token_split
 from eval_pipeline.episodes.records import RawRecord
 
 NAME = "langgraph"
@@ -71,7 +72,8 @@ def _episode(root: str, events: list[dict], agent_id: str, day: date) -> dict:
             human = _last_human(data)
             tokens = usage.get("total_tokens") or (usage.get("input_tokens") or 0) + (usage.get("output_tokens") or 0)
             steps.append({"step_type": "llm_call", "model": call_model, "input_summary": human if human != asked else None,
-                          "output_summary": text, "tokens": tokens})  # fmt: skip
+                          "output_summary": text, "tokens": tokens,
+                          "metadata": token_split(usage.get("input_tokens"), usage.get("output_tokens"))})  # fmt: skip
             asked = human if human is not None else asked
             if text and not output.get("tool_calls"):
                 final = text

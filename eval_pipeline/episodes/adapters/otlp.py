@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from datetime import UTC, date, datetime
 from typing import Any
 
-from eval_pipeline.episodes.adapters.base import as_text, rejected
+from eval_pipeline.episodes.adapters.base import as_text, rejected, usage
 from eval_pipeline.episodes.records import RawRecord
 
 NAME = "otlp-json"
@@ -134,12 +134,12 @@ def _output_text(attrs: dict) -> str | None:
     return as_text(attrs.get("output.value"))
 
 
-def _tokens(attrs: dict) -> int:
+def _usage(attrs: dict) -> dict:
     prompt = attrs.get("gen_ai.usage.input_tokens", attrs.get("gen_ai.usage.prompt_tokens", attrs.get("llm.token_count.prompt")))
     completion = attrs.get(
         "gen_ai.usage.output_tokens", attrs.get("gen_ai.usage.completion_tokens", attrs.get("llm.token_count.completion"))
     )
-    return int(prompt or 0) + int(completion or 0)
+    return usage(prompt, completion)
 
 
 def _steps(spans: list[dict]) -> tuple[list[dict], str | None, str | None]:
@@ -156,8 +156,10 @@ def _steps(spans: list[dict]) -> tuple[list[dict], str | None, str | None]:
             model = model or span_model
             output = _output_text(attrs)
             final = output or final
+            split = _usage(attrs)
+            tokens = split["usage"]["prompt_tokens"] + split["usage"]["completion_tokens"]
             steps.append({"step_type": "llm_call", "model": span_model, "input_summary": _last_user_message(attrs),
-                          "output_summary": output, "tokens": _tokens(attrs), "error": error, **common})  # fmt: skip
+                          "output_summary": output, "tokens": tokens, "error": error, "metadata": split, **common})  # fmt: skip
         elif kind == "tool":
             name = attrs.get("gen_ai.tool.name") or attrs.get("tool.name") or span.get("name")
             arguments = attrs.get("gen_ai.tool.call.arguments", attrs.get("input.value"))
