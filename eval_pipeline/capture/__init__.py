@@ -1,0 +1,1 @@
+"""Running the agent itself on a case set: cases, runners, and the episodes their runs become."""

@@ -1,0 +1,53 @@
+"""A case set: JSONL of prompts with expectations, the input of a capture."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+
+class CaseSetError(ValueError):
+    """The case set cannot be read; the message says which line and why."""
+
+
+class CaseSpec(BaseModel):
+    """One case: `input` is a prompt, or a list of prompts for one multi-turn session."""
+
+    model_config = ConfigDict(extra="allow")  # expectation fields (expected_tools, ...) ride along
+
+    id: str = Field(min_length=1)
+    input: str | list[str]
+    hint: str | None = None
+    reference: str | None = None
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    timeout: float | None = Field(None, gt=0)  # seconds; the runner's default when unset
+
+    @property
+    def expectations(self) -> dict[str, Any]:
+        """The case-expectation fields it carries (see scoring/cases.py), plus its reference."""
+        extra = dict(self.model_extra or {})
+        return {**extra, **({"reference": self.reference} if self.reference else {})}
+
+
+def load_case_set(path: Path) -> list[CaseSpec]:
+    """Every case of a JSONL file, in order; a bad line or a repeated id is an error naming the line."""
+    cases, seen = [], set()
+    try:
+        lines = path.read_text().splitlines()
+    except OSError as exc:
+        raise CaseSetError(f"case set {path}: {exc}") from None
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            case = CaseSpec.model_validate(json.loads(line))
+        except (ValueError, ValidationError) as exc:
+            raise CaseSetError(f"case set {path}:{number}: {str(exc).splitlines()[0]}") from None
+        if case.id in seen:
+            raise CaseSetError(f"case set {path}:{number}: duplicate id {case.id!r}")
+        seen.add(case.id)
+        cases.append(case)
+    return cases

@@ -1,0 +1,71 @@
+"""A real command agent run on a case set: trials, concurrency, timeouts, crashes, isolation, no shell."""
+
+import json
+import sys
+import time
+from datetime import UTC, date, datetime
+from pathlib import Path
+
+import pytest
+
+from eval_pipeline.capture.cases import CaseSetError, CaseSpec, load_case_set
+from eval_pipeline.capture.command import CommandAgent, episode_of, run_all
+from eval_pipeline.episodes.model import Episode
+
+AGENT = (sys.executable, str(Path(__file__).with_name("agent.py")))
+DAY = date(2026, 11, 5)
+HOSTILE = '"; rm -rf ~; $(reboot) `touch pwned` && echo $HOME'
+
+
+def cases(*specs) -> list[CaseSpec]:
+    return [CaseSpec.model_validate(spec) for spec in specs]
+
+
+def test_trials_timeouts_crashes_and_isolation(tmp_path):
+    agent = CommandAgent(AGENT, prompt_via="stdin", timeout_seconds=20, concurrency=2)
+    specs = cases(
+        {"id": "greet", "input": "hello", "metadata": {"category": "smalltalk"}, "expected_output_contains": ["hello"]},
+        {"id": "stuck", "input": "please hang", "timeout": 1.5},
+        {"id": "broken", "input": "crash now"},
+        {"id": "files", "input": "write a note"},
+    )
+    started = time.perf_counter()
+    runs = run_all(agent, specs, trials=3, root=tmp_path / "runs")
+    elapsed = time.perf_counter() - started
+    assert len(runs) == 12 and elapsed < 45  # the hanging trials (60 s) were killed at their 1.5 s timeout
+    episodes = [episode_of(run, "echo-agent", DAY, now=datetime(2026, 11, 22, 9, 30, tzinfo=UTC)) for run in runs]
+    for episode in episodes:
+        Episode.model_validate(episode)  # every run is a valid canonical episode
+    by_case = {}
+    for episode in episodes:
+        by_case.setdefault(episode["metadata"]["task_id"], []).append(episode)
+    assert {e["status"] for e in by_case["greet"]} == {"success"}
+    assert by_case["greet"][0]["metadata"]["final_output"] == "echo: hello"
+    assert by_case["greet"][0]["metadata"]["expected"] == {"expected_output_contains": ["hello"]}
+    assert by_case["greet"][0]["started_at"] == "2026-11-05T09:30:00Z"  # the partition's day, whatever the clock says
+    assert [e["status"] for e in by_case["stuck"]] == ["timeout"] * 3
+    assert all("timeout" in e["steps"][0]["error"] for e in by_case["stuck"])
+    crashed = by_case["broken"][0]
+    assert crashed["status"] == "failure" and "exit code 3: Traceback" in crashed["steps"][-1]["error"]
+    assert Path(crashed["metadata"]["stderr_path"]).read_text().startswith("Traceback")  # kept for debugging
+    written = by_case["files"]
+    assert all(e["metadata"]["final_output"] == "wrote notes.txt; found []" for e in written)  # each trial's own directory
+    assert len({e["metadata"]["workdir"] for e in written}) == 3
+
+
+@pytest.mark.parametrize("via", ["stdin", "env", "argv"])
+def test_a_prompt_with_shell_metacharacters_arrives_verbatim_and_runs_nothing(tmp_path, via):
+    agent = CommandAgent(AGENT, prompt_via=via, timeout_seconds=20, concurrency=1)
+    [run] = run_all(agent, cases({"id": "hostile", "input": HOSTILE}), trials=1, root=tmp_path / via)
+    assert run.stdout.strip() == f"echo: {HOSTILE}"
+    assert not (run.workdir / "pwned").exists() and not (tmp_path / "pwned").exists()
+
+
+def test_a_case_set_names_its_bad_lines(tmp_path):
+    path = tmp_path / "cases.jsonl"
+    path.write_text(json.dumps({"id": "a", "input": "x"}) + "\n" + json.dumps({"id": "a", "input": "y"}) + "\n")
+    with pytest.raises(CaseSetError, match=r"cases.jsonl:2: duplicate id 'a'"):
+        load_case_set(path)
+    path.write_text(json.dumps({"input": "x"}) + "\n")
+    with pytest.raises(CaseSetError, match=r"cases.jsonl:1: "):
+        load_case_set(path)
