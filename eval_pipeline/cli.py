@@ -56,6 +56,8 @@ def build_parser() -> argparse.ArgumentParser:
         help="exit 1 when findings at or above this severity exist (default: critical)",
     )
     run.add_argument("--junit", type=Path, metavar="PATH", help="also write JUnit XML: one test case per episode")
+    run.add_argument("--recapture", action="store_true", help="run the case-set agent again even where a capture is stored")
+    run.add_argument("--trials", type=int, help="trials per case for the case-set agent (over [capture] trials)")
 
     commands.add_parser("status", help="source health, partitions in the warehouse, latest run")
 
@@ -218,7 +220,14 @@ def _check_partitions(days: list[date]) -> None:
         )
 
 
-def _evaluate(settings, days: list[date], agent: str | None, undated_day: date | None = None) -> None:
+def _evaluate(
+    settings,
+    days: list[date],
+    agent: str | None,
+    undated_day: date | None = None,
+    recapture: bool = False,
+    trials: int | None = None,
+) -> None:
     """Run the days, deliver their alerts, and print one line per day, then where to look."""
     from eval_pipeline.config import load_config
     from eval_pipeline.runner import run_days
@@ -230,7 +239,7 @@ def _evaluate(settings, days: list[date], agent: str | None, undated_day: date |
     span = str(days[0]) if len(days) == 1 else f"{days[0]}..{days[-1]} ({len(days)} days, one run)"
     try:
         with _progress(f"evaluating {span}") as progress:
-            run_id = run_days(settings, days, agent, undated_day, progress)
+            run_id = run_days(settings, days, agent, undated_day, progress, recapture, trials)
     finally:  # without a daemon nobody else announces what this run found, or that it failed
         _deliver_alerts(settings, config.policies.secret_patterns)
     rows = report_rows(Warehouse(settings.duckdb_path), days)
@@ -286,7 +295,9 @@ def _cmd_run(args, settings) -> int:
     from eval_pipeline.warehouse.reports import severity_counts
 
     days = _days(args)
-    _evaluate(settings, days, args.agent, args.date)  # undated records (transcripts) go to --date
+    if args.trials is not None and args.trials < 1:
+        raise UsageError("--trials must be at least 1")
+    _evaluate(settings, days, args.agent, args.date, args.recapture, args.trials)  # undated records go to --date
     if args.junit:
         from eval_pipeline.reports.junit import write_junit
         from eval_pipeline.warehouse.reports import junit_inputs

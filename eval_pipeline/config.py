@@ -133,6 +133,18 @@ class CasesConfig(_Strict):
     path: str | None = None  # JSON or JSONL of cases keyed by task_id; relative to the config file
 
 
+class CaptureConfig(_Strict):
+    """Run the agent itself on a case set each day (the `capture` step); off without a case set."""
+
+    case_set: str | None = None  # JSONL of cases, relative to the config file
+    agent_id: str = "agent"
+    command: list[str] = Field(default_factory=list)  # argv, never a shell string
+    prompt_via: Literal["stdin", "env", "argv"] = "stdin"
+    timeout_seconds: float = Field(300.0, gt=0)  # per case and trial, unless the case sets its own
+    concurrency: int = Field(4, ge=1)
+    trials: int = Field(1, ge=1)
+
+
 class SourcesConfig(_Strict):
     # agent of records in other formats (transcripts, traces) that name none; unset: each file's name
     transcript_agent_id: str | None = None
@@ -191,6 +203,7 @@ class EvalConfig(_Strict):
     checks: ChecksConfig = Field(default_factory=ChecksConfig)
     cases: CasesConfig = Field(default_factory=CasesConfig)
     statistics: StatisticsConfig = Field(default_factory=StatisticsConfig)
+    capture: CaptureConfig = Field(default_factory=CaptureConfig)
 
     @model_validator(mode="after")
     def _known_dimensions(self) -> EvalConfig:
@@ -208,6 +221,7 @@ class EvalConfig(_Strict):
         """A hash of only what decides `stage`'s output, so a config edit marks exactly those assets stale."""
         decides = {
             "episodes": {"sources": self.sources, "prices": self.prices},
+            "capture": {"capture": self.capture},
             "baselines": {"baseline": self.baseline},
             "scores": {
                 "weights": self.weights,

@@ -24,6 +24,7 @@ from eval_pipeline.errors import InfrastructureError
 from eval_pipeline.settings import Settings, ensure_dagster_home
 
 ASSET_NAMES = (
+    "capture",
     "episodes",
     "baselines",
     "replays",
@@ -48,11 +49,14 @@ def days_between(start: date, end: date) -> list[date]:
     return [start + timedelta(days=offset) for offset in range((end - start).days + 1)]
 
 
-def _run_config(agent_id: str | None, undated_day: date | None) -> dict:
+def _run_config(agent_id: str | None, undated_day: date | None, recapture: bool = False, trials: int | None = None) -> dict:
     scope = {"agent_id": agent_id} if agent_id else {}
-    ops = {name: {"config": scope} for name in ASSET_NAMES} if scope else {}
+    ops = {name: {"config": dict(scope)} for name in ASSET_NAMES} if scope else {}
     if undated_day:
-        ops.setdefault("episodes", {"config": {}})["config"] = {**scope, "undated_day": undated_day.isoformat()}
+        ops.setdefault("episodes", {"config": dict(scope)})["config"]["undated_day"] = undated_day.isoformat()
+    if recapture or trials:
+        capture = ops.setdefault("capture", {"config": dict(scope)})["config"]
+        capture.update({"recapture": recapture, **({"trials": trials} if trials else {})})
     return {"ops": ops, "loggers": {"console": {"config": {"log_level": "CRITICAL"}}}}
 
 
@@ -113,6 +117,8 @@ def run_days(
     agent_id: str | None = None,
     undated_day: date | None = None,
     progress: Progress | None = None,
+    recapture: bool = False,
+    trials: int | None = None,
 ) -> str:
     """Materialize the graph for `days` (a contiguous range) as one run; return its id.
 
@@ -143,7 +149,7 @@ def run_days(
             try:
                 result = job.execute_in_process(
                     instance=instance,
-                    run_config=_run_config(agent_id, undated_day),
+                    run_config=_run_config(agent_id, undated_day, recapture, trials),
                     tags=tags,
                     raise_on_error=False,
                     run_id=run_id,

@@ -41,13 +41,16 @@ class EvalConfigResource(dg.ConfigurableResource):
     def load(self) -> EvalConfig:
         return load_config(Path(self.path) if self.path else None)
 
+    def relative(self, path: str) -> Path:
+        """A path the config names, relative to the config file."""
+        return (Path(self.path).parent if self.path else Path.cwd()) / path
+
     def cases(self, config: EvalConfig) -> dict[str, Case]:
         """The cases file's cases by task id; its path is relative to the config file."""
         if not config.cases.path:
             return {}
-        base = Path(self.path).parent if self.path else Path.cwd()
         try:
-            return load_cases(base / config.cases.path)
+            return load_cases(self.relative(config.cases.path))
         except CasesError as exc:
             raise dg.Failure(str(exc)) from None
 
@@ -118,6 +121,8 @@ class RunScope(dg.Config):
     """Narrow a run to one agent (`eval-pipeline run --agent`); only its rows are replaced."""
 
     agent_id: str | None = None
+    recapture: bool = False  # capture only: run the agent again even when the day's capture is stored
+    trials: int | None = None  # capture only: trials per case, over the config's
     undated_day: str | None = None  # episodes only: the day records without a timestamp belong to (`run --date`)
 
 

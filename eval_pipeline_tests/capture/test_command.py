@@ -69,3 +69,44 @@ def test_a_case_set_names_its_bad_lines(tmp_path):
     path.write_text(json.dumps({"input": "x"}) + "\n")
     with pytest.raises(CaseSetError, match=r"cases.jsonl:1: "):
         load_case_set(path)
+
+
+def test_run_with_a_case_set_runs_the_agent_scores_every_trial_and_fills_pass_at_k(tmp_path, monkeypatch, capsys):
+    from eval_pipeline.cli import main
+    from eval_pipeline.settings import PROJECT_ROOT
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "cases.jsonl").write_text(
+        json.dumps({"id": "greet", "input": "hello there", "expected_output_contains": ["hello"]}) + "\n"
+        + json.dumps({"id": "broken", "input": "crash now", "expected_output_contains": ["anything"]}) + "\n"
+    )  # fmt: skip
+    command = ", ".join(json.dumps(part) for part in AGENT)
+    config = (PROJECT_ROOT / "eval.toml").read_text() + (
+        f'\n[capture]\ncase_set = "cases.jsonl"\nagent_id = "echo-agent"\ncommand = [{command}]\ntimeout_seconds = 20\n'
+    )
+    (tmp_path / "eval.toml").write_text(config)
+    for name, value in {
+        "EVAL_EPISODE_SOURCE": str(tmp_path / "episodes"), "EVAL_DUCKDB_PATH": str(tmp_path / "data" / "eval.duckdb"),
+        "EVAL_REPORTS_DIR": str(tmp_path / "reports"), "DAGSTER_HOME": str(tmp_path / "dagster_home"),
+        "EVAL_CONFIG": str(tmp_path / "eval.toml"),
+    }.items():  # fmt: skip
+        monkeypatch.setenv(name, value)
+    (tmp_path / "episodes").mkdir()
+
+    assert main(["run", "--date", "2026-11-05", "--trials", "3", "--fail-on", "never"]) == 0
+    stored = tmp_path / "data" / "captures" / "2026-11-05.jsonl"
+    first = stored.stat().st_mtime_ns
+    capsys.readouterr()
+    assert main(["query", "SELECT task_id, count(*) AS n, bool_and(case_passed) AS ok FROM scores GROUP BY ALL ORDER BY 1",
+                 "--format", "json"]) == 0  # fmt: skip
+    assert json.loads(capsys.readouterr().out) == [
+        {"task_id": "broken", "n": 3, "ok": False},
+        {"task_id": "greet", "n": 3, "ok": True},
+    ]
+    assert main(["query", "SELECT k, pass_at_k, pass_hat_k, n_tasks FROM pass_at_k ORDER BY k", "--format", "json"]) == 0
+    assert json.loads(capsys.readouterr().out)[-1] == {"k": 3, "pass_at_k": 0.5, "pass_hat_k": 0.5, "n_tasks": 2}
+
+    assert main(["run", "--date", "2026-11-05", "--fail-on", "never"]) == 0  # the stored capture is reused
+    assert stored.stat().st_mtime_ns == first
+    assert main(["run", "--date", "2026-11-05", "--recapture", "--trials", "1", "--fail-on", "never"]) == 0
+    assert stored.stat().st_mtime_ns != first and len(stored.read_text().splitlines()) == 2

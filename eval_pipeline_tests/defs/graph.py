@@ -14,6 +14,7 @@ from eval_pipeline.defs.resources import (
 )
 
 GRAPH = [
+    pipeline.capture,
     pipeline.episodes,
     pipeline.baselines,
     pipeline.replays,

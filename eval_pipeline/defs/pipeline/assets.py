@@ -9,12 +9,16 @@ import os
 from collections.abc import Callable
 from dataclasses import asdict
 from datetime import date, timedelta
+from itertools import chain
 from pathlib import Path
 
 import dagster as dg
 import pandas as pd
 
 from eval_pipeline.alerts.messages import finding_alerts
+from eval_pipeline.capture.cases import CaseSetError, load_case_set
+from eval_pipeline.capture.command import CommandAgent, captured_episodes, run_all
+from eval_pipeline.capture.store import captured_records, captures_directory, write_capture
 from eval_pipeline.defs.loaded import CONFIG, PACKAGE_VERSION, SETTINGS
 from eval_pipeline.defs.partitions import daily_partitions, partition_days
 from eval_pipeline.defs.pipeline import checks
@@ -97,8 +101,41 @@ def _in_session(warehouse: Warehouse, work: Callable[[date], dict]) -> Callable[
 
 @dg.asset(
     **_COMMON,
+    code_version=_code_version("capture"),
+    description="Runs the configured agent on the case set, k trials per case, as the day's own episodes "
+    "(stored beside the warehouse; reused unless `--recapture`). Off without `[capture] case_set`.",
+)
+def capture(context: dg.AssetExecutionContext, config: RunScope, warehouse: WarehouseResource, eval_config: EvalConfigResource):
+    cfg = eval_config.load()
+    if not cfg.capture.case_set:
+        return dg.MaterializeResult(metadata={"capture": "off: no [capture] case_set in the config"})
+    try:
+        cases = load_case_set(eval_config.relative(cfg.capture.case_set))
+    except CaseSetError as exc:
+        raise dg.Failure(str(exc)) from None
+    settings = cfg.capture
+    agent = CommandAgent(tuple(settings.command), settings.prompt_via, settings.timeout_seconds, settings.concurrency)
+    directory = captures_directory(Path(warehouse.duckdb_path))
+
+    def run_day(day: date) -> dict:
+        stored = directory / f"{day.isoformat()}.jsonl"
+        if stored.exists() and not config.recapture:
+            return {"episodes": sum(1 for _ in stored.open()), "reused": 1}
+        runs = run_all(agent, cases, config.trials or settings.trials, directory / "runs" / day.isoformat())
+        episodes = list(captured_episodes(runs, settings.agent_id, day))
+        write_capture(stored, episodes)
+        statuses = pd.Series([e["status"] for e in episodes]).value_counts()
+        return {"episodes": len(episodes), "reused": 0, **{s: int(statuses.get(s, 0)) for s in ("timeout", "failure")}}
+
+    figures = _each_day(context, run_day)
+    return dg.MaterializeResult(metadata={**figures, "cases": len(cases), "agent": settings.agent_id})
+
+
+@dg.asset(
+    **_COMMON,
     code_version=_code_version("episodes"),
-    description="Canonical episodes of the day, their steps, and quarantined records.",
+    deps=[capture],
+    description="Canonical episodes of the day (from the source and the day's capture), their steps, and quarantined records.",
 )
 def episodes(
     context: dg.AssetExecutionContext,
@@ -109,10 +146,11 @@ def episodes(
 ) -> dg.MaterializeResult:
     cfg = eval_config.load()
     source, wh = episode_source.open(cfg.sources, cfg.prices), warehouse.get()
+    captures = captures_directory(Path(warehouse.duckdb_path))
     undated_day = date.fromisoformat(config.undated_day) if config.undated_day else None
 
     def load(day: date) -> dict:
-        records = source.records_for(day, undated_day)  # a store's answer is spooled before the warehouse is locked
+        records = chain(source.records_for(day, undated_day), captured_records(captures, day))  # a store's answer is spooled
         counts = load_episodes(wh, day, records, config.agent_id)
         return {
             "episodes": counts.episodes,

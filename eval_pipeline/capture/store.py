@@ -1,0 +1,38 @@
+"""Where a day's capture is kept: canonical episode JSONL beside the warehouse, one file per day.
+
+Stored, a capture is reused when the day is evaluated again, so re-scoring never re-runs the
+agent unless asked (`--recapture`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator
+from datetime import date
+from pathlib import Path
+
+from eval_pipeline.episodes.records import RawRecord
+
+
+def captures_directory(duckdb_path: Path) -> Path:
+    return duckdb_path.parent / "captures"
+
+
+def write_capture(path: Path, episodes: list[dict]) -> None:
+    """All of a day's episodes, or none: written aside, then moved into place."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_suffix(".partial")
+    partial.write_text("".join(json.dumps(episode) + "\n" for episode in episodes))
+    os.replace(partial, path)
+
+
+def captured_records(directory: Path, day: date) -> Iterator[RawRecord]:
+    """The day's stored capture as raw records (nothing when the day has none)."""
+    path = directory / f"{day.isoformat()}.jsonl"
+    if not path.exists():
+        return
+    with path.open() as handle:
+        for number, line in enumerate(handle, 1):
+            if line.strip():
+                yield RawRecord(str(path), f"{path}:{number}", line.rstrip("\n"), day)
