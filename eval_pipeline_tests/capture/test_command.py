@@ -73,7 +73,6 @@ def test_a_case_set_names_its_bad_lines(tmp_path):
 
 def test_run_with_a_case_set_runs_the_agent_scores_every_trial_and_fills_pass_at_k(tmp_path, monkeypatch, capsys):
     from eval_pipeline.cli import main
-    from eval_pipeline.settings import PROJECT_ROOT
 
     monkeypatch.chdir(tmp_path)
     (tmp_path / "cases.jsonl").write_text(
@@ -81,10 +80,8 @@ def test_run_with_a_case_set_runs_the_agent_scores_every_trial_and_fills_pass_at
         + json.dumps({"id": "broken", "input": "crash now", "expected_output_contains": ["anything"]}) + "\n"
     )  # fmt: skip
     command = ", ".join(json.dumps(part) for part in AGENT)
-    config = (PROJECT_ROOT / "eval.toml").read_text() + (
-        f'\n[capture]\ncase_set = "cases.jsonl"\nagent_id = "echo-agent"\ncommand = [{command}]\ntimeout_seconds = 20\n'
-    )
-    (tmp_path / "eval.toml").write_text(config)
+    config = f'[capture]\ncase_set = "cases.jsonl"\nagent_id = "echo-agent"\ncommand = [{command}]\ntimeout_seconds = 20\n'
+    (tmp_path / "eval.toml").write_text(config)  # the defaults, and the capture
     for name, value in {
         "EVAL_EPISODE_SOURCE": str(tmp_path / "episodes"), "EVAL_DUCKDB_PATH": str(tmp_path / "data" / "eval.duckdb"),
         "EVAL_REPORTS_DIR": str(tmp_path / "reports"), "DAGSTER_HOME": str(tmp_path / "dagster_home"),
