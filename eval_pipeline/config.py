@@ -139,10 +139,19 @@ class CaptureConfig(_Strict):
     case_set: str | None = None  # JSONL of cases, relative to the config file
     agent_id: str = "agent"
     command: list[str] = Field(default_factory=list)  # argv, never a shell string
+    url: str | None = None  # or: an HTTP endpoint the case is POSTed to
+    callable: str | None = None  # or: a Python function, "module:function"
     prompt_via: Literal["stdin", "env", "argv"] = "stdin"
     timeout_seconds: float = Field(300.0, gt=0)  # per case and trial, unless the case sets its own
     concurrency: int = Field(4, ge=1)
     trials: int = Field(1, ge=1)
+
+    @model_validator(mode="after")
+    def _one_agent(self) -> CaptureConfig:
+        named = [name for name, value in (("command", self.command), ("url", self.url), ("callable", self.callable)) if value]
+        if self.case_set and len(named) != 1:
+            raise ValueError(f"a case set needs exactly one agent: command, url or callable (got {named or 'none'})")
+        return self
 
 
 class SourcesConfig(_Strict):

@@ -1,4 +1,6 @@
-"""A command agent: one process per case and trial, run safely, its run turned into an episode.
+"""Agents run on a case set (a command, an HTTP endpoint, a Python callable), each run an episode.
+
+A command agent is one process per case and trial, run safely.
 
 The prompt reaches the process through stdin, an environment variable or its own argv element,
 never through a shell: metacharacters arrive verbatim and run nothing. Each run gets its own
@@ -34,6 +36,75 @@ class CommandAgent:
     prompt_via: Literal["stdin", "env", "argv"] = "stdin"
     timeout_seconds: float = 300.0
     concurrency: int = 4
+
+    def run(self, case: CaseSpec, trial: int, workdir: Path) -> Run:
+        return run_one(self, case, trial, workdir)
+
+
+@dataclass(frozen=True)
+class HttpAgent:
+    """An agent behind a URL: the case is POSTed as JSON, the answer is read like a command's stdout."""
+
+    url: str
+    timeout_seconds: float = 300.0
+    concurrency: int = 4
+
+    def run(self, case: CaseSpec, trial: int, workdir: Path) -> Run:
+        import httpx
+
+        workdir.mkdir(parents=True, exist_ok=True)
+        errors = workdir.parent / f"{workdir.name}.stderr"
+        body = {"id": case.id, "input": case.input, "hint": case.hint, "metadata": case.metadata, "trial": trial}
+        started = time.perf_counter()
+        try:
+            response = httpx.post(self.url, json=body, timeout=case.timeout or self.timeout_seconds)
+            errors.write_text("" if response.is_success else f"HTTP {response.status_code}: {response.text[:STDERR_KEPT]}")
+            code: int | None = 0 if response.is_success else 1
+            text = response.text if response.is_success else ""
+        except httpx.TimeoutException:
+            errors.write_text("timed out")
+            code, text = None, ""
+        except httpx.HTTPError as exc:
+            errors.write_text(f"{type(exc).__name__}: {exc}")
+            code, text = 1, ""
+        return Run(case, trial, workdir, code, text, errors, (time.perf_counter() - started) * 1000)
+
+
+@dataclass(frozen=True)
+class CallableAgent:
+    """A Python function (`module:function`) given the case as a dict; it returns our episode, a
+    plaited CaptureResult or the answer text. A timeout is recorded; the call cannot be killed."""
+
+    target: str
+    timeout_seconds: float = 300.0
+    concurrency: int = 4
+
+    def run(self, case: CaseSpec, trial: int, workdir: Path) -> Run:
+        import importlib
+        import traceback
+        from concurrent.futures import TimeoutError as Timeout
+
+        workdir.mkdir(parents=True, exist_ok=True)
+        errors = workdir.parent / f"{workdir.name}.stderr"
+        module, _, name = self.target.partition(":")
+        function = getattr(importlib.import_module(module), name)
+        started = time.perf_counter()
+        with ThreadPoolExecutor(max_workers=1) as single:
+            future = single.submit(function, {**case.model_dump(), "trial": trial, "cwd": str(workdir)})
+            try:
+                result = future.result(timeout=case.timeout or self.timeout_seconds)
+                text, code = (result if isinstance(result, str) else json.dumps(result)), 0
+                errors.write_text("")
+            except Timeout:
+                text, code = "", None
+                errors.write_text("timed out")
+            except Exception:  # the agent's own failure: recorded like a crashed process
+                text, code = "", 1
+                errors.write_text(traceback.format_exc())
+        return Run(case, trial, workdir, code, text, errors, (time.perf_counter() - started) * 1000)
+
+
+Agent = CommandAgent | HttpAgent | CallableAgent
 
 
 @dataclass(frozen=True)
@@ -77,11 +148,11 @@ def run_one(agent: CommandAgent, case: CaseSpec, trial: int, workdir: Path) -> R
     return Run(case, trial, workdir, exit_code, stdout or "", stderr_path, (time.perf_counter() - started) * 1000)
 
 
-def run_all(agent: CommandAgent, cases: list[CaseSpec], trials: int, root: Path) -> list[Run]:
+def run_all(agent: Agent, cases: list[CaseSpec], trials: int, root: Path) -> list[Run]:
     """Every case `trials` times, at most `concurrency` at once, each in `root/<case>/trial-<n>`."""
     jobs = [(case, trial) for case in cases for trial in range(trials)]
     with ThreadPoolExecutor(max_workers=agent.concurrency) as pool:
-        return list(pool.map(lambda job: run_one(agent, job[0], job[1], root / _safe(job[0].id) / f"trial-{job[1]}"), jobs))
+        return list(pool.map(lambda job: agent.run(job[0], job[1], root / _safe(job[0].id) / f"trial-{job[1]}"), jobs))
 
 
 def _safe(name: str) -> str:

@@ -107,3 +107,66 @@ def test_run_with_a_case_set_runs_the_agent_scores_every_trial_and_fills_pass_at
     assert stored.stat().st_mtime_ns == first
     assert main(["run", "--date", "2026-11-05", "--recapture", "--trials", "1", "--fail-on", "never"]) == 0
     assert stored.stat().st_mtime_ns != first and len(stored.read_text().splitlines()) == 2
+
+
+def answer_or_fail(case: dict) -> str | dict:
+    """A Python-callable agent for the tests."""
+    if "boom" in case["input"]:
+        raise RuntimeError("the callable failed")
+    if "slow" in case["input"]:
+        time.sleep(3)
+    return {"steps": [{"step_index": 0, "step_type": "llm_call", "input_summary": case["input"], "output_summary": "ok"}],
+            "metadata": {"final_output": f"callable saw trial {case['trial']}"}}  # fmt: skip
+
+
+def test_a_python_callable_agent(tmp_path):
+    from eval_pipeline.capture.command import CallableAgent
+
+    agent = CallableAgent(f"{__name__}:answer_or_fail", timeout_seconds=20, concurrency=2)
+    specs = cases(
+        {"id": "fine", "input": "hi"}, {"id": "fails", "input": "boom"}, {"id": "slow", "input": "slow", "timeout": 0.5}
+    )
+    episodes = {e["metadata"]["task_id"] + str(e["metadata"]["trial"]): e
+                for e in (episode_of(r, "fn", DAY) for r in run_all(agent, specs, trials=2, root=tmp_path))}  # fmt: skip
+    assert episodes["fine1"]["status"] == "success" and episodes["fine1"]["metadata"]["final_output"] == "callable saw trial 1"
+    assert (
+        episodes["fails0"]["status"] == "failure"
+        and "RuntimeError: the callable failed" in episodes["fails0"]["steps"][-1]["error"]
+    )
+    assert episodes["slow0"]["status"] == "timeout"
+
+
+def test_an_http_agent_on_loopback(tmp_path):
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    from eval_pipeline.capture.command import HttpAgent
+
+    seen = []
+
+    class Agent(BaseHTTPRequestHandler):
+        def log_message(self, *args):
+            pass
+
+        def do_POST(self):
+            case = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+            seen.append(case)
+            status, body = (500, b"overloaded") if "busy" in case["input"] else (200, f"answer to {case['input']}".encode())
+            self.send_response(status)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Agent)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        agent = HttpAgent(f"http://127.0.0.1:{server.server_address[1]}/run", timeout_seconds=10, concurrency=2)
+        runs = run_all(
+            agent, cases({"id": "q", "input": "what is 2+2"}, {"id": "b", "input": "busy now"}), trials=1, root=tmp_path
+        )
+    finally:
+        server.shutdown()
+    ok, busy = (episode_of(run, "http-agent", DAY) for run in runs)
+    assert ok["status"] == "success" and ok["metadata"]["final_output"] == "answer to what is 2+2"
+    assert busy["status"] == "failure" and "HTTP 500: overloaded" in busy["steps"][-1]["error"]
+    assert {c["id"] for c in seen} == {"q", "b"} and all(c["trial"] == 0 for c in seen)

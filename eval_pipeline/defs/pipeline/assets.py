@@ -17,7 +17,7 @@ import pandas as pd
 
 from eval_pipeline.alerts.messages import finding_alerts
 from eval_pipeline.capture.cases import CaseSetError, load_case_set
-from eval_pipeline.capture.command import CommandAgent, captured_episodes, run_all
+from eval_pipeline.capture.command import CallableAgent, CommandAgent, HttpAgent, captured_episodes, run_all
 from eval_pipeline.capture.store import captured_records, captures_directory, write_capture
 from eval_pipeline.defs.loaded import CONFIG, PACKAGE_VERSION, SETTINGS
 from eval_pipeline.defs.partitions import daily_partitions, partition_days
@@ -114,7 +114,12 @@ def capture(context: dg.AssetExecutionContext, config: RunScope, warehouse: Ware
     except CaseSetError as exc:
         raise dg.Failure(str(exc)) from None
     settings = cfg.capture
-    agent = CommandAgent(tuple(settings.command), settings.prompt_via, settings.timeout_seconds, settings.concurrency)
+    if settings.url:
+        agent = HttpAgent(settings.url, settings.timeout_seconds, settings.concurrency)
+    elif settings.callable:
+        agent = CallableAgent(settings.callable, settings.timeout_seconds, settings.concurrency)
+    else:
+        agent = CommandAgent(tuple(settings.command), settings.prompt_via, settings.timeout_seconds, settings.concurrency)
     directory = captures_directory(Path(warehouse.duckdb_path))
 
     def run_day(day: date) -> dict:
