@@ -145,6 +145,8 @@ class CaptureConfig(_Strict):
     timeout_seconds: float = Field(300.0, gt=0)  # per case and trial, unless the case sets its own
     concurrency: int = Field(4, ge=1)
     trials: int = Field(1, ge=1)
+    grader: list[str] = Field(default_factory=list)  # argv of an executable grader (plaited protocol); none: off
+    grader_timeout_seconds: float = Field(60.0, gt=0)
 
     @model_validator(mode="after")
     def _one_agent(self) -> CaptureConfig:

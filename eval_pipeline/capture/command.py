@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Literal
 
 from eval_pipeline.capture.cases import CaseSpec
+from eval_pipeline.capture.grader import grade
 from eval_pipeline.episodes.adapters import plaited
 
 PROMPT_VARIABLE = "EVAL_PROMPT"
@@ -202,6 +203,12 @@ def _parsed(run: Run, agent_id: str, day: date) -> dict:
     }
 
 
-def captured_episodes(runs: list[Run], agent_id: str, day: date) -> Iterator[dict]:
+def captured_episodes(
+    runs: list[Run], agent_id: str, day: date, grader: tuple[str, ...] = (), grader_timeout: float = 60.0
+) -> Iterator[dict]:
+    """Each run as an episode; with a `grader`, its verdict in `metadata.grader` (or why there is none)."""
     for run in runs:
-        yield episode_of(run, agent_id, day)
+        episode = episode_of(run, agent_id, day)
+        if grader:
+            episode["metadata"]["grader"] = grade(grader, run.case, episode, run.workdir, grader_timeout)
+        yield episode

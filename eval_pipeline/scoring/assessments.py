@@ -5,6 +5,7 @@ These need each run's trajectory, so they are per-row Python (DESIGN §5), kept 
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 
 import pandas as pd
@@ -24,6 +25,13 @@ class Assessment:
     issues: pd.DataFrame  # ISSUE_COLUMNS: one row per issue the checks found
 
 
+def _grader_assertion(verdict: dict) -> dict:
+    if "error" in verdict:
+        return {"assertion": "grader", "passed": False, "score": 0.0, "detail": f"grader error: {verdict['error']}"}
+    return {"assertion": "grader", "passed": bool(verdict["pass"]), "score": float(verdict["score"]),
+            "detail": verdict.get("reasoning") or ""}  # fmt: skip
+
+
 def assess(candidates: list[dict], cases: dict[str, Case], config: ChecksConfig) -> Assessment:
     """`candidates` as `warehouse.assertions.check_inputs` reads them, each with its steps."""
     assertions, issues = [], []
@@ -35,5 +43,7 @@ def assess(candidates: list[dict], cases: dict[str, Case], config: ChecksConfig)
             assertions.append({**ids, "assertion": "case", "passed": False, "score": 0.0, "detail": case})
         elif case is not None:
             assertions += [{**ids, **vars(result)} for result in assert_case(case, trajectory)]
+        if candidate.get("grader"):  # an executable grader's verdict on a captured run
+            assertions.append({**ids, **_grader_assertion(json.loads(candidate["grader"]))})
         issues += [{**ids, **vars(issue)} for issue in run_checks(trajectory, config)]
     return Assessment(pd.DataFrame(assertions, columns=ASSERTION_COLUMNS), pd.DataFrame(issues, columns=ISSUE_COLUMNS))

@@ -10,7 +10,7 @@ from eval_pipeline.warehouse.connection import Warehouse, replace_partition
 
 _CHECK_INPUTS = """
 SELECT r.episode_id, r.agent_id, e.task_id, r.status, r.final_output, r.tools, r.total_duration_ms, r.mode,
-       CAST(e.expected AS VARCHAR) AS expected, s.steps
+       CAST(e.expected AS VARCHAR) AS expected, CAST(e.metadata -> '$.grader' AS VARCHAR) AS grader, s.steps
 FROM replays r JOIN episodes e USING (episode_id, partition_date)
 LEFT JOIN (
     SELECT episode_id,

@@ -170,3 +170,41 @@ def test_an_http_agent_on_loopback(tmp_path):
     assert ok["status"] == "success" and ok["metadata"]["final_output"] == "answer to what is 2+2"
     assert busy["status"] == "failure" and "HTTP 500: overloaded" in busy["steps"][-1]["error"]
     assert {c["id"] for c in seen} == {"q", "b"} and all(c["trial"] == 0 for c in seen)
+
+
+@pytest.mark.parametrize("kind", ["python", "shell"])
+def test_executable_graders_decide_the_trials(tmp_path, monkeypatch, capsys, kind):
+    from eval_pipeline.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "cases.jsonl").write_text(
+        json.dumps({"id": "greet", "input": "hello there", "hint": "hello"}) + "\n"
+        + json.dumps({"id": "miss", "input": "goodbye", "hint": "hello"}) + "\n"
+        + json.dumps({"id": "bad-grader", "input": "hi", "hint": "explode"}) + "\n"
+    )  # fmt: skip
+    python_grader = [sys.executable, str(Path(__file__).with_name("grader.py"))]
+    # a shell grader: reads the run, answers with the plaited protocol (no data reaches the shell's own text)
+    shell_grader = ["sh", "-c", 'cat > /dev/null; echo \'{"pass": true, "score": 0.5, "reasoning": "from sh"}\'']
+    grader = python_grader if kind == "python" else shell_grader
+    command = ", ".join(json.dumps(part) for part in AGENT)
+    (tmp_path / "eval.toml").write_text(
+        f'[capture]\ncase_set = "cases.jsonl"\nagent_id = "graded"\ncommand = [{command}]\n'
+        f"grader = [{', '.join(json.dumps(part) for part in grader)}]\n"
+    )
+    for name, value in {
+        "EVAL_EPISODE_SOURCE": str(tmp_path / "episodes"), "EVAL_DUCKDB_PATH": str(tmp_path / "data" / "eval.duckdb"),
+        "EVAL_REPORTS_DIR": str(tmp_path / "reports"), "DAGSTER_HOME": str(tmp_path / "dagster_home"),
+        "EVAL_CONFIG": str(tmp_path / "eval.toml"),
+    }.items():  # fmt: skip
+        monkeypatch.setenv(name, value)
+    (tmp_path / "episodes").mkdir()
+    assert main(["run", "--date", "2026-11-05", "--fail-on", "never"]) == 0
+    capsys.readouterr()
+    sql = "SELECT s.task_id, a.passed, a.score, a.detail FROM assertions a JOIN scores s USING (episode_id) ORDER BY 1"
+    assert main(["query", sql, "--format", "json"]) == 0
+    rows = {row["task_id"]: row for row in json.loads(capsys.readouterr().out)}
+    if kind == "python":
+        assert (rows["greet"]["passed"], rows["miss"]["passed"]) == (True, False)
+        assert rows["bad-grader"]["passed"] is False and rows["bad-grader"]["detail"].startswith("grader error: grader exited 1")
+    else:
+        assert {row["score"] for row in rows.values()} == {0.5} and all(row["detail"] == "from sh" for row in rows.values())

@@ -127,7 +127,7 @@ def capture(context: dg.AssetExecutionContext, config: RunScope, warehouse: Ware
         if stored.exists() and not config.recapture:
             return {"episodes": sum(1 for _ in stored.open()), "reused": 1}
         runs = run_all(agent, cases, config.trials or settings.trials, directory / "runs" / day.isoformat())
-        episodes = list(captured_episodes(runs, settings.agent_id, day))
+        episodes = list(captured_episodes(runs, settings.agent_id, day, tuple(settings.grader), settings.grader_timeout_seconds))
         write_capture(stored, episodes)
         statuses = pd.Series([e["status"] for e in episodes]).value_counts()
         return {"episodes": len(episodes), "reused": 0, **{s: int(statuses.get(s, 0)) for s in ("timeout", "failure")}}

@@ -1,0 +1,48 @@
+"""Graders as executables (the plaited protocol): any program that reads the run as JSON on stdin
+and prints `{pass, score, reasoning}` on stdout. Its verdict becomes an assertion of the episode;
+a non-zero exit, a timeout, or output that is not that JSON is a recorded grader error, never a pass.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+from pydantic import BaseModel, Field, ValidationError
+
+from eval_pipeline.capture.cases import CaseSpec
+
+
+class GraderVerdict(BaseModel):
+    passed: bool = Field(alias="pass")
+    score: float = Field(ge=0, le=1)
+    reasoning: str | None = None
+
+
+def grade(command: tuple[str, ...], case: CaseSpec, episode: dict, workdir: Path, timeout: float) -> dict:
+    """`{"pass", "score", "reasoning"}` from the grader, or `{"error": ...}` saying why there is none."""
+    payload = {
+        "input": case.input,
+        "output": (episode.get("metadata") or {}).get("final_output") or "",
+        "hint": case.hint,
+        "reference": case.reference,
+        "trajectory": episode.get("steps", []),
+        "metadata": case.metadata,
+        "cwd": str(workdir),
+    }
+    try:
+        done = subprocess.run(
+            list(command), input=json.dumps(payload), capture_output=True, text=True, timeout=timeout, cwd=workdir
+        )
+    except subprocess.TimeoutExpired:
+        return {"error": f"grader timed out after {timeout:g} s"}
+    except OSError as exc:
+        return {"error": f"grader could not start: {exc}"}
+    if done.returncode != 0:
+        return {"error": f"grader exited {done.returncode}: {done.stderr.strip()[:500] or '(no stderr)'}"}
+    try:
+        verdict = GraderVerdict.model_validate(json.loads(done.stdout))
+    except (ValueError, ValidationError) as exc:
+        return {"error": f"grader output is not {{pass, score, reasoning}}: {str(exc).splitlines()[0][:200]}"}
+    return {"pass": verdict.passed, "score": verdict.score, "reasoning": verdict.reasoning}
