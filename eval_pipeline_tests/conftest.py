@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
+from eval_pipeline.settings import PROJECT_ROOT
 from eval_pipeline_tests.fake_openai import FakeOpenAI
 from eval_pipeline_tests.fake_store import FakeStore
 from eval_pipeline_tests.webhook_receiver import WebhookReceiver
@@ -30,3 +32,17 @@ def fake_openai() -> Iterator[FakeOpenAI]:
     """A running OpenAI-compatible server; shut down at teardown."""
     with FakeOpenAI() as server:
         yield server
+
+
+@pytest.fixture
+def project_env(tmp_path, monkeypatch) -> Path:
+    """Every path the CLI resolves points under tmp_path; the process environment is restored after."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("EVAL_EPISODE_SOURCE", str(tmp_path / "episodes"))
+    monkeypatch.setenv("EVAL_DUCKDB_PATH", str(tmp_path / "eval.duckdb"))
+    monkeypatch.setenv("EVAL_REPORTS_DIR", str(tmp_path / "reports"))
+    monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "dagster_home"))
+    monkeypatch.setenv("EVAL_CONFIG", str(PROJECT_ROOT / "eval.toml"))
+    monkeypatch.setenv("EVAL_REPLAY_MODE", "dry")
+    monkeypatch.setenv("EVAL_UI_BASE_URL", "http://127.0.0.1:3000")
+    return tmp_path

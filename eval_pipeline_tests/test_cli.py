@@ -4,30 +4,14 @@ import json
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
 from eval_pipeline.cli import main
 from eval_pipeline.episodes.model import Episode
 from eval_pipeline.episodes.samples import write_samples
-from eval_pipeline.settings import PROJECT_ROOT
 
 pytestmark = pytest.mark.slow
-
-
-@pytest.fixture
-def project_env(tmp_path, monkeypatch) -> Path:
-    """Every path the CLI resolves points under tmp_path; the process environment is restored after."""
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.setenv("EVAL_EPISODE_SOURCE", str(tmp_path / "episodes"))
-    monkeypatch.setenv("EVAL_DUCKDB_PATH", str(tmp_path / "eval.duckdb"))
-    monkeypatch.setenv("EVAL_REPORTS_DIR", str(tmp_path / "reports"))
-    monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "dagster_home"))
-    monkeypatch.setenv("EVAL_CONFIG", str(PROJECT_ROOT / "eval.toml"))
-    monkeypatch.setenv("EVAL_REPLAY_MODE", "dry")
-    monkeypatch.setenv("EVAL_UI_BASE_URL", "http://127.0.0.1:3000")
-    return tmp_path
 
 
 def test_demo_then_query_report_and_status(project_env, capsys):

@@ -53,8 +53,7 @@ class HttpAgent:
     def run(self, case: CaseSpec, trial: int, workdir: Path) -> Run:
         import httpx
 
-        workdir.mkdir(parents=True, exist_ok=True)
-        errors = workdir.parent / f"{workdir.name}.stderr"
+        errors = _prepared(workdir)
         body = {"id": case.id, "input": case.input, "hint": case.hint, "metadata": case.metadata, "trial": trial}
         started = time.perf_counter()
         try:
@@ -85,8 +84,7 @@ class CallableAgent:
         import traceback
         from concurrent.futures import TimeoutError as Timeout
 
-        workdir.mkdir(parents=True, exist_ok=True)
-        errors = workdir.parent / f"{workdir.name}.stderr"
+        errors = _prepared(workdir)
         module, _, name = self.target.partition(":")
         function = getattr(importlib.import_module(module), name)
         started = time.perf_counter()
@@ -121,16 +119,21 @@ class Run:
     duration_ms: float
 
 
+def _prepared(workdir: Path) -> Path:
+    """The run's own working directory, created; the path its errors (stderr) are kept at, beside it."""
+    workdir.mkdir(parents=True, exist_ok=True)
+    return workdir.parent / f"{workdir.name}.stderr"
+
+
 def _prompt(case: CaseSpec) -> str:
     return case.input if isinstance(case.input, str) else "\n".join(case.input)
 
 
 def run_one(agent: CommandAgent, case: CaseSpec, trial: int, workdir: Path) -> Run:
-    workdir.mkdir(parents=True, exist_ok=True)
+    stderr_path = _prepared(workdir)
     prompt = _prompt(case)
     argv = [*agent.command, prompt] if agent.prompt_via == "argv" else list(agent.command)
     env = {**os.environ, PROMPT_VARIABLE: prompt} if agent.prompt_via == "env" else dict(os.environ)
-    stderr_path = workdir.parent / f"{workdir.name}.stderr"
     started = time.perf_counter()
     with stderr_path.open("w") as stderr:
         process = subprocess.Popen(

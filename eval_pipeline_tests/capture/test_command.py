@@ -71,10 +71,10 @@ def test_a_case_set_names_its_bad_lines(tmp_path):
         load_case_set(path)
 
 
-def test_run_with_a_case_set_runs_the_agent_scores_every_trial_and_fills_pass_at_k(tmp_path, monkeypatch, capsys):
+def test_run_with_a_case_set_runs_the_agent_scores_every_trial_and_fills_pass_at_k(project_env, monkeypatch, capsys):
     from eval_pipeline.cli import main
 
-    monkeypatch.chdir(tmp_path)
+    tmp_path = project_env
     (tmp_path / "cases.jsonl").write_text(
         json.dumps({"id": "greet", "input": "hello there", "expected_output_contains": ["hello"]}) + "\n"
         + json.dumps({"id": "broken", "input": "crash now", "expected_output_contains": ["anything"]}) + "\n"
@@ -82,12 +82,8 @@ def test_run_with_a_case_set_runs_the_agent_scores_every_trial_and_fills_pass_at
     command = ", ".join(json.dumps(part) for part in AGENT)
     config = f'[capture]\ncase_set = "cases.jsonl"\nagent_id = "echo-agent"\ncommand = [{command}]\ntimeout_seconds = 20\n'
     (tmp_path / "eval.toml").write_text(config)  # the defaults, and the capture
-    for name, value in {
-        "EVAL_EPISODE_SOURCE": str(tmp_path / "episodes"), "EVAL_DUCKDB_PATH": str(tmp_path / "data" / "eval.duckdb"),
-        "EVAL_REPORTS_DIR": str(tmp_path / "reports"), "DAGSTER_HOME": str(tmp_path / "dagster_home"),
-        "EVAL_CONFIG": str(tmp_path / "eval.toml"),
-    }.items():  # fmt: skip
-        monkeypatch.setenv(name, value)
+    monkeypatch.setenv("EVAL_DUCKDB_PATH", str(tmp_path / "data" / "eval.duckdb"))
+    monkeypatch.setenv("EVAL_CONFIG", str(tmp_path / "eval.toml"))
     (tmp_path / "episodes").mkdir()
 
     assert main(["run", "--date", "2026-11-05", "--trials", "3", "--fail-on", "never"]) == 0
@@ -173,10 +169,10 @@ def test_an_http_agent_on_loopback(tmp_path):
 
 
 @pytest.mark.parametrize("kind", ["python", "shell"])
-def test_executable_graders_decide_the_trials(tmp_path, monkeypatch, capsys, kind):
+def test_executable_graders_decide_the_trials(project_env, monkeypatch, capsys, kind):
     from eval_pipeline.cli import main
 
-    monkeypatch.chdir(tmp_path)
+    tmp_path = project_env
     (tmp_path / "cases.jsonl").write_text(
         json.dumps({"id": "greet", "input": "hello there", "hint": "hello"}) + "\n"
         + json.dumps({"id": "miss", "input": "goodbye", "hint": "hello"}) + "\n"
@@ -191,12 +187,8 @@ def test_executable_graders_decide_the_trials(tmp_path, monkeypatch, capsys, kin
         f'[capture]\ncase_set = "cases.jsonl"\nagent_id = "graded"\ncommand = [{command}]\n'
         f"grader = [{', '.join(json.dumps(part) for part in grader)}]\n"
     )
-    for name, value in {
-        "EVAL_EPISODE_SOURCE": str(tmp_path / "episodes"), "EVAL_DUCKDB_PATH": str(tmp_path / "data" / "eval.duckdb"),
-        "EVAL_REPORTS_DIR": str(tmp_path / "reports"), "DAGSTER_HOME": str(tmp_path / "dagster_home"),
-        "EVAL_CONFIG": str(tmp_path / "eval.toml"),
-    }.items():  # fmt: skip
-        monkeypatch.setenv(name, value)
+    monkeypatch.setenv("EVAL_DUCKDB_PATH", str(tmp_path / "data" / "eval.duckdb"))
+    monkeypatch.setenv("EVAL_CONFIG", str(tmp_path / "eval.toml"))
     (tmp_path / "episodes").mkdir()
     assert main(["run", "--date", "2026-11-05", "--fail-on", "never"]) == 0
     capsys.readouterr()

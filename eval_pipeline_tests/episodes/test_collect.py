@@ -11,21 +11,14 @@ import httpx
 import pytest
 
 from eval_pipeline.cli import main
-from eval_pipeline.settings import PROJECT_ROOT
 from eval_pipeline_tests.test_ui import free_port
 
 pytestmark = pytest.mark.slow
 
 
 @pytest.fixture
-def collector(tmp_path, monkeypatch):
-    monkeypatch.chdir(tmp_path)
-    for name, value in {
-        "EVAL_EPISODE_SOURCE": str(tmp_path / "episodes"), "EVAL_DUCKDB_PATH": str(tmp_path / "eval.duckdb"),
-        "EVAL_REPORTS_DIR": str(tmp_path / "reports"), "DAGSTER_HOME": str(tmp_path / "dagster_home"),
-        "EVAL_CONFIG": str(PROJECT_ROOT / "eval.toml"), "EVAL_REPLAY_MODE": "dry",
-    }.items():  # fmt: skip
-        monkeypatch.setenv(name, value)
+def collector(project_env):
+    tmp_path = project_env
     port = free_port()
     process = subprocess.Popen(
         [sys.executable, "-m", "eval_pipeline.cli", "collect", "--port", str(port)],

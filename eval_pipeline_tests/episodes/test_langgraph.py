@@ -6,7 +6,6 @@ import json
 import pytest
 
 from eval_pipeline.cli import main
-from eval_pipeline.settings import PROJECT_ROOT
 
 pytestmark = pytest.mark.slow
 
@@ -46,16 +45,10 @@ async def events_of(graph, question: str) -> list[dict]:
     return [event async for event in graph.astream_events({"messages": [HumanMessage(question)]}, version="v2")]
 
 
-def test_langgraph_event_dumps_are_evaluated_without_configuration(tmp_path, monkeypatch, capsys):
+def test_langgraph_event_dumps_are_evaluated_without_configuration(project_env, capsys):
     from langchain_core.load import dumpd
 
-    monkeypatch.chdir(tmp_path)
-    for name, value in {
-        "EVAL_EPISODE_SOURCE": str(tmp_path / "episodes"), "EVAL_DUCKDB_PATH": str(tmp_path / "eval.duckdb"),
-        "EVAL_REPORTS_DIR": str(tmp_path / "reports"), "DAGSTER_HOME": str(tmp_path / "dagster_home"),
-        "EVAL_CONFIG": str(PROJECT_ROOT / "eval.toml"),
-    }.items():  # fmt: skip
-        monkeypatch.setenv(name, value)
+    tmp_path = project_env
     (tmp_path / "episodes").mkdir()
     dumped = asyncio.run(events_of(weather_graph(), "Weather in Oslo?"))
     (tmp_path / "episodes" / "weather-dumpd.json").write_text(json.dumps(dumpd(dumped)))  # a JSON list, dumpd messages
