@@ -131,6 +131,7 @@ class StatisticsConfig(_Strict):
 
 class CasesConfig(_Strict):
     path: str | None = None  # JSON or JSONL of cases keyed by task_id; relative to the config file
+    calibration_sample: int = Field(10, ge=0)  # failed trials per day written out for a person to check the grader; 0: none
 
 
 class CaptureConfig(_Strict):
@@ -141,6 +142,8 @@ class CaptureConfig(_Strict):
     command: list[str] = Field(default_factory=list)  # argv, never a shell string
     url: str | None = None  # or: an HTTP endpoint the case is POSTed to
     callable: str | None = None  # or: a Python function, "module:function"
+    schema_path: str | None = Field(None, alias="schema")  # or: a plaited headless adapter schema (JSON), relative to the config
+    auto_approve: bool = False  # pass the schema's autoApprove flags (they switch off the agent's permission prompts)
     prompt_via: Literal["stdin", "env", "argv"] = "stdin"
     timeout_seconds: float = Field(300.0, gt=0)  # per case and trial, unless the case sets its own
     concurrency: int = Field(4, ge=1)
@@ -150,9 +153,10 @@ class CaptureConfig(_Strict):
 
     @model_validator(mode="after")
     def _one_agent(self) -> CaptureConfig:
-        named = [name for name, value in (("command", self.command), ("url", self.url), ("callable", self.callable)) if value]
+        agents = (("command", self.command), ("url", self.url), ("callable", self.callable), ("schema", self.schema_path))
+        named = [name for name, value in agents if value]
         if self.case_set and len(named) != 1:
-            raise ValueError(f"a case set needs exactly one agent: command, url or callable (got {named or 'none'})")
+            raise ValueError(f"a case set needs exactly one agent: command, url, callable or schema (got {named or 'none'})")
         return self
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -19,11 +19,16 @@ class CaseSpec(BaseModel):
     model_config = ConfigDict(extra="allow")  # expectation fields (expected_tools, ...) ride along
 
     id: str = Field(min_length=1)
-    input: str | list[str]
+    input: str | Annotated[list[str], Field(min_length=1)]
     hint: str | None = None
     reference: str | None = None
     metadata: dict[str, Any] = Field(default_factory=dict)
     timeout: float | None = Field(None, gt=0)  # seconds; the runner's default when unset
+
+    @property
+    def turns(self) -> list[str]:
+        """The prompts of the session, in order: one for a single-turn case."""
+        return [self.input] if isinstance(self.input, str) else list(self.input)
 
     @property
     def expectations(self) -> dict[str, Any]:

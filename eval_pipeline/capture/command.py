@@ -1,22 +1,17 @@
 """Agents run on a case set (a command, an HTTP endpoint, a Python callable), each run an episode.
 
-A command agent is one process per case and trial, run safely.
-
-The prompt reaches the process through stdin, an environment variable or its own argv element,
-never through a shell: metacharacters arrive verbatim and run nothing. Each run gets its own
-working directory (agents that write files cannot see each other), a timeout that kills its
-whole process group, and its stderr kept beside it. Its stdout is read as our episode JSON, as a
-plaited `CaptureResult`, or else as the plain-text answer.
+A command agent is one process per case, trial and turn (see `process` for how it is started
+safely). A multi-turn case runs as one session: each turn's process gets the conversation so far
+in its prompt. Its stdout is read as our episode JSON, as a plaited `CaptureResult`, or else as
+the plain-text answer. An HTTP or callable agent gets the whole case and keeps its own session.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import signal
-import subprocess
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
@@ -24,7 +19,10 @@ from pathlib import Path
 from typing import Literal
 
 from eval_pipeline.capture.cases import CaseSpec
-from eval_pipeline.capture.grader import grade
+from eval_pipeline.capture.grader import grade, reference_failure
+from eval_pipeline.capture.headless import HeadlessAgent, load_schema
+from eval_pipeline.capture.process import History, Run, directory_name, prepared, spawn
+from eval_pipeline.config import CaptureConfig
 from eval_pipeline.episodes.adapters import plaited
 
 PROMPT_VARIABLE = "EVAL_PROMPT"
@@ -39,7 +37,28 @@ class CommandAgent:
     concurrency: int = 4
 
     def run(self, case: CaseSpec, trial: int, workdir: Path) -> Run:
-        return run_one(self, case, trial, workdir)
+        """Each turn in a new process; the case's timeout bounds the whole session."""
+        errors = prepared(workdir)
+        budget = case.timeout or self.timeout_seconds
+        history, outputs, prompts = History(), [], []
+        started = time.perf_counter()
+        exit_code: int | None = 0
+        with errors.open("w") as stderr:
+            for turn in case.turns:
+                prompt = history.prompt(turn)
+                argv = [*self.command, prompt] if self.prompt_via == "argv" else list(self.command)
+                env = {**os.environ, PROMPT_VARIABLE: prompt} if self.prompt_via == "env" else None
+                stdin = prompt if self.prompt_via == "stdin" else None
+                finished = spawn(argv, workdir, env, stdin, budget - (time.perf_counter() - started), stderr)
+                outputs.append(finished.stdout)
+                prompts.append(prompt)
+                exit_code = finished.exit_code
+                if exit_code != 0:
+                    break
+                history.add(turn, _parsed(finished.stdout, prompt)["metadata"].get("final_output") or "")
+        return Run(
+            case, trial, workdir, exit_code, tuple(outputs), errors, (time.perf_counter() - started) * 1000, tuple(prompts)
+        )
 
 
 @dataclass(frozen=True)
@@ -53,7 +72,7 @@ class HttpAgent:
     def run(self, case: CaseSpec, trial: int, workdir: Path) -> Run:
         import httpx
 
-        errors = _prepared(workdir)
+        errors = prepared(workdir)
         body = {"id": case.id, "input": case.input, "hint": case.hint, "metadata": case.metadata, "trial": trial}
         started = time.perf_counter()
         try:
@@ -67,7 +86,7 @@ class HttpAgent:
         except httpx.HTTPError as exc:
             errors.write_text(f"{type(exc).__name__}: {exc}")
             code, text = 1, ""
-        return Run(case, trial, workdir, code, text, errors, (time.perf_counter() - started) * 1000)
+        return Run(case, trial, workdir, code, (text,), errors, (time.perf_counter() - started) * 1000)
 
 
 @dataclass(frozen=True)
@@ -84,7 +103,7 @@ class CallableAgent:
         import traceback
         from concurrent.futures import TimeoutError as Timeout
 
-        errors = _prepared(workdir)
+        errors = prepared(workdir)
         module, _, name = self.target.partition(":")
         function = getattr(importlib.import_module(module), name)
         started = time.perf_counter()
@@ -100,67 +119,29 @@ class CallableAgent:
             except Exception:  # the agent's own failure: recorded like a crashed process
                 text, code = "", 1
                 errors.write_text(traceback.format_exc())
-        return Run(case, trial, workdir, code, text, errors, (time.perf_counter() - started) * 1000)
+        return Run(case, trial, workdir, code, (text,), errors, (time.perf_counter() - started) * 1000)
 
 
-Agent = CommandAgent | HttpAgent | CallableAgent
+Agent = CommandAgent | HttpAgent | CallableAgent | HeadlessAgent
 
 
-@dataclass(frozen=True)
-class Run:
-    """One case's trial as it ran: exit code (None when killed at its timeout), output and timings."""
-
-    case: CaseSpec
-    trial: int
-    workdir: Path
-    exit_code: int | None
-    stdout: str
-    stderr_path: Path
-    duration_ms: float
-
-
-def _prepared(workdir: Path) -> Path:
-    """The run's own working directory, created; the path its errors (stderr) are kept at, beside it."""
-    workdir.mkdir(parents=True, exist_ok=True)
-    return workdir.parent / f"{workdir.name}.stderr"
-
-
-def _prompt(case: CaseSpec) -> str:
-    return case.input if isinstance(case.input, str) else "\n".join(case.input)
-
-
-def run_one(agent: CommandAgent, case: CaseSpec, trial: int, workdir: Path) -> Run:
-    stderr_path = _prepared(workdir)
-    prompt = _prompt(case)
-    argv = [*agent.command, prompt] if agent.prompt_via == "argv" else list(agent.command)
-    env = {**os.environ, PROMPT_VARIABLE: prompt} if agent.prompt_via == "env" else dict(os.environ)
-    started = time.perf_counter()
-    with stderr_path.open("w") as stderr:
-        process = subprocess.Popen(
-            argv, cwd=workdir, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr,
-            text=True, start_new_session=True,  # its own process group: a timeout kills everything it started
-        )  # fmt: skip
-        try:
-            stdout, _ = process.communicate(
-                prompt if agent.prompt_via == "stdin" else "", timeout=case.timeout or agent.timeout_seconds
-            )
-            exit_code: int | None = process.returncode
-        except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
-            stdout, _ = process.communicate()
-            exit_code = None
-    return Run(case, trial, workdir, exit_code, stdout or "", stderr_path, (time.perf_counter() - started) * 1000)
+def capture_agent(settings: CaptureConfig, relative: Callable[[str], Path]) -> Agent:
+    """The agent `[capture]` names; a schema path is resolved with `relative` (against the config file)."""
+    timing = {"timeout_seconds": settings.timeout_seconds, "concurrency": settings.concurrency}
+    if settings.url:
+        return HttpAgent(settings.url, **timing)
+    if settings.callable:
+        return CallableAgent(settings.callable, **timing)
+    if settings.schema_path:
+        return HeadlessAgent(load_schema(relative(settings.schema_path)), settings.auto_approve, **timing)
+    return CommandAgent(tuple(settings.command), settings.prompt_via, **timing)
 
 
 def run_all(agent: Agent, cases: list[CaseSpec], trials: int, root: Path) -> list[Run]:
     """Every case `trials` times, at most `concurrency` at once, each in `root/<case>/trial-<n>`."""
     jobs = [(case, trial) for case in cases for trial in range(trials)]
     with ThreadPoolExecutor(max_workers=agent.concurrency) as pool:
-        return list(pool.map(lambda job: agent.run(job[0], job[1], root / _safe(job[0].id) / f"trial-{job[1]}"), jobs))
-
-
-def _safe(name: str) -> str:
-    return "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in name)
+        return list(pool.map(lambda job: agent.run(job[0], job[1], root / directory_name(job[0].id) / f"trial-{job[1]}"), jobs))
 
 
 def episode_of(run: Run, agent_id: str, day: date, now: datetime | None = None) -> dict:
@@ -175,7 +156,7 @@ def episode_of(run: Run, agent_id: str, day: date, now: datetime | None = None) 
         killed = {"step_index": 0, "step_type": "error", "error": f"killed after {run.duration_ms / 1000:.1f} s (timeout)"}
         kept = {k: v for k, v in metadata.items() if v is not None}
         return {**identity, "status": "timeout", "total_duration_ms": run.duration_ms, "steps": [killed], "metadata": kept}
-    episode = _parsed(run, agent_id, day)
+    episode = _session(run)
     if run.exit_code != 0:
         episode["status"] = "failure"
         episode["steps"].append({"step_index": len(episode["steps"]), "step_type": "error",
@@ -185,33 +166,56 @@ def episode_of(run: Run, agent_id: str, day: date, now: datetime | None = None) 
     return {**episode, **identity, "total_duration_ms": episode.get("total_duration_ms") or run.duration_ms}
 
 
-def _parsed(run: Run, agent_id: str, day: date) -> dict:
+def _session(run: Run) -> dict:
+    """The run's turns as one episode: their steps in order, the last turn's answer, summed tokens and cost."""
+    prompts = run.prompts or ("\n".join(run.case.turns),)
+    turns = [_parsed(output, prompt) for output, prompt in zip(run.outputs, prompts, strict=False)] or [_parsed("", prompts[0])]
+    if len(turns) == 1:
+        return turns[0]
+    steps = [step for turn in turns for step in turn["steps"]]
+    last = turns[-1]
+    totals = {key: sum(turn.get(key) or 0 for turn in turns) for key in ("total_tokens", "total_cost_usd")}
+    return {**last, **totals, "steps": [{**step, "step_index": i} for i, step in enumerate(steps)]}
+
+
+def _parsed(text: str, prompt: str) -> dict:
     """Our episode JSON, a plaited CaptureResult, or the plain-text answer."""
     try:
-        printed = json.loads(run.stdout)
+        printed = json.loads(text)
     except ValueError:
         printed = None
     if isinstance(printed, dict) and isinstance(printed.get("steps"), list):
-        return {**printed, "status": printed.get("status", "success")}
+        return {**printed, "status": printed.get("status", "success"), "metadata": printed.get("metadata") or {}}
     if isinstance(printed, dict) and "trajectory" in printed:
         try:
-            return plaited.to_episode(printed, agent_id, day)
+            return plaited.to_episode(printed, "agent", date.min)  # identity and day are the run's, set by episode_of
         except ValueError:
             pass  # not a valid CaptureResult after all: keep it as text
-    answer = run.stdout.strip()
+    answer = text.strip()
     return {
         "status": "success",
-        "steps": [{"step_index": 0, "step_type": "llm_call", "input_summary": _prompt(run.case), "output_summary": answer}],
+        "steps": [{"step_index": 0, "step_type": "llm_call", "input_summary": prompt, "output_summary": answer}],
         "metadata": {"final_output": answer},
     }
 
 
 def captured_episodes(
-    runs: list[Run], agent_id: str, day: date, grader: tuple[str, ...] = (), grader_timeout: float = 60.0
+    runs: list[Run],
+    agent_id: str,
+    day: date,
+    grader: tuple[str, ...] = (),
+    grader_timeout: float = 60.0,
+    references: dict[str, dict] | None = None,
 ) -> Iterator[dict]:
-    """Each run as an episode; with a `grader`, its verdict in `metadata.grader` (or why there is none)."""
+    """Each run as an episode; with a `grader`, its verdict in `metadata.grader` (or why there is none).
+
+    `references` are the grader's verdicts on each case's reference: where it failed the
+    reference, the grader is not trusted on that case and its trials get that error instead.
+    """
     for run in runs:
         episode = episode_of(run, agent_id, day)
         if grader:
-            episode["metadata"]["grader"] = grade(grader, run.case, episode, run.workdir, grader_timeout)
+            untrusted = reference_failure((references or {}).get(run.case.id, {"pass": True}))
+            verdict = {"error": untrusted} if untrusted else grade(grader, run.case, episode, run.workdir, grader_timeout)
+            episode["metadata"]["grader"] = verdict
         yield episode

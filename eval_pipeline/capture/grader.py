@@ -12,6 +12,7 @@ from pathlib import Path
 from pydantic import BaseModel, Field, ValidationError
 
 from eval_pipeline.capture.cases import CaseSpec
+from eval_pipeline.capture.process import directory_name
 
 
 class GraderVerdict(BaseModel):
@@ -46,3 +47,27 @@ def grade(command: tuple[str, ...], case: CaseSpec, episode: dict, workdir: Path
     except (ValueError, ValidationError) as exc:
         return {"error": f"grader output is not {{pass, score, reasoning}}: {str(exc).splitlines()[0][:200]}"}
     return {"pass": verdict.passed, "score": verdict.score, "reasoning": verdict.reasoning}
+
+
+def reference_verdicts(command: tuple[str, ...], cases: list[CaseSpec], timeout: float, root: Path) -> dict[str, dict]:
+    """Each case's reference graded as if an agent had answered it (plaited's validate-refs).
+
+    A grader that fails the known-good answer cannot judge an agent on that case.
+    """
+    verdicts = {}
+    for case in cases:
+        if case.reference:
+            workdir = root / directory_name(case.id)
+            workdir.mkdir(parents=True, exist_ok=True)
+            answered = {"metadata": {"final_output": case.reference}, "steps": []}
+            verdicts[case.id] = grade(command, case, answered, workdir, timeout)
+    return verdicts
+
+
+def reference_failure(verdict: dict) -> str | None:
+    """Why a reference did not pass its grader, or None when it passed."""
+    if "error" in verdict:
+        return f"the grader could not grade the reference: {verdict['error']}"
+    if not verdict["pass"]:
+        return f"the reference does not pass its own grader: {verdict.get('reasoning') or 'no reasoning given'}"
+    return None

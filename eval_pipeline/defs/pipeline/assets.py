@@ -17,7 +17,9 @@ import pandas as pd
 
 from eval_pipeline.alerts.messages import finding_alerts
 from eval_pipeline.capture.cases import CaseSetError, load_case_set
-from eval_pipeline.capture.command import CallableAgent, CommandAgent, HttpAgent, captured_episodes, run_all
+from eval_pipeline.capture.command import capture_agent, captured_episodes, run_all
+from eval_pipeline.capture.grader import reference_failure, reference_verdicts
+from eval_pipeline.capture.headless import SchemaError
 from eval_pipeline.capture.store import captured_records, captures_directory, write_capture
 from eval_pipeline.defs.loaded import CONFIG, PACKAGE_VERSION, SETTINGS
 from eval_pipeline.defs.partitions import daily_partitions, partition_days
@@ -114,23 +116,25 @@ def capture(context: dg.AssetExecutionContext, config: RunScope, warehouse: Ware
     except CaseSetError as exc:
         raise dg.Failure(str(exc)) from None
     settings = cfg.capture
-    if settings.url:
-        agent = HttpAgent(settings.url, settings.timeout_seconds, settings.concurrency)
-    elif settings.callable:
-        agent = CallableAgent(settings.callable, settings.timeout_seconds, settings.concurrency)
-    else:
-        agent = CommandAgent(tuple(settings.command), settings.prompt_via, settings.timeout_seconds, settings.concurrency)
+    try:
+        agent = capture_agent(settings, eval_config.relative)
+    except SchemaError as exc:
+        raise dg.Failure(str(exc)) from None
     directory = captures_directory(Path(warehouse.duckdb_path))
 
     def run_day(day: date) -> dict:
         stored = directory / f"{day.isoformat()}.jsonl"
         if stored.exists() and not config.recapture:
             return {"episodes": sum(1 for _ in stored.open()), "reused": 1}
+        grader, timeout = tuple(settings.grader), settings.grader_timeout_seconds
+        references = reference_verdicts(grader, cases, timeout, directory / "references" / day.isoformat()) if grader else {}
         runs = run_all(agent, cases, config.trials or settings.trials, directory / "runs" / day.isoformat())
-        episodes = list(captured_episodes(runs, settings.agent_id, day, tuple(settings.grader), settings.grader_timeout_seconds))
+        episodes = list(captured_episodes(runs, settings.agent_id, day, grader, timeout, references))
         write_capture(stored, episodes)
         statuses = pd.Series([e["status"] for e in episodes]).value_counts()
-        return {"episodes": len(episodes), "reused": 0, **{s: int(statuses.get(s, 0)) for s in ("timeout", "failure")}}
+        untrusted = sum(reference_failure(verdict) is not None for verdict in references.values())
+        return {"episodes": len(episodes), "reused": 0, **{s: int(statuses.get(s, 0)) for s in ("timeout", "failure")},
+                **({"references_failed": untrusted} if grader else {})}  # fmt: skip
 
     figures = _each_day(context, run_day)
     return dg.MaterializeResult(metadata={**figures, "cases": len(cases), "agent": settings.agent_id})

@@ -1,0 +1,117 @@
+"""plaited's headless adapter schemas, read unchanged, driving real processes on PATH."""
+
+import json
+import os
+import stat
+import sys
+from datetime import date
+from pathlib import Path
+
+import pytest
+
+from eval_pipeline.capture.cases import CaseSpec
+from eval_pipeline.capture.command import CommandAgent, episode_of, run_all
+from eval_pipeline.capture.headless import HeadlessAgent, HeadlessSchema, SchemaError, json_path, load_schema, updates_of
+from eval_pipeline.episodes.model import Episode
+
+SCHEMAS = Path(__file__).with_name("schemas")  # verbatim copies of ../shared/samples/plaited/*.json
+DAY = date(2026, 11, 5)
+
+
+@pytest.fixture
+def agents_on_path(tmp_path, monkeypatch) -> Path:
+    """`claude` and `gemini` executables on PATH, played by headless_agent.py."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    script = Path(__file__).with_name("headless_agent.py")
+    for name in ("claude", "gemini"):
+        wrapper = bin_dir / name
+        wrapper.write_text(f'#!/bin/sh\nexec "{sys.executable}" "{script}" {name} "$@"\n')
+        wrapper.chmod(wrapper.stat().st_mode | stat.S_IXUSR)
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    return bin_dir
+
+
+def test_json_paths_as_plaited_reads_them():
+    event = {"type": "assistant", "message": {"content": [{"type": "text", "text": "hi"}, {"type": "tool_use"}]}}
+    assert json_path(event, "$.type") == "assistant"
+    assert json_path(event, "$.message.content[0].text") == "hi"
+    assert json_path(event, "$.message.content[5].text") is None
+    assert json_path(event, "$.message.content[*]") == event["message"]["content"]
+    assert json_path(event, "$.missing.deeper") is None
+    assert json_path(event, "'pending'") == "pending"
+    assert json_path(event, "type") is None  # not a path
+
+
+def test_a_wildcard_match_emits_one_update_per_matching_item():
+    wildcard = {"match": {"path": "$.message.content[*]", "value": "text"}, "emitAs": "message", "extract": {"content": "$.text"}}
+    claude = json.loads((SCHEMAS / "claude-headless.json").read_text())
+    schema = HeadlessSchema.model_validate({**claude, "outputEvents": [wildcard]})
+    event = {"message": {"content": [{"type": "text", "text": "a"}, {"type": "tool_use"}, {"type": "text", "text": "b"}]}}
+    assert [u.content for u in updates_of(event, schema)] == ["a", "b"]
+    assert updates_of({"message": {"content": [{"type": "tool_use"}]}}, schema) == []
+
+
+def test_an_invalid_schema_is_refused_with_its_path(tmp_path):
+    path = tmp_path / "broken.json"
+    path.write_text(json.dumps({"version": 2, "name": "x"}))
+    with pytest.raises(SchemaError, match=r"broken\.json"):
+        load_schema(path)
+
+
+def test_claude_schema_resumes_its_session_across_turns_and_auto_approves_only_when_asked(tmp_path, agents_on_path):
+    schema = load_schema(SCHEMAS / "claude-headless.json")
+    case = CaseSpec(id="order", input=["Where is my order A-1?", "What did I ask first?"], metadata={"category": "orders"})
+    [run] = run_all(HeadlessAgent(schema, timeout_seconds=20), [case], trials=1, root=tmp_path / "plain")
+    first, second = (json.loads((run.workdir / f"argv-{n}.json").read_text()) for n in range(2))
+    assert first == ["--output-format", "stream-json", "-p", "Where is my order A-1?"]  # no autoApprove flags
+    assert second == ["--output-format", "stream-json", "--resume", "sess-22", "-p", "What did I ask first?"]
+
+    episode = episode_of(run, "claude-code", DAY)
+    Episode.model_validate(episode)
+    assert episode["status"] == "success"
+    assert episode["metadata"]["final_output"] == "You first asked: Where is my order A-1?"
+    assert [(s["step_type"], s.get("tool_name")) for s in episode["steps"]] == [
+        ("llm_call", None), ("tool_call", "lookup_order"), ("tool_result", "lookup_order"), ("llm_call", None),
+    ]  # fmt: skip
+    assert episode["steps"][0]["input_summary"] == "Where is my order A-1?"
+    assert episode["steps"][3]["input_summary"] == "What did I ask first?"
+    assert (run.workdir.parent / "trial-0.events.jsonl").read_text().count('"type": "result"') == 2  # raw stream kept
+
+    [approved] = run_all(HeadlessAgent(schema, auto_approve=True, timeout_seconds=20), [case], trials=1, root=tmp_path / "yes")
+    flags = json.loads((approved.workdir / "argv-0.json").read_text())
+    assert flags[2:4] == ["--dangerously-skip-permissions", "--verbose"]
+
+
+def test_gemini_schema_replays_the_conversation_into_each_new_process(tmp_path, agents_on_path):
+    schema = load_schema(SCHEMAS / "gemini-headless.json")
+    case = CaseSpec(id="chat", input=["hi", "and again"])
+    [run] = run_all(HeadlessAgent(schema, timeout_seconds=20), [case], trials=1, root=tmp_path)
+    second = json.loads((run.workdir / "argv-1.json").read_text())
+    assert second[:2] == ["--output-format", "stream-json"] and "--sandbox" not in second
+    assert second[-1] == "User: hi\nAssistant: last line: hi\n\nUser: and again"
+    episode = episode_of(run, "gemini", DAY)
+    assert episode["metadata"]["final_output"] == "last line: User: and again"
+    assert [s["output_summary"] for s in episode["steps"]] == ["I see 1 turn(s).", "I see 2 turn(s)."]
+
+
+def test_a_hanging_headless_agent_is_killed_at_the_case_timeout(tmp_path, agents_on_path):
+    schema = load_schema(SCHEMAS / "claude-headless.json")
+    [run] = run_all(HeadlessAgent(schema, timeout_seconds=20), [CaseSpec(id="h", input="please hang", timeout=1)], 1, tmp_path)
+    assert run.exit_code is None and episode_of(run, "claude-code", DAY)["status"] == "timeout"
+
+
+def test_a_missing_agent_binary_is_a_recorded_failure(tmp_path):
+    agent = CommandAgent(("/nonexistent/agent-binary",), timeout_seconds=5)
+    [run] = run_all(agent, [CaseSpec(id="x", input="hi")], trials=1, root=tmp_path)
+    episode = episode_of(run, "ghost", DAY)
+    assert episode["status"] == "failure" and "could not start '/nonexistent/agent-binary'" in episode["steps"][-1]["error"]
+
+
+def test_a_command_agent_runs_a_multi_turn_case_as_one_session(tmp_path):
+    agent = CommandAgent((sys.executable, str(Path(__file__).with_name("agent.py"))), timeout_seconds=20)
+    [run] = run_all(agent, [CaseSpec(id="two", input=["hello", "once more"])], trials=1, root=tmp_path)
+    assert run.prompts == ("hello", "User: hello\nAssistant: echo: hello\n\nUser: once more")
+    episode = episode_of(run, "echo-agent", DAY)
+    assert [s["step_index"] for s in episode["steps"]] == [0, 1]
+    assert episode["metadata"]["final_output"] == "echo: User: hello\nAssistant: echo: hello\n\nUser: once more"
