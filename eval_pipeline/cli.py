@@ -109,6 +109,9 @@ def build_parser() -> argparse.ArgumentParser:
     schemas.add_argument("name", nargs="?", help="one schema; without it, the list")
     schemas.add_argument("--json", action="store_true", help="the list as JSON: every schema by name")
 
+    refs = commands.add_parser("validate-refs", help="check that each case's reference passes the configured grader")
+    refs.add_argument("--case-set", type=Path, help="a case set (JSONL); default: [capture] case_set of the config")
+
     collect = commands.add_parser("collect", help="receive OpenTelemetry traces (OTLP/HTTP) into the episode source")
     collect.add_argument("--host", default="127.0.0.1")
     collect.add_argument("--port", type=int, default=4318)
@@ -151,6 +154,7 @@ EXAMPLES = {
     "judge": ["judge examples.json --output results.json"],
     "export": ["export --format plaited --date 2026-11-02 --output results.jsonl"],
     "schemas": ["schemas", "schemas episode > episode.schema.json", "schemas --json"],
+    "validate-refs": ["validate-refs", "validate-refs --case-set cases.jsonl"],
     "collect": [
         "collect                      # then: OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:4318 in the agent's environment",
         "collect --host 0.0.0.0 --port 4318",
@@ -175,7 +179,7 @@ def main(argv: list[str] | None = None) -> int:
     from eval_pipeline.settings import resolve_environment
 
     settings = resolve_environment()
-    handler = globals()[f"_cmd_{args.command}"]
+    handler = globals()[f"_cmd_{args.command.replace('-', '_')}"]
     try:
         return handler(args, settings)
     except (UsageError, ConfigError) as exc:
@@ -545,6 +549,42 @@ def _cmd_schemas(args, settings) -> int:
         for name, (_, description) in SCHEMAS.items():
             print(f"{name:<18} {description}")
     return EXIT_OK
+
+
+def _cmd_validate_refs(args, settings) -> int:
+    import tempfile
+
+    import pandas as pd
+
+    from eval_pipeline.capture.cases import CaseSetError, load_case_set
+    from eval_pipeline.capture.grader import reference_failure, reference_verdicts
+    from eval_pipeline.config import load_config
+
+    config = load_config(settings.config_path)
+    capture = config.capture
+    if not capture.grader:
+        raise UsageError("no grader configured: set [capture] grader in the config")
+    path = args.case_set or (settings.config_path.parent / capture.case_set if capture.case_set else None)
+    if path is None:
+        raise UsageError("no case set: give --case-set or set [capture] case_set in the config")
+    try:
+        cases = load_case_set(path)
+    except CaseSetError as exc:
+        raise UsageError(str(exc)) from None
+    with tempfile.TemporaryDirectory(prefix="validate-refs-") as scratch:
+        verdicts = reference_verdicts(tuple(capture.grader), cases, capture.grader_timeout_seconds, Path(scratch))
+    failures = {case_id: reference_failure(verdict) for case_id, verdict in verdicts.items()}
+    rows = [
+        {"case": case_id, "verdict": "pass" if failures[case_id] is None else ("error" if "error" in v else "fail"),
+         "score": v.get("score"), "reasoning": failures[case_id] or v.get("reasoning") or ""}
+        for case_id, v in verdicts.items()
+    ]  # fmt: skip
+    _print_table(pd.DataFrame(rows, columns=["case", "verdict", "score", "reasoning"]), title="References")
+    failed = sum(reason is not None for reason in failures.values())
+    print(
+        f"{len(verdicts) - failed} of {len(verdicts)} references pass their grader; {len(cases) - len(verdicts)} cases have none."
+    )
+    return EXIT_FINDINGS if failed else EXIT_OK
 
 
 def _cmd_collect(args, settings) -> int:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections import Counter
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -56,3 +57,26 @@ def load_case_set(path: Path) -> list[CaseSpec]:
         seen.add(case.id)
         cases.append(case)
     return cases
+
+
+def balance(cases: list[CaseSpec], threshold: float = 0.5) -> dict[str, Any]:
+    """How the case set covers its categories (`metadata.category`), as plaited's `balance` reads it.
+
+    A category is under-represented below `threshold` of an even share; a case is negative when
+    `metadata.negative` is true (the right behaviour is to decline or say no).
+    """
+    counts = Counter(str(case.metadata.get("category") or "(uncategorized)") for case in cases)
+    total = len(cases)
+    categories = [
+        {"category": name, "cases": n, "share": round(n / total, 4)}
+        for name, n in sorted(counts.items(), key=lambda item: (-item[1], item[0]))
+    ]
+    even = 1 / len(counts) if counts else 0
+    negative = sum(bool(case.metadata.get("negative")) for case in cases)
+    return {
+        "cases": total,
+        "categories": categories,
+        "under_represented": [c["category"] for c in categories if c["cases"] / total < even * threshold],
+        "positive": total - negative,
+        "negative": negative,
+    }

@@ -14,6 +14,7 @@ import pandas as pd
 from eval_pipeline.llm.judge import judge_summary
 from eval_pipeline.redaction import redact
 from eval_pipeline.regression.lifecycle import resolved
+from eval_pipeline.reports.calibration import calibration_sample, render_calibration
 from eval_pipeline.reports.html import render_html
 from eval_pipeline.reports.markdown import table
 
@@ -21,6 +22,7 @@ FLAKIEST_TASKS = 10
 ANSWER_CHARS = 2000  # of an agent's answer shown in a report
 TREND_DAYS = 30  # partitions the trend charts cover
 WORST_EPISODES = 50
+CALIBRATION_FILE = "calibration-{day}.md"
 
 
 def _day(value: Any) -> str | None:
@@ -44,6 +46,7 @@ def build_report(
     pairwise: pd.DataFrame,
     pass_at_k: pd.DataFrame,
     task_trials: pd.DataFrame,
+    failed_trials: pd.DataFrame,
     trend: pd.DataFrame,
     previous_summary: dict[str, Any] | None,
     *,
@@ -51,6 +54,8 @@ def build_report(
     config_version: str,
     notes: list[str],
     secret_patterns: tuple[str, ...] = (),
+    calibration_size: int = 10,
+    balance: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     scored = scores[scores["weighted_score"].notna()]
     passed = int((scored["passed"] == True).sum())  # noqa: E712 (object column with None)
@@ -163,6 +168,8 @@ def build_report(
         "score_histogram": _histogram(scored["weighted_score"]),
         "categories": _categories(scores),
         "trials": _trials(pass_at_k, task_trials),
+        "balance": balance,
+        "calibration": calibration_sample(failed_trials, day, calibration_size, secret_patterns),
         "judge": judge,
         "alerts": alerts,
         "resolved": resolved_alerts,
@@ -236,6 +243,15 @@ def _trials(pass_at_k: pd.DataFrame, task_trials: pd.DataFrame) -> dict[str, Any
             for r in flaky.head(FLAKIEST_TASKS).itertuples()
         ],
     }  # fmt: skip
+
+
+def _balance_line(balance: dict[str, Any]) -> str:
+    """Under-represented categories and the positive/negative split, in a sentence."""
+    under = ", ".join(balance["under_represented"]) or "none"
+    return (
+        f"{balance['cases']} cases; {balance['positive']} positive, {balance['negative']} negative "
+        f"(`metadata.negative`); under-represented (below half an even share): {under}."
+    )
 
 
 def _pct(value: float | None) -> str:
@@ -314,6 +330,12 @@ def render_markdown(report: dict[str, Any]) -> str:
                 for c in report["categories"]
             ],
         )
+    if balance := report["balance"]:
+        lines += ["", "## Case Set Balance", ""]
+        lines += table(
+            ["Category", "Cases", "Share"], [[c["category"], c["cases"], f"{c['share']:.0%}"] for c in balance["categories"]]
+        )
+        lines += ["", _balance_line(balance)]
     trials = report["trials"]
     if any(row["k"] > 1 for row in trials["pass_at_k"]):
         lines += ["", "## Repeated Trials", ""]
@@ -330,6 +352,9 @@ def render_markdown(report: dict[str, Any]) -> str:
             if trials["flaky_tasks"]
             else ["None: every task passed all its trials or none."]
         )
+    if calibration := report["calibration"]["trials"]:
+        lines += ["", f"Grader calibration: {len(calibration)} of {report['calibration']['failed']} failed trials sampled "
+                      f"for review in `{CALIBRATION_FILE.format(day=report['partition_date'])}`."]  # fmt: skip
     aggregate = [f for f in report["alerts"] if f["episode_id"] is None and (f["ci_low"] is not None or f["p_value"] is not None)]
     if aggregate:
         lines += [
@@ -403,5 +428,13 @@ def write_report_files(report: dict[str, Any], directory: Path) -> dict[str, Pat
     paths = {"json": stem.with_suffix(".json"), "md": stem.with_suffix(".md"), "html": stem.with_suffix(".html")}
     paths["json"].write_text(json.dumps(report, indent=2) + "\n")
     paths["md"].write_text(render_markdown(report))
-    paths["html"].write_text(render_html(report, _judge_costs(report["judge"]) if report["judge"] else ""))
+    extras = {
+        "judge_costs": _judge_costs(report["judge"]) if report["judge"] else "",
+        "balance": _balance_line(report["balance"]) if report["balance"] else "",
+        "calibration_file": CALIBRATION_FILE.format(day=report["partition_date"]),
+    }
+    paths["html"].write_text(render_html(report, **extras))
+    if report["calibration"]["trials"]:
+        paths["calibration"] = directory / extras["calibration_file"]
+        paths["calibration"].write_text(render_calibration(report["partition_date"], report["calibration"]))
     return paths

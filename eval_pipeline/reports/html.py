@@ -61,7 +61,7 @@ def _cards(report: dict[str, Any]) -> list[dict[str, str]]:
     return cards
 
 
-def render_html(report: dict[str, Any], judge_costs: str = "") -> str:
+def render_html(report: dict[str, Any], judge_costs: str = "", balance: str = "", calibration_file: str = "") -> str:
     trend = report["trend"]
     per = lambda metric: {agent: series[metric] for agent, series in trend["agents"].items()}  # noqa: E731
     charts = {
@@ -82,6 +82,8 @@ def render_html(report: dict[str, Any], judge_costs: str = "") -> str:
             aggregate=aggregate,
             new_count=sum(f["lifecycle"] == "new" for f in report["alerts"]),
             judge_costs=judge_costs,
+            balance=balance,
+            calibration_file=calibration_file,
             worst=WORST_SHOWN,
             pct=_pct,
             delta=_delta,

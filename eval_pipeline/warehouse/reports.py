@@ -36,6 +36,7 @@ def report_inputs(warehouse: Warehouse, day: date, trend_days: int) -> dict[str,
         pairwise = con.execute("SELECT * FROM pairwise_judgements WHERE partition_date = $day", params).df()
         pass_at_k = con.execute("SELECT * FROM pass_at_k WHERE partition_date = $day", params).df()
         task_trials = con.execute("SELECT * FROM task_trials WHERE partition_date = $day", params).df()
+        failed_trials = con.execute(_FAILED_TRIALS, params).df()
     return {
         "scores": scores,
         "findings": findings,
@@ -46,9 +47,27 @@ def report_inputs(warehouse: Warehouse, day: date, trend_days: int) -> dict[str,
         "pairwise": pairwise,
         "pass_at_k": pass_at_k,
         "task_trials": task_trials,
+        "failed_trials": failed_trials,
         "trend": trend,
         "previous_summary": json.loads(previous[0]) if previous and previous[0] else None,
     }
+
+
+# Trials that failed their case, with what a person needs to check the grader's call.
+_FAILED_TRIALS = """
+SELECT s.episode_id, s.agent_id, s.task_id, e.trial, e.metadata->>'hint' AS hint,
+       (SELECT st.input FROM episode_steps st
+         WHERE st.episode_id = s.episode_id AND st.partition_date = s.partition_date AND st.step_type = 'llm_call'
+         ORDER BY st.step_index LIMIT 1) AS input,
+       coalesce(r.final_output, e.final_output) AS output,
+       (SELECT string_agg(a.assertion || ': ' || coalesce(a.detail, 'failed'), '; ' ORDER BY a.assertion)
+          FROM assertions a
+         WHERE a.episode_id = s.episode_id AND a.partition_date = s.partition_date AND NOT a.passed) AS reasoning
+  FROM scores s JOIN episodes e USING (episode_id, partition_date)
+  LEFT JOIN replays r USING (episode_id, partition_date)
+ WHERE s.partition_date = $day AND s.case_passed = false
+ ORDER BY s.episode_id
+"""
 
 
 def write_report_row(warehouse: Warehouse, day: date, paths: dict[str, Path], report: dict[str, Any]) -> None:

@@ -115,3 +115,52 @@ def test_a_command_agent_runs_a_multi_turn_case_as_one_session(tmp_path):
     episode = episode_of(run, "echo-agent", DAY)
     assert [s["step_index"] for s in episode["steps"]] == [0, 1]
     assert episode["metadata"]["final_output"] == "echo: User: hello\nAssistant: echo: hello\n\nUser: once more"
+
+
+def test_run_with_a_headless_agent_grades_trials_validates_references_and_samples_failures(
+    project_env, agents_on_path, monkeypatch, capsys
+):
+    from eval_pipeline.cli import main
+
+    tmp_path = project_env
+    (tmp_path / "claude-headless.json").write_text((SCHEMAS / "claude-headless.json").read_text())  # used unchanged
+    cases = [
+        {"id": "order", "input": ["Where is my order A-1?", "What did I ask first?"], "hint": "order",
+         "reference": "You asked about order A-1", "metadata": {"category": "orders"}},
+        {"id": "greeting", "input": "hello", "hint": "shipped", "reference": "hi there", "metadata": {"category": "smalltalk"}},
+        {"id": "refund", "input": "refund my order", "hint": "refund", "reference": "refund issued",
+         "metadata": {"category": "orders", "negative": True}},
+    ]  # fmt: skip
+    (tmp_path / "cases.jsonl").write_text("".join(json.dumps(case) + "\n" for case in cases))
+    grader = ", ".join(json.dumps(part) for part in (sys.executable, str(Path(__file__).with_name("grader.py"))))
+    (tmp_path / "eval.toml").write_text(
+        f'[capture]\ncase_set = "cases.jsonl"\nagent_id = "claude-code"\nschema = "claude-headless.json"\n'
+        f"trials = 2\ntimeout_seconds = 20\ngrader = [{grader}]\n"
+    )
+    monkeypatch.setenv("EVAL_CONFIG", str(tmp_path / "eval.toml"))
+    (tmp_path / "episodes").mkdir()
+
+    assert main(["run", "--date", "2026-11-05", "--fail-on", "never"]) == 0
+    capsys.readouterr()
+    sql = (
+        "SELECT s.task_id, e.trial, a.passed, a.detail, e.tools FROM assertions a JOIN scores s USING (episode_id) "
+        "JOIN episodes e USING (episode_id) WHERE a.assertion = 'grader' ORDER BY 1, 2"
+    )
+    assert main(["query", sql, "--format", "json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert [(r["task_id"], r["passed"]) for r in rows] == [
+        ("greeting", False), ("greeting", False), ("order", True), ("order", True), ("refund", False), ("refund", False),
+    ]  # fmt: skip
+    assert rows[0]["detail"] == "grader error: the reference does not pass its own grader: looked for 'shipped' in cwd True"
+    assert rows[2]["tools"] == ["lookup_order"] and rows[4]["tools"] == ["lookup_order"]
+
+    calibration = (tmp_path / "reports" / "calibration-2026-11-05.md").read_text()
+    assert calibration.count("- [ ] the grader was right") == 4  # the 4 failed trials, all sampled (10 per day)
+    assert "4 of 4 failed trials" in calibration and "refund my order" in calibration
+    report = (tmp_path / "reports" / "eval-report-2026-11-05.md").read_text()
+    assert "## Case Set Balance" in report and "| orders | 2 | 67% |" in report
+    assert "3 cases; 2 positive, 1 negative" in report and "Grader calibration: 4 of 4 failed trials" in report
+
+    assert main(["validate-refs"]) == 1  # the greeting's reference fails its own grader
+    out = capsys.readouterr().out
+    assert "greeting" in out and "2 of 3 references pass their grader; 0 cases have none." in out

@@ -1,11 +1,14 @@
-"""The daily report's new sections: categories, repeated trials and aggregate regressions with their CIs."""
+"""The daily report's sections: categories, case-set balance, calibration sample, repeated trials and
+aggregate regressions with their CIs."""
 
 from datetime import date
 
 import pandas as pd
 
+from eval_pipeline.capture.cases import CaseSpec, balance
 from eval_pipeline.config import EvalConfig
 from eval_pipeline.regression.findings import FINDING_COLUMNS, passed
+from eval_pipeline.reports.calibration import render_calibration
 from eval_pipeline.reports.daily import build_report, render_markdown
 from eval_pipeline.scoring.episodes import score_episodes
 from eval_pipeline_tests.scoring.frames import frame
@@ -37,10 +40,32 @@ def test_categories_trials_and_aggregate_regressions_are_reported():
     )
     empty = pd.DataFrame(columns=["rubric", "status", "cached", "prompt_tokens", "completion_tokens", "cost_usd"])
     pairwise = empty.assign(preferred=None, agree=None)
-    report = build_report(
-        DAY, scores, findings, findings.iloc[:0], {"success": 3}, 0, empty, pairwise, pass_at_k, task_trials,
-        pd.DataFrame(columns=["partition_date", "agent_id"]), None, run_id="r", config_version="v", notes=[],
+    failed = pd.DataFrame(
+        [(f"support-bot:t{n}:0", "support-bot", f"t{n}", 0, "say hi", f"prompt {n}", "```\n# injected\n```", "grader: no hi")
+         for n in range(5)],
+        columns=["episode_id", "agent_id", "task_id", "trial", "hint", "input", "output", "reasoning"],
     )  # fmt: skip
+    cases = [CaseSpec(id=f"c{n}", input="x", metadata={"category": "billing" if n < 8 else "auth", "negative": n == 0})
+             for n in range(10)]  # fmt: skip
+    report = build_report(
+        DAY, scores, findings, findings.iloc[:0], {"success": 3}, 0, empty, pairwise, pass_at_k, task_trials, failed,
+        pd.DataFrame(columns=["partition_date", "agent_id"]), None, run_id="r", config_version="v", notes=[],
+        calibration_size=3, balance=balance(cases),
+    )  # fmt: skip
+    assert report["balance"] == {
+        "cases": 10, "positive": 9, "negative": 1, "under_represented": ["auth"],
+        "categories": [{"category": "billing", "cases": 8, "share": 0.8}, {"category": "auth", "cases": 2, "share": 0.2}],
+    }  # fmt: skip
+    sampled = report["calibration"]
+    assert sampled["failed"] == 5 and len(sampled["trials"]) == 3
+    again = build_report(
+        DAY, scores, findings, findings.iloc[:0], {"success": 3}, 0, empty, pairwise, pass_at_k, task_trials, failed.iloc[::-1],
+        pd.DataFrame(columns=["partition_date", "agent_id"]), None, run_id="r", config_version="v", notes=[],
+        calibration_size=3,
+    )  # fmt: skip
+    assert again["calibration"] == sampled  # seeded by the day: the same sample on a re-run, whatever the row order
+    page = render_calibration(DAY.isoformat(), sampled)
+    assert page.count("- [ ] the grader was right") == 3 and "````text\n```\n# injected\n```\n````" in page
     assert [c["category"] for c in report["categories"]] == ["(none)", "billing"]
     assert report["categories"][1]["episodes"] == 2 and report["categories"][1]["pass_rate"] == 0.5
     assert report["trials"]["flaky_tasks"] == [
@@ -49,6 +74,9 @@ def test_categories_trials_and_aggregate_regressions_are_reported():
     assert report["alerts"][0]["ci_low"] == 21.1
     markdown = render_markdown(report)
     assert "## Categories" in markdown and "| billing | 2 | 0.5 |" in markdown
+    assert "## Case Set Balance" in markdown and "| billing | 8 | 80% |" in markdown
+    assert "under-represented (below half an even share): auth." in markdown
+    assert "Grader calibration: 3 of 5 failed trials sampled for review in `calibration-" in markdown
     assert "## Repeated Trials" in markdown and "| support-bot | t1 | 2 | 1 | 0.25 |" in markdown
     assert (
         "## Aggregate Regressions" in markdown

@@ -16,7 +16,7 @@ import dagster as dg
 import pandas as pd
 
 from eval_pipeline.alerts.messages import finding_alerts
-from eval_pipeline.capture.cases import CaseSetError, load_case_set
+from eval_pipeline.capture.cases import CaseSetError, balance, load_case_set
 from eval_pipeline.capture.command import capture_agent, captured_episodes, run_all
 from eval_pipeline.capture.grader import reference_failure, reference_verdicts
 from eval_pipeline.capture.headless import SchemaError
@@ -431,6 +431,8 @@ def eval_report(
     notes = [f"Replay mode: {replay.mode}."] + ([f"{judge.off_because}."] if judge.off_because else [])
     written: list[dict[str, Path]] = []
 
+    case_set = load_case_set(eval_config.relative(cfg.capture.case_set)) if cfg.capture.case_set else None
+
     def report(day: date) -> dict:
         content = build_report(
             day,
@@ -439,6 +441,8 @@ def eval_report(
             config_version=cfg.version,
             notes=notes,
             secret_patterns=tuple(cfg.policies.secret_patterns),
+            calibration_size=cfg.cases.calibration_sample,
+            balance=balance(case_set) if case_set else None,
         )
         paths = write_report_files(content, Path(reports.directory))
         write_report_row(wh, day, paths, content)

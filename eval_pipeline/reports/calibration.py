@@ -1,0 +1,73 @@
+"""The calibration sample: failed trials drawn at random (seeded by the day), for a person to
+read and say whether the grader was right. A grader nobody checks drifts unnoticed."""
+
+from __future__ import annotations
+
+import random
+from datetime import date
+from typing import Any
+
+import pandas as pd
+
+from eval_pipeline.redaction import redact
+from eval_pipeline.regression.stats import seed_for
+
+
+def calibration_sample(failed: pd.DataFrame, day: date, size: int, secret_patterns: tuple[str, ...] = ()) -> dict[str, Any]:
+    """Up to `size` of the day's failed trials, the same ones on every re-run of the day."""
+    rows = failed.sort_values("episode_id").to_dict("records")
+    chosen = random.Random(seed_for("calibration", day)).sample(rows, min(size, len(rows)))
+
+    def text(value: Any) -> str | None:
+        return None if value is None or (isinstance(value, float) and pd.isna(value)) else redact(str(value), secret_patterns)
+
+    trials = [
+        {key: text(row.get(key)) for key in ("episode_id", "agent_id", "task_id", "input", "output", "hint", "reasoning")}
+        | {"trial": None if pd.isna(row.get("trial")) else int(row["trial"])}
+        for row in sorted(chosen, key=lambda row: row["episode_id"])
+    ]
+    return {"failed": len(rows), "trials": trials}
+
+
+def _fenced(text: str | None) -> str:
+    body = text if text else "(none)"
+    fence = "```"
+    while fence in body:
+        fence += "`"
+    return f"{fence}text\n{body}\n{fence}"
+
+
+def render_calibration(day: str, sample: dict[str, Any]) -> str:
+    """Markdown a reviewer can annotate; the agent's text is fenced, so it cannot format the page."""
+    lines = [
+        f"# Grader calibration — {day}",
+        "",
+        f"{len(sample['trials'])} of {sample['failed']} failed trials, drawn at random (seeded by the day). "
+        "For each, decide whether the grader was right; a wrong call means the grader or the case needs fixing.",
+    ]
+    for number, trial in enumerate(sample["trials"], 1):
+        lines += [
+            "",
+            f"## {number}. `{trial['task_id']}` · trial {trial['trial']} · {trial['agent_id']}",
+            "",
+            f"Episode `{trial['episode_id']}`",
+            "",
+            "**Input**",
+            "",
+            _fenced(trial["input"]),
+            "",
+            "**Output**",
+            "",
+            _fenced(trial["output"]),
+            "",
+            "**Hint**",
+            "",
+            _fenced(trial["hint"]),
+            "",
+            "**Why it failed (grader and case assertions)**",
+            "",
+            _fenced(trial["reasoning"]),
+            "",
+            "- [ ] the grader was right",
+        ]
+    return "\n".join(lines) + "\n"
