@@ -7,6 +7,9 @@ import time
 from pathlib import Path
 
 prompt = os.environ.get("EVAL_PROMPT") or (sys.argv[1] if len(sys.argv) > 1 else sys.stdin.read())
+if os.environ.get("AGENT_DEGRADED"):  # a worse release of the agent: it stops answering
+    print("I cannot help with that.")
+    sys.exit(0)
 if "hang" in prompt:
     time.sleep(60)
 if "crash" in prompt:

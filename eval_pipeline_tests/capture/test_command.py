@@ -200,3 +200,28 @@ def test_executable_graders_decide_the_trials(project_env, monkeypatch, capsys, 
         assert rows["bad-grader"]["passed"] is False and rows["bad-grader"]["detail"].startswith("grader error: grader exited 1")
     else:
         assert {row["score"] for row in rows.values()} == {0.5} and all(row["detail"] == "from sh" for row in rows.values())
+
+
+def test_a_worse_agent_on_the_same_case_set_raises_alerts(project_env, monkeypatch, capsys, webhook):
+    from eval_pipeline.cli import main
+
+    tmp_path = project_env
+    cases = [{"id": f"greet-{n}", "input": f"hello {n}", "expected_output_contains": ["hello"]} for n in range(4)]
+    (tmp_path / "cases.jsonl").write_text("".join(json.dumps(case) + "\n" for case in cases))
+    command = ", ".join(json.dumps(part) for part in AGENT)
+    (tmp_path / "eval.toml").write_text(f'[capture]\ncase_set = "cases.jsonl"\nagent_id = "echo-agent"\ncommand = [{command}]\n')
+    monkeypatch.setenv("EVAL_CONFIG", str(tmp_path / "eval.toml"))
+    monkeypatch.setenv("EVAL_ALERT_WEBHOOK_URL", webhook.url)
+    (tmp_path / "episodes").mkdir()
+
+    assert main(["run", "--date", "2026-11-04"]) == 0  # the first day's runs become the baselines
+    assert webhook.messages == []
+    monkeypatch.setenv("AGENT_DEGRADED", "1")
+    assert main(["run", "--date", "2026-11-05"]) == 1  # critical findings: exit 1 for cron and CI
+    capsys.readouterr()
+    sql = "SELECT dimension, severity, count(*) AS n FROM findings WHERE partition_date = '2026-11-05' GROUP BY ALL ORDER BY 1"
+    assert main(["query", sql, "--format", "json"]) == 0
+    findings = {row["dimension"]: row for row in json.loads(capsys.readouterr().out)}
+    assert findings["correctness"]["severity"] == "critical" and findings["correctness"]["n"] == 5  # 4 episodes + aggregate
+    alerted = json.dumps(webhook.messages)
+    assert webhook.messages and "echo-agent" in alerted and "correctness" in alerted
