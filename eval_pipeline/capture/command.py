@@ -107,18 +107,20 @@ class CallableAgent:
         module, _, name = self.target.partition(":")
         function = getattr(importlib.import_module(module), name)
         started = time.perf_counter()
-        with ThreadPoolExecutor(max_workers=1) as single:
-            future = single.submit(function, {**case.model_dump(), "trial": trial, "cwd": str(workdir)})
-            try:
-                result = future.result(timeout=case.timeout or self.timeout_seconds)
-                text, code = (result if isinstance(result, str) else json.dumps(result)), 0
-                errors.write_text("")
-            except Timeout:
-                text, code = "", None
-                errors.write_text("timed out")
-            except Exception:  # the agent's own failure: recorded like a crashed process
-                text, code = "", 1
-                errors.write_text(traceback.format_exc())
+        single = ThreadPoolExecutor(max_workers=1)
+        future = single.submit(function, {**case.model_dump(), "trial": trial, "cwd": str(workdir)})
+        try:
+            result = future.result(timeout=case.timeout or self.timeout_seconds)
+            text, code = (result if isinstance(result, str) else json.dumps(result)), 0
+            errors.write_text("")
+        except Timeout:
+            text, code = "", None
+            errors.write_text("timed out")
+        except Exception:  # the agent's own failure: recorded like a crashed process
+            text, code = "", 1
+            errors.write_text(traceback.format_exc())
+        finally:
+            single.shutdown(wait=False)  # a call past its timeout is abandoned, not waited for
         return Run(case, trial, workdir, code, (text,), errors, (time.perf_counter() - started) * 1000)
 
 
