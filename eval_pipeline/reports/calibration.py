@@ -12,6 +12,8 @@ import pandas as pd
 from eval_pipeline.redaction import redact
 from eval_pipeline.regression.stats import seed_for
 
+TEXT_CHARS = 8000  # of an input or output shown: enough to judge, bounded for a page a person reads
+
 
 def calibration_sample(failed: pd.DataFrame, day: date, size: int, secret_patterns: tuple[str, ...] = ()) -> dict[str, Any]:
     """Up to `size` of the day's failed trials, the same ones on every re-run of the day."""
@@ -19,7 +21,10 @@ def calibration_sample(failed: pd.DataFrame, day: date, size: int, secret_patter
     chosen = random.Random(seed_for("calibration", day)).sample(rows, min(size, len(rows)))
 
     def text(value: Any) -> str | None:
-        return None if value is None or (isinstance(value, float) and pd.isna(value)) else redact(str(value), secret_patterns)
+        if value is None or (isinstance(value, float) and pd.isna(value)):
+            return None
+        shown = redact(str(value), secret_patterns)
+        return shown if len(shown) <= TEXT_CHARS else shown[:TEXT_CHARS] + "…"
 
     trials = [
         {key: text(row.get(key)) for key in ("episode_id", "agent_id", "task_id", "input", "output", "hint", "reasoning")}
@@ -27,6 +32,14 @@ def calibration_sample(failed: pd.DataFrame, day: date, size: int, secret_patter
         for row in sorted(chosen, key=lambda row: row["episode_id"])
     ]
     return {"failed": len(rows), "trials": trials}
+
+
+SECTIONS = (
+    ("Input", "input"),
+    ("Output", "output"),
+    ("Hint", "hint"),
+    ("Why it failed (grader and case assertions)", "reasoning"),
+)
 
 
 def _fenced(text: str | None) -> str:
@@ -52,22 +65,8 @@ def render_calibration(day: str, sample: dict[str, Any]) -> str:
             "",
             f"Episode `{trial['episode_id']}`",
             "",
-            "**Input**",
-            "",
-            _fenced(trial["input"]),
-            "",
-            "**Output**",
-            "",
-            _fenced(trial["output"]),
-            "",
-            "**Hint**",
-            "",
-            _fenced(trial["hint"]),
-            "",
-            "**Why it failed (grader and case assertions)**",
-            "",
-            _fenced(trial["reasoning"]),
-            "",
-            "- [ ] the grader was right",
         ]
+        for label, key in SECTIONS:
+            lines += [f"**{label}**", "", _fenced(trial[key]), ""]
+        lines.append("- [ ] the grader was right")
     return "\n".join(lines) + "\n"
