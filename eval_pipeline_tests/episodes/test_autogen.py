@@ -109,7 +109,8 @@ def autogen_python() -> Path:
         except (OSError, subprocess.TimeoutExpired) as exc:
             pytest.skip(f"the AutoGen venv could not be built (make autogen): {exc}")
         if built.returncode != 0:
-            pytest.skip(f"the AutoGen venv could not be built (make autogen): {(built.stdout + built.stderr)[-600:]}")
+            said = " ".join((built.stderr or built.stdout).split())  # one line, for pytest's summary
+            pytest.skip(f"the AutoGen venv could not be built (make autogen): {said[-400:]}")
     return AUTOGEN_PYTHON
 
 
