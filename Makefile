@@ -4,7 +4,7 @@ PYTHON ?= python3
 BIN := $(VENV)/bin
 export DAGSTER_HOME ?= $(CURDIR)/data/dagster_home
 
-.PHONY: install demo test lint browser ui bench clean
+.PHONY: install autogen demo test lint browser ui bench clean
 
 install: $(VENV)/.installed
 
@@ -14,10 +14,22 @@ $(VENV)/.installed: pyproject.toml constraints.txt
 	$(BIN)/python -m pip install --quiet -c constraints.txt -e '.[dev]'
 	touch $@
 
+# The tests' AutoGen producer gets a venv of its own: autogen-core pins protobuf~=5.29, Dagster's gRPC needs protobuf>=6.
+AUTOGEN_VENV ?= .venv-autogen
+AUTOGEN_PACKAGES := autogen-agentchat==0.7.5 autogen-core==0.7.5 autogen-ext==0.7.5
+
+autogen: $(AUTOGEN_VENV)/.installed
+
+$(AUTOGEN_VENV)/.installed: constraints-autogen.txt
+	test -x $(AUTOGEN_VENV)/bin/python || $(PYTHON) -m venv $(AUTOGEN_VENV)
+	$(AUTOGEN_VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(AUTOGEN_VENV)/bin/python -m pip install --quiet -c constraints-autogen.txt $(AUTOGEN_PACKAGES)
+	touch $@
+
 demo: install
 	$(BIN)/eval-pipeline demo
 
-test: install lint browser
+test: install autogen lint browser
 	$(BIN)/python -m pytest -q
 
 # The UI test opens the asset graph in headless Chromium; install Debian's when missing and we can.

@@ -1,9 +1,15 @@
 """AutoGen AgentChat event logs (each event's model_dump(), JSONL) read as episodes, through the real file source."""
 
 import json
-from datetime import date
+import subprocess
+from datetime import UTC, date, datetime, timedelta
+from pathlib import Path
 
+import pytest
+
+from eval_pipeline.cli import main
 from eval_pipeline.episodes.files import FileSource
+from eval_pipeline.settings import PROJECT_ROOT
 from eval_pipeline.warehouse.connection import Warehouse
 from eval_pipeline.warehouse.ingest import load_episodes
 
@@ -56,4 +62,163 @@ def test_each_run_of_a_team_log_becomes_an_episode_with_its_agents_per_step(tmp_
         ("tool_result", "get_weather", None, '{"temp_c": 4}'),
         ("decision", None, None, '{"temp_c": 4}'),
         ("llm_call", None, None, "Oslo: 4 C."),
+    ]
+
+
+def test_a_user_proxy_reply_stays_in_its_run_and_a_bad_task_result_is_quarantined(tmp_path):
+    """A UserProxyAgent named "user" answers after its UserInputRequestedEvent (as AutoGen 0.7.5 streams it)."""
+    events = [
+        event("TextMessage", "user", "Weather?", 0),
+        event("TextMessage", "assistant", "Which city?", 1, usage={"prompt_tokens": 3, "completion_tokens": 2}),
+        {**event("UserInputRequestedEvent", "user", "", 2), "request_id": "r1"},
+        event("TextMessage", "user", "Oslo", 3),
+        event("TextMessage", "assistant", "Oslo is 4 C.", 4, usage={"prompt_tokens": 8, "completion_tokens": 4}),
+    ]
+    path = tmp_path / "src" / "proxy.jsonl"
+    path.parent.mkdir()
+    lines = [*events, {"messages": [{"content": "not an event"}], "stop_reason": None}]
+    lines.append({"messages": events, "stop_reason": "Maximum number of messages 4 reached, current message count: 4"})
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    warehouse = Warehouse(tmp_path / "eval.duckdb")
+    counts = load_episodes(warehouse, DAY, FileSource(path.parent, tmp_path / "index.json").records_for(DAY))
+    assert (counts.episodes, counts.quarantined) == (1, 1)
+    with warehouse.connect(read_only=True) as con:
+        episode = con.execute("SELECT total_tokens, final_output, metadata ->> '$.stop_reason' FROM episodes").fetchall()
+        inputs = con.execute("SELECT input FROM episode_steps ORDER BY step_index").fetchall()
+        [(locator, why)] = con.execute("SELECT locator, reason FROM quarantine").fetchall()
+    assert episode == [(17, "Oslo is 4 C.", "Maximum number of messages 4 reached, current message count: 4")]
+    assert inputs == [("Weather?",), ("Oslo",)]
+    assert (
+        locator.endswith("proxy.jsonl:6")
+        and why == "autogen: a TaskResult whose messages are not all events with `type` and `source`"
+    )
+
+
+# A real AutoGen AgentChat team (autogen_producer.py), run in its own venv: autogen-core pins protobuf~=5.29,
+# which cannot live beside Dagster's protobuf 6 in .venv. `make test` builds it (`make autogen`).
+AUTOGEN_PYTHON = PROJECT_ROOT / ".venv-autogen" / "bin" / "python"
+PRODUCER = Path(__file__).with_name("autogen_producer.py")
+
+
+@pytest.fixture(scope="module")
+def autogen_python() -> Path:
+    """AutoGen's venv, built with `make autogen` when missing; skipped, with make's words, only if that fails."""
+    if not AUTOGEN_PYTHON.exists():
+        try:
+            built = subprocess.run(["make", "-C", str(PROJECT_ROOT), "autogen"], capture_output=True, text=True, timeout=900)
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            pytest.skip(f"the AutoGen venv could not be built (make autogen): {exc}")
+        if built.returncode != 0:
+            said = " ".join((built.stderr or built.stdout).split())  # one line, for pytest's summary
+            pytest.skip(f"the AutoGen venv could not be built (make autogen): {said[-400:]}")
+    return AUTOGEN_PYTHON
+
+
+def micros(stamp: str) -> int:
+    return (datetime.fromisoformat(stamp) - datetime(1970, 1, 1, tzinfo=UTC)) // timedelta(microseconds=1)
+
+
+def saved(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+@pytest.mark.slow
+def test_a_real_autogen_team_log_is_evaluated_without_configuration(project_env, autogen_python, capsys):
+    episodes_dir = project_env / "episodes"
+    subprocess.run([str(autogen_python), str(PRODUCER), str(episodes_dir)], check=True, capture_output=True, timeout=300)
+
+    # what AutoGen 0.7.5 wrote: events, each run closed by its TaskResult (no `type`), or TaskResults alone
+    team, assistant, results = (saved(episodes_dir / f"weather-{name}.jsonl") for name in ("team", "assistant", "results"))
+    assert [line.get("type") for line in team[:7]] == [
+        "TextMessage", "ThoughtEvent", "ToolCallRequestEvent", "ToolCallExecutionEvent", "ToolCallSummaryMessage",
+        "TextMessage", None,
+    ]  # fmt: skip
+    assert team[6]["stop_reason"] == "'writer' answered" and len(team[6]["messages"]) == 6
+    assert team[2]["models_usage"] == {"prompt_tokens": 30, "completion_tokens": 6}
+    assert team[3]["content"] == [
+        {"content": '{"city": "Oslo", "temp_c": 4}', "name": "get_weather", "call_id": "call_oslo", "is_error": False}
+    ]
+    assert sum(line.get("type") == "ModelClientStreamingChunkEvent" for line in assistant) == 8
+    assert len(results) == 2 and all(set(result) == {"messages", "stop_reason"} for result in results)
+
+    run_days = {datetime.fromisoformat(line["created_at"]).date() for line in team + assistant if line.get("source") == "user"}
+    run_days |= {datetime.fromisoformat(result["messages"][0]["created_at"]).date() for result in results}
+    for day in sorted(run_days):  # one day, unless the producer ran across midnight UTC
+        assert main(["run", "--date", day.isoformat(), "--fail-on", "never"]) == 0
+    capsys.readouterr()
+
+    def query(sql: str) -> list[dict]:
+        assert main(["query", sql, "--format", "json"]) == 0
+        return json.loads(capsys.readouterr().out)
+
+    assert query("SELECT locator, reason FROM quarantine") == []
+    columns = (
+        "episode_id, status, tools, final_output, total_tokens, step_count, error_steps, metadata ->> '$.stop_reason' AS stop"
+    )
+    episodes = query(f"SELECT {columns}, CAST(metadata -> '$.agents' AS VARCHAR[]) AS agents FROM episodes")
+    # a run's time is its events' `created_at`, first to last
+    sql = "SELECT epoch_us(started_at) AS started, epoch_us(ended_at) AS ended FROM episodes WHERE locator LIKE '%team.jsonl:1 %'"
+    assert query(sql) == [{"started": micros(team[0]["created_at"]), "ended": micros(team[5]["created_at"])}]
+    team_runs = {"tools": ["get_weather"], "step_count": 6, "stop": "'writer' answered", "agents": ["planner", "writer"]}
+    oslo = {**team_runs, "final_output": "It is 4 C in Oslo.", "total_tokens": 30 + 6 + 50 + 9, "error_steps": 0}
+    atlantis = {**team_runs, "final_output": "There is no weather station in Atlantis.", "total_tokens": 31 + 7 + 52 + 10}
+    atlantis["error_steps"] = 1
+    solo = {"tools": ["get_weather", "get_weather"], "final_output": "Bergen and Tromsø are both at 4 C.", "step_count": 7}
+    # the streamed reflection's usage is the replay client's word count: 25 prompt, 8 completion
+    solo |= {"total_tokens": 40 + 12 + 25 + 8, "error_steps": 0, "stop": None, "agents": ["assistant"]}
+    assert sorted(episodes, key=lambda e: e["episode_id"]) == [
+        {"episode_id": "weather-assistant:weather-assistant:1", "status": "success", **solo},
+        {"episode_id": "weather-results:weather-results:1", "status": "success", **oslo},
+        {"episode_id": "weather-results:weather-results:2", "status": "success", **atlantis},
+        {"episode_id": "weather-team:weather-team:1", "status": "success", **oslo},
+        {"episode_id": "weather-team:weather-team:2", "status": "success", **atlantis},
+    ]
+    usage_in_file = [(line.get("models_usage") or {}).values() for line in team + assistant if "type" in line]
+    assert sum(map(sum, usage_in_file)) == oslo["total_tokens"] + atlantis["total_tokens"] + solo["total_tokens"]
+
+    steps = query(
+        "SELECT episode_id, step_type, tool_name, input, output, tokens, error, timestamp IS NOT NULL AS dated "
+        "FROM episode_steps WHERE agent_id IN ('weather-team', 'weather-assistant') ORDER BY episode_id, step_index"
+    )
+    by_run: dict[str, list[dict]] = {}
+    for step in steps:
+        by_run.setdefault(step.pop("episode_id"), []).append(step)
+    thought = {"step_type": "decision", "tool_name": None, "input": None, "output": "I should look the weather up."}
+    oslo_weather = '{"city": "Oslo", "temp_c": 4}'
+    assert by_run["weather-team:weather-team:1"] == [
+        {**thought, "tokens": None, "error": None, "dated": True},
+        {"step_type": "llm_call", "tool_name": None, "input": "Weather in Oslo?", "output": "call get_weather", "tokens": 36,
+         "error": None, "dated": True},
+        {"step_type": "tool_call", "tool_name": "get_weather", "input": '{"city": "Oslo"}', "output": None, "tokens": None,
+         "error": None, "dated": True},
+        {"step_type": "tool_result", "tool_name": "get_weather", "input": None, "output": oslo_weather, "tokens": None,
+         "error": None, "dated": True},
+        {"step_type": "decision", "tool_name": None, "input": None, "output": oslo_weather, "tokens": None, "error": None,
+         "dated": True},  # the planner's ToolCallSummaryMessage
+        {"step_type": "llm_call", "tool_name": None, "input": None, "output": "It is 4 C in Oslo.", "tokens": 59, "error": None,
+         "dated": True},
+    ]  # fmt: skip
+    failed = by_run["weather-team:weather-team:2"][3]
+    assert (failed["step_type"], failed["output"], failed["error"]) == ("tool_result", *["no station in Atlantis"] * 2)
+    calls = [(s["input"], s["output"]) for s in by_run["weather-assistant:weather-assistant:1"] if s["tool_name"]]
+    assert [json.loads(text) for pair in calls for text in pair if text] == [
+        {"city": "Bergen"}, {"city": "Bergen", "temp_c": 4}, {"city": "Tromsø"}, {"city": "Tromsø", "temp_c": 4}
+    ]  # fmt: skip
+
+    # the agent of every step, as the canonical episodes the pipeline read carry it
+    source = FileSource(episodes_dir, project_env / "agents-index.json")
+    read = [
+        json.loads(r.raw) for day in sorted(run_days) for r in source.records_for(day) if "weather-team.jsonl:1 " in r.locator
+    ]
+    assert [step["metadata"]["agent"] for step in read[0]["steps"]] == ["planner"] * 5 + ["writer"]
+    assert read[0]["steps"][1]["metadata"]["usage"] == {"prompt_tokens": 30, "completion_tokens": 6}
+
+    scored = query("SELECT episode_id, mode, error_steps, issue_score, issue_grade FROM scores ORDER BY episode_id")
+    grades = [(s["episode_id"].split(":", 1)[1], s["mode"], s["error_steps"], s["issue_score"], s["issue_grade"]) for s in scored]
+    assert grades == [  # the failed tool call costs the Atlantis runs their A
+        ("weather-assistant:1", "dry", 0, 100.0, "A"),
+        ("weather-results:1", "dry", 0, 100.0, "A"),
+        ("weather-results:2", "dry", 1, 85.0, "B"),
+        ("weather-team:1", "dry", 0, 100.0, "A"),
+        ("weather-team:2", "dry", 1, 85.0, "B"),
     ]

@@ -1,10 +1,21 @@
-"""AutoGen AgentChat event logs: JSONL of each event's own `model_dump()` (`type`, `source`, `models_usage`).
+"""AutoGen AgentChat event logs: JSONL of what `run_stream` yields, each item's own `model_dump(mode="json")`.
 
-A run starts at a `TextMessage` from the user after other events; each run is one episode and
-each step keeps the agent that produced it (`metadata.agent`). A `TextMessage` from an agent is an
-LLM call, a `ToolCallRequestEvent` an LLM call deciding on tools, and each of its calls is paired
-with its `ToolCallExecutionEvent` result by call id (`is_error` makes it an error). Summaries,
-handoffs and stop messages are decisions. Times come from `created_at` where the log has them.
+Checked against autogen-agentchat 0.7.5 (the tests produce a real team's logs). A line is an event
+(`type`, `source`, `models_usage`, `created_at`, `content`) or the `TaskResult` that closes a run
+(`{"messages": [...], "stop_reason": ...}`, no `type`). A TaskResult ends the run before it; one
+with no events before it (`await team.run(task)` saved one a line) is a run of its own, read from
+its `messages`. A new task (a `TextMessage` from the user after other events) also starts a run, so
+logs saved without TaskResults split too; a user's reply within a run (a `UserProxyAgent` named
+"user") follows its own `UserInputRequestedEvent` and stays in it. Each run is one episode, and
+each step keeps the agent that produced it (`metadata.agent`) and its event's `created_at`.
+
+A `TextMessage` from an agent is an LLM call, a `ToolCallRequestEvent` (`content`: FunctionCalls
+`{id, name, arguments}`) an LLM call deciding on tools, and each call is paired with its result in
+the `ToolCallExecutionEvent` (`content`: FunctionExecutionResults `{call_id, name, content,
+is_error}`; `is_error` makes it an error). `models_usage` gives the tokens (prompt + completion,
+the split kept). Thoughts, tool-call summaries, handoffs and stop messages are decisions; streamed
+chunks repeat the message that follows them and are skipped. The episode's final output is the last
+agent message or tool-call summary, and the TaskResult's `stop_reason` is kept in its metadata.
 """
 
 from __future__ import annotations
@@ -15,7 +26,8 @@ from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Any
 
-from eval_pipeline.episodes.adapters.base import as_text, reason, rejected
+from eval_pipeline.episodes.adapters.base import Rejected, as_text, reason, rejected
+from eval_pipeline.episodes.adapters.base import usage as token_split
 from eval_pipeline.episodes.records import RawRecord
 
 NAME = "autogen"
@@ -26,43 +38,64 @@ EVENTS = {
 USER = "user"
 
 
+def _is_event(record: Any) -> bool:
+    return isinstance(record, dict) and isinstance(record.get("type"), str) and "source" in record
+
+
+def _is_result(record: Any) -> bool:
+    """A `TaskResult`: the run's messages and why it stopped."""
+    return isinstance(record, dict) and isinstance(record.get("messages"), list) and "stop_reason" in record
+
+
 def detect(record: Any) -> bool:
-    return isinstance(record, dict) and record.get("type") in EVENTS and "source" in record
+    if _is_result(record):
+        return bool(record["messages"]) and detect(record["messages"][0])
+    return _is_event(record) and record["type"] in EVENTS
+
+
+def _day(stamp: Any) -> date | None:
+    try:
+        moment = datetime.fromisoformat(str(stamp).replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return (moment.astimezone(UTC) if moment.tzinfo else moment).date()
 
 
 def days(raw: str) -> set[date]:
-    """The UTC day an event was created on, where the log has `created_at`, for the file index."""
+    """The UTC days of the events' `created_at` (a TaskResult's, of its messages), for the file index."""
     try:
-        stamp = datetime.fromisoformat(str(json.loads(raw)["created_at"]).replace("Z", "+00:00"))
-    except (ValueError, KeyError, TypeError):
+        record = json.loads(raw)
+    except ValueError:
         return set()
-    return {(stamp.astimezone(UTC) if stamp.tzinfo else stamp).date()}
+    events = record["messages"] if _is_result(record) else [record]
+    return {day for event in events if isinstance(event, dict) and (day := _day(event.get("created_at")))}
 
 
-def _tokens(event: dict) -> int:
+def _usage(event: dict) -> tuple[int, dict]:
     usage = event.get("models_usage") or {}
-    return int(usage.get("prompt_tokens") or 0) + int(usage.get("completion_tokens") or 0)
+    prompt, completion = int(usage.get("prompt_tokens") or 0), int(usage.get("completion_tokens") or 0)
+    return prompt + completion, token_split(prompt, completion) if usage else {}
 
 
-def _episode(run: list[dict], number: int, agent_id: str, day: date, stem: str) -> dict:
+def _episode(run: list[dict], stop_reason: str | None, number: int, agent_id: str, day: date, stem: str) -> dict:
     steps: list[dict] = []
     requested: dict[str, dict] = {}
     pending, final, failed = None, None, False
     for event in run:
         kind, source = event["type"], event.get("source")
-        who = {"metadata": {"agent": source}}
+        tokens, split = _usage(event)
+        at = {"timestamp": event.get("created_at")}
+        who = {**at, "metadata": {"agent": source}}
+        llm = {"step_type": "llm_call", "input_summary": pending, "tokens": tokens, **at, "metadata": {"agent": source, **split}}
         if kind == "TextMessage" and source == USER:
             pending = as_text(event.get("content"))
         elif kind in ("TextMessage", "MultiModalMessage"):
             text = as_text(event.get("content"))
-            steps.append(
-                {"step_type": "llm_call", "input_summary": pending, "output_summary": text, "tokens": _tokens(event), **who}
-            )
+            steps.append({**llm, "output_summary": text})
             pending, final = None, text
         elif kind == "ToolCallRequestEvent":
             calls = [c for c in event.get("content") or [] if isinstance(c, dict)]
-            steps.append({"step_type": "llm_call", "input_summary": pending, "tokens": _tokens(event),
-                          "output_summary": f"call {', '.join(c.get('name', '?') for c in calls)}", **who})  # fmt: skip
+            steps.append({**llm, "output_summary": f"call {', '.join(c.get('name', '?') for c in calls)}"})
             pending = None
             requested.update({c.get("id"): c for c in calls})
         elif kind == "ToolCallExecutionEvent":
@@ -80,6 +113,8 @@ def _episode(run: list[dict], number: int, agent_id: str, day: date, stem: str) 
             steps.append({"step_type": "decision", "output_summary": text, **who})
             final = text if kind == "ToolCallSummaryMessage" else final
     stamps = [e["created_at"] for e in run if e.get("created_at")]
+    agents = list(dict.fromkeys(e.get("source") for e in run if e.get("source") != USER))
+    meta = {"final_output": final, "format": NAME, "tool_errors": failed, "agents": agents, "stop_reason": stop_reason}
     return {
         "episode_id": f"{agent_id}:{stem}:{number}",
         "agent_id": agent_id,
@@ -87,29 +122,44 @@ def _episode(run: list[dict], number: int, agent_id: str, day: date, stem: str) 
         "started_at": min(stamps) if stamps else f"{day.isoformat()}T00:00:00Z",
         **({"ended_at": max(stamps)} if stamps else {}),
         "steps": [{"step_index": i, **step} for i, step in enumerate(steps)],
-        "metadata": {
-            key: value for key, value in {"final_output": final, "format": NAME, "tool_errors": failed}.items() if value
-        },
+        "metadata": {key: value for key, value in meta.items() if value},
     }
 
 
+def _read(record: RawRecord) -> dict:
+    """One line: an event, or a TaskResult whose messages are events."""
+    line = json.loads(record.raw)
+    if _is_result(line):
+        if not all(_is_event(message) for message in line["messages"]):
+            raise Rejected("a TaskResult whose messages are not all events with `type` and `source`")
+    elif not _is_event(line):
+        raise Rejected("neither an event with `type` and `source` nor a TaskResult with `messages` and `stop_reason`")
+    return line
+
+
 def convert(records: Iterator[RawRecord], agent_id: str, day: date) -> Iterator[RawRecord]:
-    """Events in file order, split into runs at each new user task."""
-    runs: list[tuple[RawRecord, list[dict]]] = []
+    """Lines in file order, split into runs at TaskResults and at each new user task."""
+    runs: list[tuple[RawRecord, list[dict], str | None]] = []  # first record, events, stop reason
+    open_run = False  # the last run still takes events
     for record in records:
         try:
-            event = json.loads(record.raw)
-            if not isinstance(event, dict) or not isinstance(event.get("type"), str) or "source" not in event:
-                raise ValueError("an event without `type` and `source`")
+            line = _read(record)
         except ValueError as exc:
             yield rejected(record, day, "invalid JSON" if isinstance(exc, json.JSONDecodeError) else reason(NAME, exc))
             continue
-        starts_run = (
-            event["type"] == "TextMessage" and event["source"] == USER and (not runs or runs[-1][1][-1]["source"] != USER)
-        )
-        if starts_run or not runs:
-            runs.append((record, []))
-        runs[-1][1].append(event)
-    for number, (first, events) in enumerate(runs, 1):
-        episode = _episode(events, number, agent_id, day, Path(first.source).stem)
+        if _is_result(line):
+            if open_run:  # the stream's closing TaskResult: its messages repeat the events above
+                runs[-1] = (*runs[-1][:2], line["stop_reason"])
+            else:  # a TaskResult saved on its own
+                runs.append((record, line["messages"], line["stop_reason"]))
+            open_run = False
+            continue
+        # a user's reply inside a run (UserProxyAgent named "user") follows its own UserInputRequestedEvent
+        new_task = line["type"] == "TextMessage" and line["source"] == USER
+        if not open_run or (new_task and runs[-1][1][-1]["source"] != USER):
+            runs.append((record, [], None))
+            open_run = True
+        runs[-1][1].append(line)
+    for number, (first, events, stop_reason) in enumerate(runs, 1):
+        episode = _episode(events, stop_reason, number, agent_id, day, Path(first.source).stem)
         yield RawRecord(first.source, f"{first.locator} run {number}", json.dumps(episode), day)
