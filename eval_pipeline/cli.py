@@ -547,7 +547,7 @@ def _cmd_schemas(args, settings) -> int:
         print(json.dumps({name: json_schema(name) for name in SCHEMAS}, indent=2))
     else:
         for name, (_, description) in SCHEMAS.items():
-            print(f"{name:<18} {description}")
+            print(f"{name:<20} {description}")
     return EXIT_OK
 
 

@@ -9,6 +9,7 @@ import pytest
 
 from eval_pipeline.cli import main
 from eval_pipeline.episodes.files import FileSource
+from eval_pipeline.episodes.schemas import AutoGenEvent, AutoGenTaskResult
 from eval_pipeline.settings import PROJECT_ROOT
 from eval_pipeline.warehouse.connection import Warehouse
 from eval_pipeline.warehouse.ingest import load_episodes
@@ -134,6 +135,8 @@ def test_a_real_autogen_team_log_is_evaluated_without_configuration(project_env,
         "TextMessage", None,
     ]  # fmt: skip
     assert team[6]["stop_reason"] == "'writer' answered" and len(team[6]["messages"]) == 6
+    for line in team + assistant + results:  # every line fits the schema `eval-pipeline schemas` publishes
+        (AutoGenEvent if "type" in line else AutoGenTaskResult).model_validate(line)
     assert team[2]["models_usage"] == {"prompt_tokens": 30, "completion_tokens": 6}
     assert team[3]["content"] == [
         {"content": '{"city": "Oslo", "temp_c": 4}', "name": "get_weather", "call_id": "call_oslo", "is_error": False}

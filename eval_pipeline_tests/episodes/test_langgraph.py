@@ -6,6 +6,7 @@ import json
 import pytest
 
 from eval_pipeline.cli import main
+from eval_pipeline.episodes.schemas import LangGraphEvent
 
 pytestmark = pytest.mark.slow
 
@@ -55,6 +56,8 @@ def test_langgraph_event_dumps_are_evaluated_without_configuration(project_env, 
     plain = asyncio.run(events_of(weather_graph(), "Weather in Oslo?"))
     as_dicts = json.dumps({"events": plain}, default=lambda o: o.model_dump() if hasattr(o, "model_dump") else str(o))
     (tmp_path / "episodes" / "weather-plain.json").write_text(as_dicts)  # {"events": [...]}, model_dump() messages
+    for event in json.loads(as_dicts)["events"] + json.loads(json.dumps(dumpd(dumped))):
+        LangGraphEvent.model_validate(event)  # the real events fit the schema `eval-pipeline schemas` publishes
     (tmp_path / "episodes" / "weather-broken.jsonl").write_text(
         json.dumps({"event": "on_chain_start", "run_id": "r1", "data": {}}) + "\n" + json.dumps({"event": "on_tool_start"}) + "\n"
     )
