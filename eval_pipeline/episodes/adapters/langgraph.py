@@ -62,6 +62,8 @@ def _episode(root: str, events: list[dict], agent_id: str, day: date) -> dict:
     final, model, failed, asked = None, None, False, None
     for event in events:
         kind, data = event["event"], event.get("data") or {}
+        node = (event.get("metadata") or {}).get("langgraph_node")
+        who = {"agent": node} if node else {}  # the graph node that acted: the agent of a multi-agent graph
         if kind == "on_chat_model_end":
             output = _message(data.get("output"))
             usage = output.get("usage_metadata") or {}
@@ -73,14 +75,15 @@ def _episode(root: str, events: list[dict], agent_id: str, day: date) -> dict:
             tokens = usage.get("total_tokens") or (usage.get("input_tokens") or 0) + (usage.get("output_tokens") or 0)
             steps.append({"step_type": "llm_call", "model": call_model, "input_summary": human if human != asked else None,
                           "output_summary": text, "tokens": tokens,
-                          "metadata": token_split(usage.get("input_tokens"), usage.get("output_tokens"))})  # fmt: skip
+                          "metadata": {**token_split(usage.get("input_tokens"), usage.get("output_tokens")), **who}})  # fmt: skip
             asked = human if human is not None else asked
             if text and not output.get("tool_calls"):
                 final = text
         elif kind == "on_tool_start":
             steps.append(
-                {"step_type": "tool_call", "tool_name": event.get("name"), "input_summary": json.dumps(data.get("input"))}
-            )
+                {"step_type": "tool_call", "tool_name": event.get("name"), "input_summary": json.dumps(data.get("input")),
+                 "metadata": who}
+            )  # fmt: skip
         elif kind in ("on_tool_end", "on_tool_error"):
             output = _message(data.get("output")) if data.get("output") is not None else {}
             error = (

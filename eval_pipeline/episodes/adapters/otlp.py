@@ -142,11 +142,32 @@ def _usage(attrs: dict) -> dict:
     return usage(prompt, completion)
 
 
+def _agent_name(attrs: dict) -> str | None:
+    return attrs.get("gen_ai.agent.name") or attrs.get("gen_ai.agent.id")
+
+
+def _acting_agents(spans: list[dict]) -> dict[str, str]:
+    """Per span id, the agent it runs under: its nearest `invoke_agent` / AGENT ancestor (or itself)."""
+    by_id = {span.get("spanId"): span for span in spans}
+    acting: dict[str, str] = {}
+    for span in spans:
+        current, seen = span, set()
+        while current is not None and current.get("spanId") not in seen:
+            seen.add(current.get("spanId"))
+            if _kind(current["attrs"]) == "agent" and (name := _agent_name(current["attrs"]) or current.get("name")):
+                acting[span.get("spanId")] = str(name)
+                break
+            current = by_id.get(current.get("parentSpanId"))
+    return acting
+
+
 def _steps(spans: list[dict]) -> tuple[list[dict], str | None, str | None]:
-    """Steps in start order, the final answer, and the model of the first LLM call."""
+    """Steps in start order (each with the agent it ran under), the final answer, and the model of the first LLM call."""
     steps, final, model = [], None, None
+    acting = _acting_agents(spans)
     for span in spans:
         attrs, kind = span["attrs"], _kind(span["attrs"])
+        who = {"agent": acting[span.get("spanId")]} if span.get("spanId") in acting else {}
         duration = (_nanos(span["endTimeUnixNano"]) - _nanos(span["startTimeUnixNano"])) / 1e6
         failed = (span.get("status") or {}).get("code") in ERROR
         error = (span.get("status") or {}).get("message") or (f"{span.get('name')} failed" if failed else None)
@@ -159,12 +180,14 @@ def _steps(spans: list[dict]) -> tuple[list[dict], str | None, str | None]:
             split = _usage(attrs)
             tokens = split["usage"]["prompt_tokens"] + split["usage"]["completion_tokens"]
             steps.append({"step_type": "llm_call", "model": span_model, "input_summary": _last_user_message(attrs),
-                          "output_summary": output, "tokens": tokens, "error": error, "metadata": split, **common})  # fmt: skip
+                          "output_summary": output, "tokens": tokens, "error": error, "metadata": {**split, **who},
+                          **common})  # fmt: skip
         elif kind == "tool":
             name = attrs.get("gen_ai.tool.name") or attrs.get("tool.name") or span.get("name")
             arguments = attrs.get("gen_ai.tool.call.arguments", attrs.get("input.value"))
             result = attrs.get("gen_ai.tool.call.result", attrs.get("output.value"))
-            steps.append({"step_type": "tool_call", "tool_name": name, "input_summary": as_text(arguments), **common})
+            steps.append({"step_type": "tool_call", "tool_name": name, "input_summary": as_text(arguments), "metadata": who,
+                          **common})  # fmt: skip
             steps.append({"step_type": "tool_result", "tool_name": name, "output_summary": as_text(result), "error": error,
                           "timestamp": common["timestamp"]})  # fmt: skip
         elif failed:
@@ -179,7 +202,7 @@ def _episode(trace_id: str, spans: list[dict], agent_id: str) -> dict:
     span_ids = {s.get("spanId") for s in spans}
     roots = [s for s in spans if not s.get("parentSpanId") or s.get("parentSpanId") not in span_ids]
     agent_span = next((s for s in spans if _kind(s["attrs"]) == "agent"), None)
-    named = agent_span and (agent_span["attrs"].get("gen_ai.agent.name") or agent_span["attrs"].get("gen_ai.agent.id"))
+    named = agent_span and _agent_name(agent_span["attrs"])
     agent = named or spans[0]["resource"].get("service.name") or agent_id
     steps, final, model = _steps(spans)
     failed = any((s.get("status") or {}).get("code") in ERROR for s in roots)
