@@ -91,7 +91,7 @@ def _expected_pick(scores: np.ndarray, truth: np.ndarray, k: int) -> float:
     The best drawn level is L with probability (C(|≤L|, k) − C(|<L|, k)) / C(n, k); given L, each of its
     runs is equally likely to be the pick.
     """
-    n, total, expected, below = len(scores), comb(len(scores), k), 0.0, 0
+    total, expected, below = comb(len(scores), k), 0.0, 0
     for level in np.unique(scores):
         members = scores == level
         count = int(members.sum())

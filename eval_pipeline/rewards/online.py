@@ -64,6 +64,12 @@ def pair_episode(prompt: str | list, completion: str | list, expected: dict | No
     )
 
 
+def _step(step: Step) -> dict:
+    """A step as `episode_steps` stores it (`ingest.py` maps the same fields)."""
+    return {"step_type": step.step_type.value, "tool_name": step.tool_name, "input": step.input_summary,
+            "output": step.output_summary, "error": step.error}  # fmt: skip
+
+
 def _candidate(position: int, episode: Episode) -> dict:
     """The episode as the pipeline's scorers read a candidate, keyed by its position in the batch (ids may repeat)."""
     steps = episode.ordered_steps()
@@ -79,16 +85,7 @@ def _candidate(position: int, episode: Episode) -> dict:
         "mode": "dry",
         "expected": episode.metadata.get("expected"),
         "grader": json.dumps(episode.metadata["grader"]) if episode.metadata.get("grader") else None,
-        "steps": [
-            {
-                "step_type": s.step_type.value,
-                "tool_name": s.tool_name,
-                "input": s.input_summary,
-                "output": s.output_summary,
-                "error": s.error,
-            }  # fmt: skip
-            for s in steps
-        ],
+        "steps": [_step(s) for s in steps],
         "step_count": len(steps),
         "error_steps": sum(s.is_error for s in steps),
     }
