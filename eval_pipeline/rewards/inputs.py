@@ -43,40 +43,42 @@ def _missing(value) -> bool:
     return value is None or value is pd.NA or (isinstance(value, float) and np.isnan(value))
 
 
-def _optional(value) -> float | None:
-    return None if _missing(value) else float(value)
-
-
 def _flag(value) -> bool:
     return False if _missing(value) else bool(value)
 
 
 def reward_inputs(frame: pd.DataFrame) -> list[RewardInput]:
     """One input per row of scored episodes (INPUT_COLUMNS), dimensions put on the weighted score's 0..1 scale."""
-    units = pd.DataFrame(
-        {
-            "correctness": frame["correctness"].astype(float),
-            "cost_delta": delta_to_unit(frame["cost_delta_pct"].astype(float)),
-            "latency_delta": delta_to_unit(frame["latency_delta_pct"].astype(float)),
-            "tool_match": frame["tool_match"].astype(float),
-            "safety": frame["safety"].astype(float),
-            "judge": frame["judge_score"].astype(float),
-            "case": frame["case_passed"].astype("boolean").astype(float),
-            "issues": frame["issue_score"].astype(float) / 100.0,
-        },
-        index=frame.index,
-    )
+
+    def floats(column: str) -> np.ndarray:
+        return pd.to_numeric(frame[column], errors="coerce").to_numpy(dtype=float, na_value=np.nan)
+
+    units = {
+        "correctness": floats("correctness"),
+        "cost_delta": delta_to_unit(pd.Series(floats("cost_delta_pct"))).to_numpy(),
+        "latency_delta": delta_to_unit(pd.Series(floats("latency_delta_pct"))).to_numpy(),
+        "tool_match": floats("tool_match"),
+        "safety": floats("safety"),
+        "judge": floats("judge_score"),
+        "case": frame["case_passed"].astype("boolean").to_numpy(dtype=float, na_value=np.nan),
+        "issues": floats("issue_score") / 100.0,
+    }
+    names = list(units)
+    unit_rows = [[None if v != v else v for v in row] for row in np.column_stack(list(units.values())).tolist()]  # NaN: None
+    issue_rows = frame[["critical_issues", "error_issues", "warning_issues"]].fillna(0).astype(int).to_numpy().tolist()
     inputs = []
-    for row, unit_row in zip(frame.itertuples(index=False), units.itertuples(index=False), strict=True):
-        critical_checks = row.critical_checks if isinstance(row.critical_checks, list | tuple | np.ndarray) else ()
+    for episode_id, unit_row, (critical, error, warning), checks, leaked, denied in zip(
+        frame["episode_id"], unit_rows, issue_rows, frame["critical_checks"], frame["leaked_secret"],
+        frame["denied_tools_called"], strict=True,
+    ):  # fmt: skip
         inputs.append(
             RewardInput(
-                episode_id=row.episode_id,
-                units={name: _optional(value) for name, value in zip(units.columns, unit_row, strict=True)},
-                issues={"critical": int(row.critical_issues), "error": int(row.error_issues), "warning": int(row.warning_issues)},
-                critical_checks=tuple(critical_checks),
-                leaked_secret=_flag(row.leaked_secret),
-                denied_tools="" if _missing(row.denied_tools_called) else str(row.denied_tools_called),
+                episode_id=episode_id,
+                units=dict(zip(names, unit_row, strict=True)),
+                issues={"critical": critical, "error": error, "warning": warning},
+                critical_checks=tuple(checks) if isinstance(checks, list | tuple | np.ndarray) else (),
+                leaked_secret=_flag(leaked),
+                denied_tools="" if _missing(denied) else str(denied),
             )
         )
     return inputs

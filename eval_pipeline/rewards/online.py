@@ -9,7 +9,9 @@ match are absent, and a weighted reward renormalizes its weights over the dimens
 from __future__ import annotations
 
 import json
+from collections import defaultdict
 from datetime import UTC, datetime
+from statistics import fmean
 from typing import Any
 
 import pandas as pd
@@ -64,6 +66,12 @@ def pair_episode(prompt: str | list, completion: str | list, expected: dict | No
     )
 
 
+_CANDIDATE_COLUMNS = ("episode_id", "agent_id", "task_id", "status", "final_output", "tools", "total_duration_ms",
+                      "total_cost_usd", "mode", "step_count", "error_steps")  # fmt: skip
+_BASELINE_COLUMNS = ("baseline_episode_id", "baseline_status", "baseline_final_output", "baseline_tools",
+                     "baseline_total_cost_usd", "baseline_total_duration_ms")  # fmt: skip
+
+
 def _step(step: Step) -> dict:
     """A step as `episode_steps` stores it (`ingest.py` maps the same fields)."""
     return {"step_type": step.step_type.value, "tool_name": step.tool_name, "input": step.input_summary,
@@ -95,21 +103,26 @@ def scored_frame(episodes: list[Episode], config: EvalConfig, cases: dict[str, C
     """The batch scored as the pipeline scores a day, without baselines or a judge: one row per episode, in order."""
     candidates = [_candidate(position, episode) for position, episode in enumerate(episodes)]
     assessment = assess(candidates, cases, config.checks)
-    frame = pd.DataFrame(candidates).drop(columns=["steps", "expected", "grader"])
-    by_episode = assessment.assertions.groupby("episode_id")
-    frame["case_score"] = frame["episode_id"].map(by_episode["score"].mean()).astype(float)
-    frame["case_passed"] = frame["episode_id"].map(by_episode["passed"].all()).astype("boolean")
-    issues = assessment.issues
-    for severity in ("critical", "error", "warning"):
-        counts = issues[issues["severity"] == severity].groupby("episode_id").size()
-        frame[f"{severity}_issues"] = frame["episode_id"].map(counts).fillna(0).astype(int)
-    critical = issues[issues["severity"] == "critical"].groupby("episode_id")["check"].agg(lambda c: sorted(set(c)))
-    frame["critical_checks"] = frame["episode_id"].map(critical)
-    frame["judge_score"] = float("nan")
-    for column in ("baseline_episode_id", "baseline_status", "baseline_final_output", "baseline_tools",
-                   "baseline_total_cost_usd", "baseline_total_duration_ms"):  # fmt: skip
-        frame[column] = None
-    return score_episodes(frame, config)
+    ids = [candidate["episode_id"] for candidate in candidates]
+    assertions: dict[str, list[dict]] = defaultdict(list)
+    for row in assessment.assertions.to_dict("records"):  # a batch is small: plain Python beats groupby here
+        assertions[row["episode_id"]].append(row)
+    issues: dict[str, list[dict]] = defaultdict(list)
+    for row in assessment.issues.to_dict("records"):
+        issues[row["episode_id"]].append(row)
+    columns = {
+        **{name: [c[name] for c in candidates] for name in _CANDIDATE_COLUMNS},
+        "case_score": [fmean(float(a["score"]) for a in assertions[i]) if assertions[i] else None for i in ids],
+        "case_passed": pd.array([all(a["passed"] for a in assertions[i]) if assertions[i] else None for i in ids], "boolean"),
+        **{
+            f"{severity}_issues": [sum(issue["severity"] == severity for issue in issues[i]) for i in ids]
+            for severity in ("critical", "error", "warning")
+        },
+        "critical_checks": [sorted({issue["check"] for issue in issues[i] if issue["severity"] == "critical"}) for i in ids],
+        "judge_score": float("nan"),
+        **dict.fromkeys(_BASELINE_COLUMNS),
+    }
+    return score_episodes(pd.DataFrame(columns), config)
 
 
 def online_rewards(episodes: list[Episode], name: str, config: EvalConfig, cases: dict[str, Case]) -> list[Reward]:
