@@ -22,18 +22,18 @@ def query(sql: str, capsys) -> list[dict]:
 def test_reward_writes_every_configured_reward_of_the_days_scored_episodes(project_env, capsys):
     write_samples(project_env / "episodes")
     assert main(["run", "--start", "2026-11-01", "--end", "2026-11-02", "--fail-on", "never"]) == 0
-    assert main(["reward", "--date", "2026-11-02"]) == 0
+    assert main(["reward", "--start", "2026-11-01", "--end", "2026-11-02"]) == 0
     out = capsys.readouterr().out
-    assert "rewards written (192 rows" in out and "safe_overall" in out
+    assert "rewards written (384 rows" in out and "safe_overall" in out
 
     counts = query(
         "SELECT reward_name, count(*) AS n, min(value) AS low, max(value) AS high FROM rewards GROUP BY 1 ORDER BY 1", capsys
     )
     assert [(c["reward_name"], c["n"]) for c in counts] == [
-        ("dimensions", 48),
-        ("issues", 48),
-        ("overall", 48),
-        ("safe_overall", 48),
+        ("dimensions", 96),
+        ("issues", 96),
+        ("overall", 96),
+        ("safe_overall", 96),
     ]
     assert all(0 <= c["low"] <= c["high"] <= 1 for c in counts)
 
@@ -47,11 +47,13 @@ def test_reward_writes_every_configured_reward_of_the_days_scored_episodes(proje
     )
     assert off == [{"n": 0}]
     # the weighted reward, recomputed from the scores: the five dimensions' units, equally weighted, over those present
+    # (day 1 has no baselines yet: safety alone)
+    # (DuckDB's greatest() skips NULLs: `+ delta * 0` keeps a missing delta missing)
     off = query(
         """WITH u AS (
-               SELECT episode_id, [correctness, 1 - least(1, greatest(0, cost_delta_pct) / 100), tool_match,
-                                   1 - least(1, greatest(0, latency_delta_pct) / 100), safety] AS units
-               FROM scores WHERE partition_date = '2026-11-02')
+               SELECT episode_id, [correctness, 1 - least(1, greatest(0, cost_delta_pct) / 100) + cost_delta_pct * 0, tool_match,
+                                   1 - least(1, greatest(0, latency_delta_pct) / 100) + latency_delta_pct * 0, safety] AS units
+               FROM scores)
            SELECT count(*) AS n FROM rewards JOIN u USING (episode_id)
            WHERE reward_name = 'dimensions' AND abs(value - list_avg(units)) > 1e-9""",
         capsys,
@@ -63,7 +65,8 @@ def test_reward_writes_every_configured_reward_of_the_days_scored_episodes(proje
 
     snapshot = "SELECT * EXCLUDE (computed_at) FROM rewards ORDER BY episode_id, reward_name"
     before = query(snapshot, capsys)
-    assert main(["reward", "--date", "2026-11-02", "--name", "issues"]) == 0  # replaces only that reward's rows
+    assert main(["reward", "--date", "2026-11-02", "--name", "issues"]) == 0  # replaces only that reward's rows of that day
+    assert query(snapshot, capsys) == before
     assert main(["reward", "--date", "2026-11-02"]) == 0
     assert query(snapshot, capsys) == before
     assert {row["config_version"] for row in before} == {
