@@ -121,3 +121,10 @@ def test_a_bad_reward_in_the_config_file_names_the_field(tmp_path):
 
 def test_the_rewards_config_is_part_of_the_config_version():
     assert EvalConfig().version != EvalConfig.model_validate({"rewards": {"default": "issues"}}).version
+
+
+def test_the_commented_eval_toml_holds_exactly_the_defaults_rewards_included():
+    from eval_pipeline.settings import PROJECT_ROOT
+
+    loaded = load_config(PROJECT_ROOT / "eval.toml")
+    assert loaded.rewards == EvalConfig().rewards and loaded.version == EvalConfig().version
