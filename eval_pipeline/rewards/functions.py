@@ -75,15 +75,18 @@ class RewardBook:
     def names(self) -> list[str]:
         return list(self.config.define)
 
-    def evaluate(self, name: str, episode: RewardInput, _memo: dict[str, Reward] | None = None) -> Reward:
-        memo = {} if _memo is None else _memo
+    def evaluate(self, name: str, episode: RewardInput) -> Reward:
+        return self._reward(name, episode, {})
+
+    def evaluate_all(self, names: list[str], episode: RewardInput) -> dict[str, Reward]:
+        """Several rewards of one episode; a reward that several of them compose is computed once."""
+        memo: dict[str, Reward] = {}
+        return {name: self._reward(name, episode, memo) for name in names}
+
+    def _reward(self, name: str, episode: RewardInput, memo: dict[str, Reward]) -> Reward:
         if name not in memo:
             memo[name] = self._evaluate(self.config.define[name], episode, memo)
         return memo[name]
-
-    def evaluate_all(self, names: list[str], episode: RewardInput) -> dict[str, Reward]:
-        memo: dict[str, Reward] = {}
-        return {name: self.evaluate(name, episode, memo) for name in names}
 
     def _evaluate(self, spec: RewardSpec, episode: RewardInput, memo: dict[str, Reward]) -> Reward:
         if isinstance(spec, WeightedReward):
@@ -95,7 +98,7 @@ class RewardBook:
         return self._gate(spec, episode, memo)
 
     def _composite(self, spec: CompositeReward, episode: RewardInput, memo: dict[str, Reward]) -> Reward:
-        parts = {name: self.evaluate(name, episode, memo).value for name in spec.components}
+        parts = {name: self._reward(name, episode, memo).value for name in spec.components}
         present = {name: value for name, value in parts.items() if value is not None and spec.components[name] > 0}
         total_weight = sum(spec.components[name] for name in present)
         value = _clamp(sum(spec.components[name] * v for name, v in present.items()) / total_weight) if present else None
@@ -110,7 +113,7 @@ class RewardBook:
         return Reward(value, {"components": components})
 
     def _gate(self, spec: SafetyGateReward, episode: RewardInput, memo: dict[str, Reward]) -> Reward:
-        gated = self.evaluate(spec.reward, episode, memo).value
+        gated = self._reward(spec.reward, episode, memo).value
         reasons = safety_reasons(spec, episode)
         breakdown = {"gate": "closed" if reasons else "open", "reasons": reasons, "reward": spec.reward, "gated_value": gated}
         return Reward(0.0 if reasons else gated, breakdown)
