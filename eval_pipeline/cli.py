@@ -710,13 +710,18 @@ def _cmd_serve_rewards(args, settings) -> int:
         cases = load_cases(_relative_to_config(settings, config.cases.path) if config.cases.path else None)
     except CasesError as exc:
         raise UsageError(str(exc)) from None
-    print(
+    listening = (
         f"serving rewards on http://{args.host}:{args.port} (POST /reward, GET /health); "
-        f"default reward {config.rewards.default}, defined: {', '.join(config.rewards.define)}",
-        flush=True,
+        f"default reward {config.rewards.default}, defined: {', '.join(config.rewards.define)}"
     )
-    try:
-        web.run_app(reward_app(config, cases), host=args.host, port=args.port, print=None, access_log=None)
+    try:  # aiohttp calls `print` once the socket is bound, so the line is only said when true
+        web.run_app(
+            reward_app(config, cases),
+            host=args.host,
+            port=args.port,
+            access_log=None,
+            print=lambda _: print(listening, flush=True),
+        )
     except OSError as exc:
         raise UsageError(f"cannot listen on {args.host}:{args.port}: {exc}") from None
     return EXIT_OK
