@@ -21,7 +21,7 @@ import json
 from typing import Any
 
 from aiohttp import web
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from eval_pipeline.config import EvalConfig
 from eval_pipeline.episodes.model import Episode
@@ -39,6 +39,13 @@ class Pair(BaseModel):
     prompt: Conversation
     completion: Conversation
     expected: dict[str, Any] | None = None
+
+    @field_validator("prompt", "completion", mode="before")
+    @classmethod
+    def _text_or_messages(cls, value: Any) -> Any:
+        if isinstance(value, str) or (isinstance(value, list) and all(isinstance(m, dict) for m in value)):
+            return value
+        raise ValueError('must be a string or a list of {"role", "content"} messages')
 
 
 class RewardRequest(BaseModel):

@@ -124,7 +124,8 @@ def test_canonical_episodes_are_scored_like_the_pipeline_scores_them(server):
         (b'{"pairs": [{"prompt": "a", "completion": "b"}], "episodes": [{"episode_id": "x", "agent_id": "a", '
          b'"status": "success", "started_at": "2026-11-02"}]}', 422, "exactly one"),
         (b'{"pairs": "hello"}', 422, "pairs"),
-        (b'{"pairs": [{"prompt": "a"}]}', 422, "pairs.0.completion"),
+        (b'{"pairs": [{"prompt": "a"}]}', 422, "pairs.0.completion: Field required"),
+        (b'{"pairs": [{"prompt": 7, "completion": "b"}]}', 422, "pairs.0.prompt: Value error, must be a string or a list of"),
         (b'{"pairs": [{"prompt": "a", "completion": "b", "score": 1}]}', 422, "pairs.0.score"),
         (b'{"episodes": [{"episode_id": "x", "agent_id": "a", "status": "done", "started_at": "2026-11-02"}]}', 422,
          "episodes.0.status"),
