@@ -9,25 +9,6 @@ import pandas as pd
 
 from eval_pipeline.scoring.weighted import delta_to_unit
 
-# The columns a frame of scored episodes needs (the `scores` row plus its issues per severity).
-INPUT_COLUMNS = [
-    "episode_id",
-    "correctness",
-    "cost_delta_pct",
-    "latency_delta_pct",
-    "tool_match",
-    "safety",
-    "judge_score",
-    "case_passed",
-    "issue_score",
-    "leaked_secret",
-    "denied_tools_called",
-    "critical_issues",
-    "error_issues",
-    "warning_issues",
-    "critical_checks",
-]
-
 
 @dataclass(frozen=True)
 class RewardInput:
@@ -48,7 +29,13 @@ def _flag(value) -> bool:
 
 
 def reward_inputs(frame: pd.DataFrame) -> list[RewardInput]:
-    """One input per row of scored episodes (INPUT_COLUMNS), dimensions put on the weighted score's 0..1 scale."""
+    """One input per row of scored episodes, dimensions put on the weighted score's 0..1 scale.
+
+    `frame` holds the `scores` columns (`episode_id, correctness, cost_delta_pct, latency_delta_pct,
+    tool_match, safety, judge_score, case_passed, issue_score, leaked_secret, denied_tools_called`) and
+    the episode's check issues (`critical_issues, error_issues, warning_issues`, and `critical_checks`:
+    the checks that raised a critical one), as the warehouse reads them or `online` scores them.
+    """
 
     def floats(column: str) -> np.ndarray:
         return pd.to_numeric(frame[column], errors="coerce").to_numpy(dtype=float, na_value=np.nan)
