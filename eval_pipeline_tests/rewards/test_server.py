@@ -143,6 +143,8 @@ def test_malformed_requests_get_a_clear_json_error(server, body, status, says):
 def test_an_oversized_body_is_refused_with_413_and_the_server_carries_on(server):
     response = server.post("/reward", content=b" " * (MAX_BODY + 1), headers={"Content-Type": "application/json"})
     assert response.status_code == 413 and "over the limit" in response.json()["error"]
+    chunked = server.post("/reward", content=iter([b" " * (MAX_BODY // 2)] * 3))  # no Content-Length to go by
+    assert chunked.status_code == 413 and "over the limit" in chunked.json()["error"]
     batch = {"pairs": [{"prompt": "Capital of France?", "completion": "Paris is the capital of France."}] * 3}
     first, second = server.post("/reward", json=batch).json(), server.post("/reward", json=batch).json()
     assert first == second and len(first["rewards"]) == 3  # no state between requests
