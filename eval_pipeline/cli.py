@@ -116,6 +116,26 @@ def build_parser() -> argparse.ArgumentParser:
     collect.add_argument("--host", default="127.0.0.1")
     collect.add_argument("--port", type=int, default=4318)
 
+    reward = commands.add_parser("reward", help="compute the configured rewards of a day's scored episodes (writes `rewards`)")
+    reward.add_argument("--date", type=_date, help="one partition (YYYY-MM-DD)")
+    reward.add_argument("--start", type=_date, help="first day of a range")
+    reward.add_argument("--end", type=_date, help="last day of a range (inclusive)")
+    reward.add_argument("--name", action="append", help="only this reward (repeatable); default: every configured reward")
+
+    serve_rewards = commands.add_parser("serve-rewards", help="HTTP reward server for training loops (POST /reward)")
+    serve_rewards.add_argument("--host", default="127.0.0.1")
+    serve_rewards.add_argument("--port", type=int, default=8000)
+
+    reward_bench = commands.add_parser(
+        "reward-bench", help="how well each configured reward ranks labelled runs (PPE metrics), per category"
+    )
+    reward_bench.add_argument("--date", type=_date, help="one partition (YYYY-MM-DD)")
+    reward_bench.add_argument("--start", type=_date, help="first day of a range")
+    reward_bench.add_argument("--end", type=_date, help="last day of a range (inclusive)")
+    reward_bench.add_argument("--k", type=int, help="best-of-K over K runs of a task (default: all of its runs that day)")
+    reward_bench.add_argument("--labels", type=Path, help="human labels, JSONL of {episode_id, label} (over [rewards] labels)")
+    reward_bench.add_argument("--format", choices=["table", "json"], default="table")
+
     ui = commands.add_parser("ui", help="start the Dagster UI and daemon with the project's DAGSTER_HOME")
     ui.add_argument("--host", default="127.0.0.1")
     ui.add_argument("--port", type=int, default=3000)
@@ -158,6 +178,15 @@ EXAMPLES = {
     "collect": [
         "collect                      # then: OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:4318 in the agent's environment",
         "collect --host 0.0.0.0 --port 4318",
+    ],
+    "reward": ["reward --date 2026-11-02", "reward --date 2026-11-02 --name safe_overall --name issues"],
+    "serve-rewards": [
+        "serve-rewards --port 8000",
+        """serve-rewards &  curl -s localhost:8000/reward -d '{"pairs": [{"prompt": "2+2?", "completion": "4"}]}'""",
+    ],
+    "reward-bench": [
+        "reward-bench --date 2026-11-02",
+        "reward-bench --start 2026-11-01 --end 2026-11-03 --labels labels.jsonl --format json",
     ],
     "ui": ["ui", "ui --host 0.0.0.0 --port 3000"],
 }
@@ -660,6 +689,116 @@ def _cmd_judge(args, settings) -> int:
         print(f"eval-pipeline: error: every judge call failed, e.g. {usage.failures[0]}", file=sys.stderr)
         return EXIT_INFRA
     return EXIT_OK
+
+
+def _warehouse_with_scores(settings):
+    from eval_pipeline.warehouse.connection import Warehouse
+
+    if not settings.duckdb_path.exists():
+        raise UsageError(f"no warehouse at {settings.duckdb_path}; run `eval-pipeline run` first")
+    return Warehouse(settings.duckdb_path)
+
+
+def _reward_names(requested: list[str] | None, config) -> list[str]:
+    defined = list(config.rewards.define)
+    unknown = [name for name in requested or [] if name not in defined]
+    if unknown:
+        raise UsageError(f"no reward {unknown[0]!r}; defined: {', '.join(defined)}")
+    return list(dict.fromkeys(requested)) if requested else defined
+
+
+def _cmd_reward(args, settings) -> int:
+    import pandas as pd
+
+    from eval_pipeline.config import load_config
+    from eval_pipeline.rewards.functions import RewardBook
+    from eval_pipeline.rewards.records import reward_records
+    from eval_pipeline.warehouse.rewards import reward_inputs_frame, write_rewards
+
+    days = _days(args)
+    config = load_config(settings.config_path)
+    names = _reward_names(args.name, config)
+    warehouse = _warehouse_with_scores(settings)
+    scored = reward_inputs_frame(warehouse, days[0], days[-1])
+    if scored.empty:
+        raise UsageError(f"no scored episodes from {days[0]} to {days[-1]}; run `eval-pipeline run` for those days first")
+    book, written = RewardBook(config.rewards), []
+    for day in days:
+        records = reward_records(scored[scored["partition_date"].dt.date == day], book, names)
+        write_rewards(warehouse, day, records.assign(partition_date=day, config_version=config.version), names)
+        written.append(records.assign(partition_date=day.isoformat()))
+    rows = pd.concat(written, ignore_index=True)
+    summary = (
+        rows.groupby(["partition_date", "reward_name"], sort=False)["value"]
+        .agg(episodes="size", with_value="count", mean="mean", min="min", max="max")
+        .round(3)
+        .reset_index()
+    )
+    _print_table(summary, f"rewards written ({len(rows)} rows, config {config.version})")
+    return EXIT_OK
+
+
+def _cmd_serve_rewards(args, settings) -> int:
+    from aiohttp import web
+
+    from eval_pipeline.config import load_config
+    from eval_pipeline.rewards.server import reward_app
+    from eval_pipeline.scoring.cases import CasesError, load_cases
+
+    config = load_config(settings.config_path)
+    try:
+        cases = load_cases(_relative_to_config(settings, config.cases.path) if config.cases.path else None)
+    except CasesError as exc:
+        raise UsageError(str(exc)) from None
+    listening = (
+        f"serving rewards on http://{args.host}:{args.port} (POST /reward, GET /health); "
+        f"default reward {config.rewards.default}, defined: {', '.join(config.rewards.define)}"
+    )
+    try:  # aiohttp calls `print` once the socket is bound, so the line is only said when true
+        web.run_app(
+            reward_app(config, cases),
+            host=args.host,
+            port=args.port,
+            access_log=None,
+            print=lambda _: print(listening, flush=True),
+        )
+    except OSError as exc:
+        raise UsageError(f"cannot listen on {args.host}:{args.port}: {exc}") from None
+    return EXIT_OK
+
+
+def _cmd_reward_bench(args, settings) -> int:
+    from eval_pipeline.config import load_config
+    from eval_pipeline.rewards.benchmark import BenchmarkError, benchmark_rewards, benchmark_table, load_labels
+    from eval_pipeline.warehouse.rewards import reward_inputs_frame
+
+    days = _days(args)
+    if args.k is not None and args.k < 1:
+        raise UsageError("--k must be at least 1")
+    config = load_config(settings.config_path)
+    labels_path = args.labels or (_relative_to_config(settings, config.rewards.labels) if config.rewards.labels else None)
+    try:
+        labels = load_labels(labels_path) if labels_path else {}
+    except BenchmarkError as exc:
+        raise UsageError(str(exc)) from None
+    scored = reward_inputs_frame(_warehouse_with_scores(settings), days[0], days[-1])
+    if scored.empty:
+        raise UsageError(f"no scored episodes from {days[0]} to {days[-1]}; run `eval-pipeline run` for those days first")
+    result = benchmark_rewards(scored, config.rewards, labels, args.k)
+    if not result["episodes"]:
+        raise UsageError(
+            f"no scored episode from {days[0]} to {days[-1]} has a ground truth: give human labels (--labels, or "
+            "[rewards] labels), cases, or metadata.reward"
+        )
+    if args.format == "json":
+        print(json.dumps(result, indent=2))
+        return EXIT_OK
+    _print_table(benchmark_table(result), f"reward benchmark, {days[0]}..{days[-1]}: {result['ground_truth']}")
+    return EXIT_OK
+
+
+def _relative_to_config(settings, path: str) -> Path:
+    return (settings.config_path.parent if settings.config_path else Path.cwd()) / path
 
 
 def _cmd_ui(args, settings) -> int:

@@ -12,7 +12,7 @@ import json
 import tomllib
 from enum import StrEnum
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
@@ -198,6 +198,111 @@ class JudgeConfig(_Strict):
     custom: dict[str, RubricSpec] = Field(default_factory=dict)
 
 
+# What a weighted reward may weigh, each on a 0..1 scale: the five dimensions (deltas as the weighted
+# score turns them into units), the judge's mean verdict, the case verdict (1/0) and issue_score / 100.
+REWARD_DIMENSIONS = ("correctness", "cost_delta", "latency_delta", "tool_match", "safety", "judge", "case", "issues")
+RewardDimension = Literal["correctness", "cost_delta", "latency_delta", "tool_match", "safety", "judge", "case", "issues"]
+
+
+class WeightedReward(_Strict):
+    """Σ wᵢ·uᵢ / Σ wᵢ over the listed dimensions the episode has (missing ones renormalize away)."""
+
+    kind: Literal["weighted"] = "weighted"
+    dimensions: list[RewardDimension] = Field(
+        default_factory=lambda: ["correctness", "cost_delta", "latency_delta", "tool_match", "safety"], min_length=1
+    )
+    weights: dict[RewardDimension, float] = Field(default_factory=dict)  # per dimension; unlisted ones weigh 1
+
+    def weight(self, dimension: str) -> float:
+        return self.weights.get(dimension, 1.0)
+
+    @model_validator(mode="after")
+    def _weights_of_listed_dimensions(self) -> WeightedReward:
+        stray = sorted(set(self.weights) - set(self.dimensions))
+        if stray:
+            raise ValueError(f"weights for dimensions not listed in dimensions: {stray}")
+        if any(weight < 0 for weight in self.weights.values()):
+            raise ValueError("weights must not be negative")
+        return self
+
+
+class DeductionReward(_Strict):
+    """1 − the penalties of the episode's check issues, clamped to [0, 1]."""
+
+    kind: Literal["deduction"] = "deduction"
+    critical: float = Field(0.25, ge=0)
+    error: float = Field(0.10, ge=0)
+    warning: float = Field(0.05, ge=0)
+
+
+class CompositeReward(_Strict):
+    """The weighted mean of other named rewards (those without a value renormalize away)."""
+
+    kind: Literal["composite"] = "composite"
+    components: dict[str, float] = Field(min_length=1)  # reward name -> weight
+
+    @model_validator(mode="after")
+    def _positive_total(self) -> CompositeReward:
+        if any(weight < 0 for weight in self.components.values()) or not sum(self.components.values()) > 0:
+            raise ValueError("component weights must be non-negative and add up to more than 0")
+        return self
+
+
+class SafetyGateReward(_Strict):
+    """0 on a safety-critical run, else the gated reward's value."""
+
+    kind: Literal["safety_gate"] = "safety_gate"
+    reward: str  # the gated reward's name
+    min_safety: float = Field(0.8, ge=0, le=1)  # safety below this closes the gate (the default critical threshold)
+    critical_issues: bool = True  # a critical check issue (traceback in the answer, no answer) closes it too
+
+
+RewardSpec = Annotated[WeightedReward | DeductionReward | CompositeReward | SafetyGateReward, Field(discriminator="kind")]
+
+
+def _default_rewards() -> dict[str, RewardSpec]:
+    return {
+        "dimensions": WeightedReward(),
+        "issues": DeductionReward(),
+        "overall": CompositeReward(components={"dimensions": 0.7, "issues": 0.3}),
+        "safe_overall": SafetyGateReward(reward="overall"),
+    }
+
+
+class RewardsConfig(_Strict):
+    """Named reward functions over an episode's scores and issues (`eval_pipeline.rewards`)."""
+
+    default: str = "safe_overall"  # what the reward server and the trainer bridges use when no name is given
+    define: dict[str, RewardSpec] = Field(default_factory=_default_rewards)  # merged over the built-in ones
+    labels: str | None = None  # human quality labels for reward-bench (JSONL of {episode_id, label}), relative to this file
+
+    @model_validator(mode="before")
+    @classmethod
+    def _keep_built_ins(cls, data):
+        if isinstance(data, dict) and isinstance(data.get("define"), dict):
+            data = {**data, "define": {**_default_rewards(), **data["define"]}}
+        return data
+
+    @model_validator(mode="after")
+    def _references_resolve(self) -> RewardsConfig:
+        if self.default not in self.define:
+            raise ValueError(f"default reward {self.default!r} is not defined; defined: {sorted(self.define)}")
+        for name in self.define:
+            self._check_acyclic(name, ())
+        return self
+
+    def _check_acyclic(self, name: str, path: tuple[str, ...]) -> None:
+        if name in path:
+            raise ValueError(f"reward {path[0]!r} refers to itself: {' -> '.join((*path, name))}")
+        if name not in self.define:
+            raise ValueError(f"reward {path[-1]!r} refers to {name!r}, which is not defined")
+        spec = self.define[name]
+        for child in (
+            spec.components if isinstance(spec, CompositeReward) else [spec.reward] if isinstance(spec, SafetyGateReward) else []
+        ):
+            self._check_acyclic(child, (*path, name))
+
+
 def _check_dimensions(thresholds: dict[str, Threshold]) -> None:
     unknown = sorted(set(thresholds) - set(DIMENSION_DIRECTIONS))
     if unknown:
@@ -219,6 +324,7 @@ class EvalConfig(_Strict):
     cases: CasesConfig = Field(default_factory=CasesConfig)
     statistics: StatisticsConfig = Field(default_factory=StatisticsConfig)
     capture: CaptureConfig = Field(default_factory=CaptureConfig)
+    rewards: RewardsConfig = Field(default_factory=RewardsConfig)
 
     @model_validator(mode="after")
     def _known_dimensions(self) -> EvalConfig:

@@ -23,6 +23,7 @@ PIPELINE_TABLES = (
     "issues",
     "pass_at_k",
     "task_trials",
+    "rewards",
 )
 
 

@@ -283,6 +283,19 @@ MIGRATIONS: list[str] = [
     CREATE VIEW flaky_tasks AS
     SELECT partition_date, agent_id, task_id, trials, passes, flakiness FROM task_trials WHERE flakiness > 0;
     """,
+    # 7: scores as rewards (`eval-pipeline reward`): one row per episode and named reward
+    """
+    CREATE TABLE rewards (
+        episode_id VARCHAR NOT NULL,
+        partition_date DATE NOT NULL,
+        agent_id VARCHAR NOT NULL,
+        reward_name VARCHAR NOT NULL,
+        value DOUBLE,        -- 0..1; NULL when the episode has nothing the reward weighs
+        breakdown JSON,      -- how the value came about: dimensions, issues, components or the gate's reasons
+        config_version VARCHAR NOT NULL,
+        computed_at TIMESTAMPTZ DEFAULT current_timestamp
+    );
+    """,
 ]
 
 

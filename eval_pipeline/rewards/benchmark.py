@@ -1,0 +1,248 @@
+"""How well a reward ranks runs of known quality: the metrics of Preference Proxy Evaluations (PPE,
+arXiv:2410.14872), so a team checks its reward before it trains on it.
+
+Ground truth is a number in [0, 1] per episode: a human label (a labels file of `{episode_id,
+label}`), else the case verdict (`scores.case_passed`), else `metadata.reward` (clipped to
+[0, 1]); episodes with none are left out. Every metric is a pure function of arrays; a metric
+that the data cannot define (one class only, no spread) is None, never a made-up number.
+"""
+
+from __future__ import annotations
+
+import json
+from math import comb
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from eval_pipeline.config import RewardsConfig
+from eval_pipeline.rewards.functions import RewardBook
+from eval_pipeline.rewards.inputs import reward_inputs
+
+GOOD = 0.5  # ground truth at or above this is a good run, for the Brier score
+
+
+class BenchmarkError(ValueError):
+    """The labels file cannot be read or holds an invalid label; the message says where."""
+
+
+def _ordered_pairs(rewards: np.ndarray, truth: np.ndarray) -> tuple[int, int, int]:
+    """Over pairs whose ground truth differs: (reward agrees with it, reward disagrees, reward tied).
+
+    Sorted by ground-truth level, so O(levels · n log n) rather than O(n²): ground truth has few levels.
+    """
+    agree = disagree = tied = 0
+    below = np.empty(0)
+    for level in np.unique(truth):
+        here = rewards[truth == level]
+        less = np.searchsorted(below, here, side="left")
+        less_or_equal = np.searchsorted(below, here, side="right")
+        agree += int(less.sum())
+        tied += int((less_or_equal - less).sum())
+        disagree += int((len(below) - less_or_equal).sum())
+        below = np.sort(np.concatenate([below, here]))
+    return agree, disagree, tied
+
+
+def pairwise_accuracy(rewards, truth) -> float | None:
+    """Share of pairs with different ground truth that the reward orders the same way; a reward tie counts 0.5."""
+    rewards, truth = np.asarray(rewards, dtype=float), np.asarray(truth, dtype=float)
+    agree, disagree, tied = _ordered_pairs(rewards, truth)
+    pairs = agree + disagree + tied
+    return (agree + 0.5 * tied) / pairs if pairs else None
+
+
+def _tied_pairs(values: np.ndarray) -> int:
+    _, counts = np.unique(values, return_counts=True)
+    return int((counts * (counts - 1) // 2).sum())
+
+
+def kendall_tau_b(rewards, truth) -> float | None:
+    """(C − D) / √((n₀ − n₁)(n₀ − n₂)): ties in either ranking shrink the denominator (None when one side is constant)."""
+    rewards, truth = np.asarray(rewards, dtype=float), np.asarray(truth, dtype=float)
+    n0 = len(rewards) * (len(rewards) - 1) // 2
+    denominator = (n0 - _tied_pairs(rewards)) * (n0 - _tied_pairs(truth))
+    if denominator <= 0:
+        return None
+    concordant, discordant, _ = _ordered_pairs(rewards, truth)
+    return (concordant - discordant) / float(np.sqrt(denominator))
+
+
+def spearman(rewards, truth) -> float | None:
+    """Pearson correlation of the average ranks (ties share their mean rank); None when either side is constant."""
+    ranked_rewards = pd.Series(rewards, dtype=float).rank().to_numpy()
+    ranked_truth = pd.Series(truth, dtype=float).rank().to_numpy()
+    if len(ranked_rewards) < 2 or ranked_rewards.std() == 0 or ranked_truth.std() == 0:
+        return None
+    return float(np.corrcoef(ranked_rewards, ranked_truth)[0, 1])
+
+
+def brier(rewards, truth) -> float | None:
+    """Mean squared error of the reward read as the probability that the run is good (ground truth ≥ 0.5)."""
+    rewards, truth = np.asarray(rewards, dtype=float), np.asarray(truth, dtype=float)
+    return float(np.mean((rewards - (truth >= GOOD)) ** 2)) if len(rewards) else None
+
+
+def _expected_pick(scores: np.ndarray, truth: np.ndarray, k: int) -> float:
+    """Expected ground truth of the highest-`scores` run among k drawn without replacement, ties broken at random.
+
+    The best drawn level is L with probability (C(|≤L|, k) − C(|<L|, k)) / C(n, k); given L, each of its
+    runs is equally likely to be the pick.
+    """
+    total, expected, below = comb(len(scores), k), 0.0, 0
+    for level in np.unique(scores):
+        members = scores == level
+        count = int(members.sum())
+        expected += (comb(below + count, k) - comb(below, k)) / total * float(truth[members].mean())
+        below += count
+    return expected
+
+
+def best_of_k(rewards, truth, groups, k: int | None = None) -> dict[str, Any]:
+    """Best-of-K within each group (a task's runs): the mean ground truth of the reward's pick among K runs,
+    beside a random pick's and the oracle's (the ground truth's own pick). `normalized` places the reward
+    between them: 0 random, 1 oracle, None when no group leaves room to choose (K = 1, or equal runs).
+    `k` None: each group's own size. Groups smaller than K are left out."""
+    frame = pd.DataFrame({"reward": rewards, "truth": truth, "group": groups})
+    picked, random_pick, oracle = [], [], []
+    for _, group in frame.groupby("group", sort=True):
+        size = len(group) if k is None else k
+        if len(group) < size:
+            continue
+        scores, values = group["reward"].to_numpy(float), group["truth"].to_numpy(float)
+        picked.append(_expected_pick(scores, values, size))
+        random_pick.append(float(values.mean()))
+        oracle.append(_expected_pick(values, values, size))
+    if not picked:
+        return {"k": k, "groups": 0, "picked": None, "random": None, "oracle": None, "normalized": None}
+    room = sum(oracle) - sum(random_pick)
+    return {
+        "k": k,
+        "groups": len(picked),
+        "picked": float(np.mean(picked)),
+        "random": float(np.mean(random_pick)),
+        "oracle": float(np.mean(oracle)),
+        "normalized": (sum(picked) - sum(random_pick)) / room if room > 1e-12 else None,
+    }
+
+
+def separability(rewards, systems, *, resamples: int = 1000, confidence: float = 0.95, seed: int = 0) -> float | None:
+    """Share of pairs of systems (agent and model) whose bootstrap confidence intervals of mean reward do not
+    overlap: can the reward tell the systems apart at all? None with fewer than two systems."""
+    frame = pd.DataFrame({"reward": rewards, "system": systems})
+    rng = np.random.default_rng(seed)
+    tail = (1 - confidence) / 2
+    intervals = []
+    for _, group in frame.groupby("system", sort=True):
+        values = group["reward"].to_numpy(float)
+        means = values[rng.integers(0, len(values), size=(resamples, len(values)))].mean(axis=1)
+        intervals.append((float(np.quantile(means, tail)), float(np.quantile(means, 1 - tail))))
+    pairs = [(a, b) for i, a in enumerate(intervals) for b in intervals[i + 1 :]]
+    if not pairs:
+        return None
+    return sum(a[1] < b[0] or b[1] < a[0] for a, b in pairs) / len(pairs)
+
+
+def metrics(rewards, truth, groups, systems, k: int | None) -> dict[str, Any]:
+    """Every PPE metric of one reward over one set of runs."""
+    bok = best_of_k(rewards, truth, groups, k)
+    return {
+        "n": len(rewards),
+        "pairwise_accuracy": pairwise_accuracy(rewards, truth),
+        "best_of_k": bok["picked"],
+        "best_of_k_normalized": bok["normalized"],
+        "best_of_k_groups": bok["groups"],
+        "spearman": spearman(rewards, truth),
+        "kendall_tau_b": kendall_tau_b(rewards, truth),
+        "separability": separability(rewards, systems),
+        "brier": brier(rewards, truth),
+    }
+
+
+def load_labels(path: Path) -> dict[str, float]:
+    """Human labels by episode id from JSONL or a JSON list of `{episode_id, label}`; a label is a
+    number in [0, 1] or a boolean."""
+    try:
+        text = path.read_text()
+        try:
+            entries = json.loads(text)
+        except ValueError:
+            entries = [json.loads(line) for line in text.splitlines() if line.strip()]
+    except (OSError, ValueError) as exc:
+        raise BenchmarkError(f"labels file {path}: {exc}") from None
+    labels = {}
+    for number, entry in enumerate(entries if isinstance(entries, list) else [entries], start=1):
+        label = entry.get("label") if isinstance(entry, dict) else None
+        if not (
+            isinstance(entry, dict) and entry.get("episode_id") and isinstance(label, bool | int | float) and 0 <= label <= 1
+        ):
+            raise BenchmarkError(f"labels file {path}: entry {number} needs an episode_id and a label in [0, 1] or true/false")
+        labels[str(entry["episode_id"])] = float(label)
+    return labels
+
+
+def ground_truth(scored: pd.DataFrame, labels: dict[str, float]) -> tuple[pd.Series, pd.Series]:
+    """Each episode's ground truth (NaN without one) and where it came from: label, case or metadata.reward."""
+    label = scored["episode_id"].map(labels).astype(float)
+    case = scored["case_passed"].astype("boolean").astype(float)
+    reward = scored["metadata_reward"].astype(float).clip(0.0, 1.0)
+    truth = label.fillna(case).fillna(reward)
+    source = pd.Series(
+        np.select([label.notna(), case.notna(), reward.notna()], ["label", "case", "metadata.reward"], default="none"),
+        index=scored.index,
+    )
+    return truth, source
+
+
+def benchmark_rewards(scored: pd.DataFrame, config: RewardsConfig, labels: dict[str, float], k: int | None) -> dict[str, Any]:
+    """Every configured reward's metrics over the episodes with a ground truth, overall and per category.
+
+    `scored` as `warehouse.rewards.reward_inputs_frame` reads it. Best-of-K groups are a task's runs of
+    one day (its trials); separability's systems are agent and model.
+    """
+    truth, source = ground_truth(scored, labels)
+    known = scored[truth.notna()].assign(truth=truth[truth.notna()])
+    book = RewardBook(config)
+    values = pd.DataFrame(
+        [
+            {name: reward.value for name, reward in book.evaluate_all(book.names, episode).items()}
+            for episode in reward_inputs(known)
+        ],
+        index=known.index,
+        columns=book.names,
+        dtype=float,
+    )
+    known = known.assign(
+        group=known["partition_date"].astype(str) + "/" + known["agent_id"] + "/" + known["task_id"],
+        system=known["agent_id"] + "/" + known["model"].fillna(""),
+        category=known["category"].fillna("(none)"),
+    )
+    rows = []
+    for name in book.names:
+        for category, subset in [("all", known), *sorted(known.groupby("category"), key=lambda item: item[0])]:
+            rated = subset[values.loc[subset.index, name].notna()]
+            rewards = values.loc[rated.index, name].to_numpy()
+            rows.append(
+                {"reward": name, "category": category, **metrics(rewards, rated["truth"], rated["group"], rated["system"], k)}
+            )
+    counts = {name: int((source == name).sum()) for name in ("label", "case", "metadata.reward", "none")}
+    return {
+        "ground_truth": f"{counts['label']} human labels, {counts['case']} case verdicts, "
+        f"{counts['metadata.reward']} metadata.reward; {counts['none']} episodes without any left out",
+        "sources": counts,
+        "episodes": len(known),
+        "k": k,
+        "rows": rows,
+    }
+
+
+def benchmark_table(result: dict[str, Any]) -> pd.DataFrame:
+    """The comparison as a table: one row per reward and category, figures rounded for reading."""
+    columns = ["reward", "category", "n", "pairwise_accuracy", "best_of_k", "best_of_k_normalized", "spearman",
+               "kendall_tau_b", "separability", "brier"]  # fmt: skip
+    table = pd.DataFrame(result["rows"], columns=columns).rename(
+        columns={"pairwise_accuracy": "pairwise_acc", "best_of_k_normalized": "bok_norm", "kendall_tau_b": "kendall_b"}
+    )
+    return table.astype({c: float for c in table.columns[3:]}).round(3)

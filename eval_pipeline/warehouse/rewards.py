@@ -1,0 +1,49 @@
+"""What rewards read (scored episodes with their issues, and ground truth for benchmarks) and write."""
+
+from __future__ import annotations
+
+from datetime import date
+
+import pandas as pd
+
+from eval_pipeline.warehouse.connection import Warehouse
+
+_REWARD_INPUTS = """
+SELECT s.partition_date, s.episode_id, s.agent_id, e.task_id, e.category, e.model,
+       s.correctness, s.cost_delta_pct, s.latency_delta_pct, s.tool_match, s.safety, s.judge_score, s.case_passed,
+       s.issue_score, s.leaked_secret, s.denied_tools_called,
+       coalesce(i.critical_issues, 0) AS critical_issues, coalesce(i.error_issues, 0) AS error_issues,
+       coalesce(i.warning_issues, 0) AS warning_issues, coalesce(i.critical_checks, []) AS critical_checks,
+       TRY_CAST(e.metadata ->> '$.reward' AS DOUBLE) AS metadata_reward
+FROM scores s
+JOIN episodes e USING (episode_id, partition_date)
+LEFT JOIN (
+    SELECT partition_date, episode_id, count(*) FILTER (severity = 'critical') AS critical_issues,
+           count(*) FILTER (severity = 'error') AS error_issues, count(*) FILTER (severity = 'warning') AS warning_issues,
+           list(DISTINCT "check" ORDER BY "check") FILTER (severity = 'critical') AS critical_checks
+    FROM issues WHERE partition_date BETWEEN $first AND $last GROUP BY ALL
+) i USING (partition_date, episode_id)
+WHERE s.partition_date BETWEEN $first AND $last
+ORDER BY s.partition_date, s.episode_id
+"""
+
+
+def reward_inputs_frame(warehouse: Warehouse, first: date, last: date) -> pd.DataFrame:
+    """The scored episodes of `first`..`last` (inclusive) with their issues per severity, the checks that
+    raised a critical one, and what a benchmark groups and grades them by (task, category, model,
+    case verdict, `metadata.reward`)."""
+    return warehouse.read_frame(_REWARD_INPUTS, {"first": first, "last": last})
+
+
+def write_rewards(warehouse: Warehouse, day: date, rows: pd.DataFrame, names: list[str]) -> int:
+    """Replace `day`'s rows of the rewards `names` with `rows`, in one transaction."""
+    with warehouse.transaction() as con:
+        con.execute("DELETE FROM rewards WHERE partition_date = ? AND list_contains(?, reward_name)", [day, names])
+        if rows.empty:
+            return 0
+        con.register("_incoming", rows)
+        try:
+            con.execute("INSERT INTO rewards BY NAME SELECT * FROM _incoming")
+        finally:
+            con.unregister("_incoming")
+        return len(rows)
