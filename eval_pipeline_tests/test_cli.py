@@ -50,6 +50,11 @@ def test_query_is_read_only_and_errors_are_one_line(project_env, capsys):
     assert main(["query", "DELETE FROM episodes"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "read-only" in err
+    outside = project_env / "exfiltrated.csv"
+    for sql in (f"COPY (SELECT * FROM episodes) TO '{outside}'", "SELECT * FROM read_csv('/etc/passwd')",
+                "SET enable_external_access = true"):  # fmt: skip
+        assert main(["query", sql]) == 2  # the warehouse only: no other file is read or written
+    assert not outside.exists() and capsys.readouterr().err.count("\n") == 3
     assert main(["query", "SELECT count(*) AS n FROM episodes", "--format", "csv"]) == 0
     assert capsys.readouterr().out.strip() == "n\n48"
 

@@ -158,7 +158,8 @@ _STEPS = """
 SELECT episode_id, partition_date, agent_id, s.step_index, s.step_type, s.tool_name, s.model, s.provider,
        s.input_summary AS input, s.output_summary AS output, s.tokens, s.cost_usd, s.duration_ms, s.timestamp, s.error,
        -- the full context of an LLM call, where the source recorded it (live replay re-sends it)
-       CASE WHEN json_type(s.metadata, '$.messages') = 'ARRAY' THEN s.metadata -> '$.messages' END AS messages
+       CASE WHEN json_type(s.metadata, '$.messages') = 'ARRAY' THEN s.metadata -> '$.messages' END AS messages,
+       s.metadata ->> '$.agent' AS agent  -- which agent of a multi-agent run acted
 FROM (SELECT episode_id, partition_date, agent_id, unnest(ordered) AS s FROM _canonical)
 """
 

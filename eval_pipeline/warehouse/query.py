@@ -8,6 +8,10 @@ from eval_pipeline.warehouse.connection import Warehouse
 
 
 def run_read_only(warehouse: Warehouse, sql: str) -> pd.DataFrame:
-    """Run one statement; DuckDB's read-only mode refuses writes, whatever the SQL says."""
+    """Run one statement over the warehouse and nothing else: DuckDB's read-only mode refuses writes to it,
+    and with external access off (and locked) the SQL cannot read or write other files either
+    (`COPY ... TO`, `read_csv`, `ATTACH`, extensions)."""
     with warehouse.connect(read_only=True) as con:
+        con.execute("SET enable_external_access = false")
+        con.execute("SET lock_configuration = true")
         return con.execute(sql).df()

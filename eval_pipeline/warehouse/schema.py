@@ -296,6 +296,10 @@ MIGRATIONS: list[str] = [
         computed_at TIMESTAMPTZ DEFAULT current_timestamp
     );
     """,
+    # 8: the agent that acted in each step of a multi-agent run (AutoGen source, OTLP agent span, LangGraph node)
+    """
+    ALTER TABLE episode_steps ADD COLUMN agent VARCHAR;
+    """,
 ]
 
 

@@ -208,12 +208,13 @@ def test_a_real_autogen_team_log_is_evaluated_without_configuration(project_env,
         {"city": "Bergen"}, {"city": "Bergen", "temp_c": 4}, {"city": "Tromsø"}, {"city": "Tromsø", "temp_c": 4}
     ]  # fmt: skip
 
-    # the agent of every step, as the canonical episodes the pipeline read carry it
+    # the agent of every step, in the warehouse; the token split rides along in the episodes the pipeline read
+    agents = query("SELECT agent FROM episode_steps WHERE episode_id = 'weather-team:weather-team:1' ORDER BY step_index")
+    assert [row["agent"] for row in agents] == ["planner"] * 5 + ["writer"]
     source = FileSource(episodes_dir, project_env / "agents-index.json")
     read = [
         json.loads(r.raw) for day in sorted(run_days) for r in source.records_for(day) if "weather-team.jsonl:1 " in r.locator
     ]
-    assert [step["metadata"]["agent"] for step in read[0]["steps"]] == ["planner"] * 5 + ["writer"]
     assert read[0]["steps"][1]["metadata"]["usage"] == {"prompt_tokens": 30, "completion_tokens": 6}
 
     scored = query("SELECT episode_id, mode, error_steps, issue_score, issue_grade FROM scores ORDER BY episode_id")

@@ -81,6 +81,11 @@ def test_langgraph_event_dumps_are_evaluated_without_configuration(project_env, 
         {"agent_id": "weather-dumpd", **expected},
         {"agent_id": "weather-plain", **expected},
     ]
+    sql = "SELECT step_type, agent FROM episode_steps WHERE agent_id = 'weather-plain' ORDER BY step_index"
+    assert main(["query", sql, "--format", "json"]) == 0
+    assert [(s["step_type"], s["agent"]) for s in json.loads(capsys.readouterr().out)] == [
+        ("llm_call", "agent"), ("tool_call", "tools"), ("tool_result", "tools"), ("llm_call", "agent"),
+    ]  # the graph node that acted  # fmt: skip
     assert main(["query", "SELECT locator, reason FROM quarantine", "--format", "json"]) == 0
     [quarantined] = json.loads(capsys.readouterr().out)
     assert quarantined["locator"].endswith("weather-broken.jsonl:2") and "without `event` and `run_id`" in quarantined["reason"]

@@ -91,7 +91,7 @@ def test_each_trace_becomes_an_episode_across_batches(tmp_path, records):
             "FROM episodes ORDER BY 1"
         ).fetchall()
         steps = con.execute(
-            f"SELECT step_type, tool_name, input, output, tokens FROM episode_steps WHERE episode_id = 'trace-{GENAI}' "
+            f"SELECT step_type, tool_name, input, output, tokens, agent FROM episode_steps WHERE episode_id = 'trace-{GENAI}' "
             "ORDER BY step_index"
         ).fetchall()
         quarantined = con.execute("SELECT locator, reason FROM quarantine").fetchall()
@@ -110,12 +110,38 @@ def test_each_trace_becomes_an_episode_across_batches(tmp_path, records):
         (f"trace-{OPENINFERENCE}", "weather-bot", "failure", "llama-3", ["get_weather"], "Let me check.", 1000.0, 55, 2),
     ]  # wall time of the trace, never a sum of nested spans; failure: the root span's status is ERROR
     assert steps == [
-        ("llm_call", None, "Book a flight to Oslo.", None, 150),
-        ("tool_call", "book_flight", '{"to": "OSL"}', None, None),
-        ("tool_result", "book_flight", None, '{"flight": "SK4455"}', None),
-        ("llm_call", None, None, "Booked: flight SK4455 to Oslo.", 212),
+        ("llm_call", None, "Book a flight to Oslo.", None, 150, "travel-agent"),
+        ("tool_call", "book_flight", '{"to": "OSL"}', None, None, "travel-agent"),
+        ("tool_result", "book_flight", None, '{"flight": "SK4455"}', None, "travel-agent"),
+        ("llm_call", None, None, "Booked: flight SK4455 to Oslo.", 212, "travel-agent"),
     ]
     assert quarantined == [(f"{records}:2", "otlp-json: a span without a readable 'startTimeUnixNano'")]
+
+
+def test_each_step_keeps_the_agent_it_ran_under(tmp_path):
+    trace = "d" * 32
+    chat = {"gen_ai.operation.name": "chat", "gen_ai.request.model": "gpt-4o"}
+    nested = batch(
+        span(trace, "d1", None, "invoke_agent supervisor", 0, 900, {"gen_ai.operation.name": "invoke_agent",
+                                                                    "gen_ai.agent.name": "supervisor"}),
+        span(trace, "d2", "d1", "chat", 10, 100, chat),
+        span(trace, "d3", "d1", "invoke_agent researcher", 110, 600, {"gen_ai.operation.name": "invoke_agent",
+                                                                      "gen_ai.agent.id": "researcher-7"}),
+        span(trace, "d4", "d3", "chat", 120, 300, chat),
+        span(trace, "d5", "d4", "execute_tool search", 310, 500, {"gen_ai.operation.name": "execute_tool",
+                                                                  "gen_ai.tool.name": "search"}),
+        span(trace, "d6", "d1", "chat", 700, 800, chat),
+    )  # fmt: skip
+    path = tmp_path / "src" / "nested.json"
+    path.parent.mkdir()
+    path.write_text(json.dumps(nested))
+    [record] = FileSource(path.parent, tmp_path / "index.json").records_for(DAY)
+    steps = json.loads(record.raw)["steps"]
+    assert [(s["step_type"], (s.get("metadata") or {}).get("agent")) for s in steps] == [
+        ("llm_call", "supervisor"), ("llm_call", "researcher-7"), ("tool_call", "researcher-7"), ("tool_result", "researcher-7"),
+        ("llm_call", "supervisor"),
+    ]  # fmt: skip
+    assert json.loads(record.raw)["agent_id"] == "supervisor"  # the outermost agent names the run
 
 
 def test_a_configured_format_wins_over_detection(tmp_path, records):

@@ -91,7 +91,13 @@ def _episode(root: str, events: list[dict], agent_id: str, day: date) -> dict:
             )
             text = _content(output) if output.get("type") != "unknown" else output.get("content")
             steps.append(
-                {"step_type": "tool_result", "tool_name": event.get("name"), "output_summary": as_text(text), "error": error}
+                {
+                    "step_type": "tool_result",
+                    "tool_name": event.get("name"),
+                    "output_summary": as_text(text),
+                    "error": error,
+                    "metadata": who,
+                }
             )
         elif kind == "on_chain_error" and event["run_id"] == root:
             failed = True

@@ -189,7 +189,7 @@ def _steps(spans: list[dict]) -> tuple[list[dict], str | None, str | None]:
             steps.append({"step_type": "tool_call", "tool_name": name, "input_summary": as_text(arguments), "metadata": who,
                           **common})  # fmt: skip
             steps.append({"step_type": "tool_result", "tool_name": name, "output_summary": as_text(result), "error": error,
-                          "timestamp": common["timestamp"]})  # fmt: skip
+                          "timestamp": common["timestamp"], "metadata": who})  # fmt: skip
         elif failed:
             steps.append({"step_type": "error", "error": error, **common})
     return [{"step_index": i, **step} for i, step in enumerate(steps)], final, model
