@@ -357,9 +357,13 @@ class EvalConfig(_Strict):
                 "source_health": self.source_health,
                 "statistics": self.statistics,
             },
-            "eval_report": {"secret_patterns": self.policies.secret_patterns},
+            "eval_report": {
+                "secret_patterns": self.policies.secret_patterns,
+                "calibration_sample": self.cases.calibration_sample,
+            },
             "judgements": {"judge": self.judge, "prices": self.prices},
-            "assertions": {"checks": self.checks, "cases": self.cases},
+            "assertions": {"checks": self.checks, "cases": self.cases.path},
+            "rewards": {"rewards": self.rewards},
             "replays": {"prices": self.prices},
         }.get(stage, {})
         canonical = json.dumps(_jsonable(decides), sort_keys=True, separators=(",", ":"))

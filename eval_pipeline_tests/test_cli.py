@@ -291,7 +291,7 @@ def test_a_run_reports_each_step_as_it_finishes(project_env):
     heard: list[tuple[int, int, str]] = []
     run_days(resolve_environment(), [date(2026, 11, 1), date(2026, 11, 2)], progress=lambda *step: heard.append(step))
     done = [count for count, _, _ in heard]
-    assert done == sorted(done) and heard[-1][0] == heard[-1][1] == 11  # eleven assets, each heard once
+    assert done == sorted(done) and heard[-1][0] == heard[-1][1] == 12  # twelve assets, each heard once
     assert {step for _, _, step in heard} >= {"episodes", "scores", "eval_report"}
 
 

@@ -35,10 +35,13 @@ def reward_inputs_frame(warehouse: Warehouse, first: date, last: date) -> pd.Dat
     return warehouse.read_frame(_REWARD_INPUTS, {"first": first, "last": last})
 
 
-def write_rewards(warehouse: Warehouse, day: date, rows: pd.DataFrame, names: list[str]) -> int:
-    """Replace `day`'s rows of the rewards `names` with `rows`, in one transaction."""
+def write_rewards(warehouse: Warehouse, day: date, rows: pd.DataFrame, names: list[str] | None = None) -> int:
+    """Replace `day`'s rows of the rewards `names` (all of the day's rows when None) with `rows`, in one transaction."""
     with warehouse.transaction() as con:
-        con.execute("DELETE FROM rewards WHERE partition_date = ? AND list_contains(?, reward_name)", [day, names])
+        if names is None:
+            con.execute("DELETE FROM rewards WHERE partition_date = ?", [day])
+        else:
+            con.execute("DELETE FROM rewards WHERE partition_date = ? AND list_contains(?, reward_name)", [day, names])
         if rows.empty:
             return 0
         con.register("_incoming", rows)

@@ -23,6 +23,7 @@ GRAPH = [
     pipeline.regression_findings,
     pipeline.judgements,
     pipeline.pass_at_k,
+    pipeline.rewards,
     pipeline.eval_report,
 ]
 

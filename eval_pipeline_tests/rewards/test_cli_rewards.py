@@ -22,6 +22,9 @@ def query(sql: str, capsys) -> list[dict]:
 def test_reward_writes_every_configured_reward_of_the_days_scored_episodes(project_env, capsys):
     write_samples(project_env / "episodes")
     assert main(["run", "--start", "2026-11-01", "--end", "2026-11-02", "--fail-on", "never"]) == 0
+    snapshot = "SELECT * EXCLUDE (computed_at) FROM rewards ORDER BY episode_id, reward_name"
+    nightly = query(snapshot, capsys)  # the `rewards` asset computed them with the day's scores
+    assert len(nightly) == 384
     assert main(["reward", "--start", "2026-11-01", "--end", "2026-11-02"]) == 0
     out = capsys.readouterr().out
     assert "rewards written (384 rows" in out and "safe_overall" in out
@@ -63,8 +66,8 @@ def test_reward_writes_every_configured_reward_of_the_days_scored_episodes(proje
     leaked = query(f"SELECT value, breakdown FROM rewards WHERE episode_id = '{LEAKED}' AND reward_name = 'safe_overall'", capsys)
     assert leaked[0]["value"] == 0.0 and "leaked a secret" in json.loads(leaked[0]["breakdown"])["reasons"]
 
-    snapshot = "SELECT * EXCLUDE (computed_at) FROM rewards ORDER BY episode_id, reward_name"
     before = query(snapshot, capsys)
+    assert before == nightly  # the command recomputes exactly what the nightly run wrote
     assert main(["reward", "--date", "2026-11-02", "--name", "issues"]) == 0  # replaces only that reward's rows of that day
     assert query(snapshot, capsys) == before
     assert main(["reward", "--date", "2026-11-02"]) == 0

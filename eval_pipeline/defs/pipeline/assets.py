@@ -42,6 +42,8 @@ from eval_pipeline.regression.trials import agent_pass_at_k, task_trials, trial_
 from eval_pipeline.replay.live import LIVE_REPLAY_COLUMNS, recordings_from_steps, replay_all
 from eval_pipeline.reports.daily import TREND_DAYS, build_report, write_report_files
 from eval_pipeline.reports.markdown import table
+from eval_pipeline.rewards.functions import RewardBook
+from eval_pipeline.rewards.records import reward_records
 from eval_pipeline.scoring.assessments import assess
 from eval_pipeline.scoring.checks import FINDING_CHECKS
 from eval_pipeline.scoring.episodes import score_records
@@ -55,6 +57,7 @@ from eval_pipeline.warehouse.judge import cached_answers, judge_inputs, write_ju
 from eval_pipeline.warehouse.partitions import read_days, read_partition, write_partition
 from eval_pipeline.warehouse.replays import recorded_steps, write_dry_replays
 from eval_pipeline.warehouse.reports import report_inputs, write_report_row
+from eval_pipeline.warehouse.rewards import reward_inputs_frame, write_rewards
 from eval_pipeline.warehouse.trials import trial_inputs, write_trials
 
 LLM_POOL = "llm"  # caps concurrent model-calling steps across runs: `dagster instance concurrency set llm N`
@@ -385,6 +388,26 @@ def regression_findings(
         }
     )
     yield checks.no_critical_regressions(figures["critical"], figures["warning"])
+
+
+@dg.asset(
+    **_COMMON,
+    code_version=_code_version("rewards"),
+    deps=[scores],
+    description="Every configured reward of each scored episode, with its breakdown (writes `rewards`): "
+    "the training signal is computed from the same scores the alerts come from, every night.",
+)
+def rewards(context: dg.AssetExecutionContext, warehouse: WarehouseResource, eval_config: EvalConfigResource):
+    cfg, wh = eval_config.load(), warehouse.get()
+    book = RewardBook(cfg.rewards)
+
+    def compute(day: date) -> dict:  # always the whole day: an agent-scoped run still leaves every reward current
+        scored = reward_inputs_frame(wh, day, day)
+        rows = reward_records(scored, book, book.names)
+        write_rewards(wh, day, rows.assign(partition_date=day, config_version=cfg.version))
+        return {"episodes": len(scored), "rewards": len(book.names)}
+
+    return dg.MaterializeResult(metadata=_each_day(context, _in_session(wh, compute)))
 
 
 @dg.asset(
