@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-import json
-
+import orjson
 import pandas as pd
 
 from eval_pipeline.rewards.functions import RewardBook
@@ -17,5 +16,13 @@ def reward_records(scored: pd.DataFrame, book: RewardBook, names: list[str]) -> 
     rows = []
     for agent_id, episode in zip(scored["agent_id"], reward_inputs(scored), strict=True):
         for name, reward in book.evaluate_all(names, episode).items():
-            rows.append((episode.episode_id, agent_id, name, reward.value, json.dumps(reward.breakdown, sort_keys=True)))
+            rows.append(
+                (
+                    episode.episode_id,
+                    agent_id,
+                    name,
+                    reward.value,
+                    orjson.dumps(reward.breakdown, option=orjson.OPT_SORT_KEYS).decode(),
+                )
+            )
     return pd.DataFrame(rows, columns=REWARD_COLUMNS).astype({"value": float})
