@@ -11,7 +11,17 @@ import pytest
 
 from eval_pipeline.capture.cases import CaseSpec
 from eval_pipeline.capture.command import CommandAgent, episode_of, run_all
-from eval_pipeline.capture.headless import HeadlessAgent, HeadlessSchema, SchemaError, json_path, load_schema, updates_of
+from eval_pipeline.capture.headless import (
+    HeadlessAgent,
+    HeadlessSchema,
+    SchemaError,
+    Update,
+    command_line,
+    json_path,
+    load_schema,
+    read_turn,
+    updates_of,
+)
 from eval_pipeline.episodes.model import Episode
 
 SCHEMAS = Path(__file__).with_name("schemas")  # verbatim copies of ../shared/samples/plaited/*.json
@@ -50,6 +60,23 @@ def test_a_wildcard_match_emits_one_update_per_matching_item():
     event = {"message": {"content": [{"type": "text", "text": "a"}, {"type": "tool_use"}, {"type": "text", "text": "b"}]}}
     assert [u.content for u in updates_of(event, schema)] == ["a", "b"]
     assert updates_of({"message": {"content": [{"type": "tool_use"}]}}, schema) == []
+
+
+def test_passthrough_output_and_a_stdin_prompt_with_a_cwd_flag(tmp_path):
+    schema = HeadlessSchema.model_validate({
+        "version": 1, "name": "native", "command": ["agent"], "sessionMode": "iterative", "cwdFlag": "--cwd",
+        "prompt": {"stdin": True}, "output": {"flag": "", "value": ""}, "outputMode": "passthrough",
+        "passthroughTypeMap": {"typeField": "kind", "typeValues": {"say": "message", "think": "thought"}},
+        "result": {"matchPath": "$.kind", "matchValue": "done", "contentPath": "$.text"},
+    })  # fmt: skip
+    assert command_line(schema, "hi", tmp_path, None, auto_approve=True) == (["agent", "--cwd", str(tmp_path)], "hi")
+    assert updates_of({"kind": "say", "content": "hello"}, schema) == [Update("message", "hello")]
+    assert updates_of({"kind": "tool_call", "title": "grep", "status": "completed"}, schema) == [
+        Update("tool_call", None, "grep", "completed")
+    ]  # a native type passes through as it is
+    assert updates_of({"kind": "noise"}, schema) == []
+    turn = read_turn('{"kind": "think", "content": "hm"}\nnot json\n{"kind": "done", "text": "bye"}\n', schema)
+    assert (turn.answer, [u.type for u in turn.updates]) == ("bye", ["thought"])
 
 
 def test_an_invalid_schema_is_refused_with_its_path(tmp_path):
