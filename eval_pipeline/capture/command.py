@@ -154,10 +154,12 @@ def episode_of(run: Run, agent_id: str, day: date, now: datetime | None = None) 
     metadata = {"task_id": run.case.id, "trial": run.trial, "category": run.case.metadata.get("category"), "hint": run.case.hint,
                 "format": "command", **({"expected": run.case.expectations} if run.case.expectations else {})}  # fmt: skip
     stderr = run.stderr_path.read_text(errors="replace")[-STDERR_KEPT:] if run.stderr_path.exists() else ""
-    if run.exit_code is None:
-        killed = {"step_index": 0, "step_type": "error", "error": f"killed after {run.duration_ms / 1000:.1f} s (timeout)"}
+    if run.exit_code is None:  # what it did before it was killed is kept for debugging; no answer counts
+        before = _session(run)["steps"] if any(output.strip() for output in run.outputs) else []
+        killed = {"step_type": "error", "error": f"killed after {run.duration_ms / 1000:.1f} s (timeout)"}
+        steps = [{**step, "step_index": i} for i, step in enumerate([*before, killed])]
         kept = {k: v for k, v in metadata.items() if v is not None}
-        return {**identity, "status": "timeout", "total_duration_ms": run.duration_ms, "steps": [killed], "metadata": kept}
+        return {**identity, "status": "timeout", "total_duration_ms": run.duration_ms, "steps": steps, "metadata": kept}
     episode = _session(run)
     if run.exit_code != 0:
         episode["status"] = "failure"

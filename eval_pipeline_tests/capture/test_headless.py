@@ -122,10 +122,15 @@ def test_gemini_schema_replays_the_conversation_into_each_new_process(tmp_path, 
     assert [s["output_summary"] for s in episode["steps"]] == ["I see 1 turn(s).", "I see 2 turn(s)."]
 
 
-def test_a_hanging_headless_agent_is_killed_at_the_case_timeout(tmp_path, agents_on_path):
+def test_a_hanging_headless_agent_is_killed_at_the_case_timeout_and_its_earlier_turns_kept(tmp_path, agents_on_path):
     schema = load_schema(SCHEMAS / "claude-headless.json")
-    [run] = run_all(HeadlessAgent(schema, timeout_seconds=20), [CaseSpec(id="h", input="please hang", timeout=1)], 1, tmp_path)
-    assert run.exit_code is None and episode_of(run, "claude-code", DAY)["status"] == "timeout"
+    case = CaseSpec(id="h", input=["Where is my order A-1?", "please hang"], timeout=3)
+    [run] = run_all(HeadlessAgent(schema, timeout_seconds=20), [case], 1, tmp_path)
+    episode = episode_of(run, "claude-code", DAY)
+    Episode.model_validate(episode)
+    assert run.exit_code is None and episode["status"] == "timeout"
+    assert [s["step_type"] for s in episode["steps"]] == ["llm_call", "tool_call", "tool_result", "error"]
+    assert "timeout" in episode["steps"][-1]["error"] and "final_output" not in episode["metadata"]
 
 
 def test_a_missing_agent_binary_is_a_recorded_failure(tmp_path):
