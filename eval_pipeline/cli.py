@@ -586,6 +586,7 @@ def _cmd_validate_refs(args, settings) -> int:
     import pandas as pd
 
     from eval_pipeline.capture.cases import CaseSetError, load_case_set
+    from eval_pipeline.capture.command import anchored
     from eval_pipeline.capture.grader import reference_failure, reference_verdicts
     from eval_pipeline.config import load_config
 
@@ -601,7 +602,8 @@ def _cmd_validate_refs(args, settings) -> int:
     except CaseSetError as exc:
         raise UsageError(str(exc)) from None
     with tempfile.TemporaryDirectory(prefix="validate-refs-") as scratch:
-        verdicts = reference_verdicts(tuple(capture.grader), cases, capture.grader_timeout_seconds, Path(scratch))
+        grader = anchored(capture.grader, lambda part: (settings.config_path or Path("eval.toml")).parent / part)
+        verdicts = reference_verdicts(grader, cases, capture.grader_timeout_seconds, Path(scratch))
     failures = {case_id: reference_failure(verdict) for case_id, verdict in verdicts.items()}
     rows = [
         {"case": case_id, "verdict": "pass" if failures[case_id] is None else ("error" if "error" in v else "fail"),

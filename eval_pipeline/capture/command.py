@@ -127,6 +127,16 @@ class CallableAgent:
 Agent = CommandAgent | HttpAgent | CallableAgent | HeadlessAgent
 
 
+def anchored(argv: list[str], relative: Callable[[str], Path]) -> tuple[str, ...]:
+    """`argv` with each element that names a file beside the config made absolute: every run works in a
+    directory of its own, so `["python", "my_agent.py"]` must not depend on where it runs."""
+    return tuple(
+        str(relative(part)) if part and not part.startswith("-") and not Path(part).is_absolute() and relative(part).is_file()
+        else part
+        for part in argv
+    )  # fmt: skip
+
+
 def capture_agent(settings: CaptureConfig, relative: Callable[[str], Path]) -> Agent:
     """The agent `[capture]` names; a schema path is resolved with `relative` (against the config file)."""
     timing = {"timeout_seconds": settings.timeout_seconds, "concurrency": settings.concurrency}
@@ -136,7 +146,7 @@ def capture_agent(settings: CaptureConfig, relative: Callable[[str], Path]) -> A
         return CallableAgent(settings.callable, **timing)
     if settings.schema_path:
         return HeadlessAgent(load_schema(relative(settings.schema_path)), settings.auto_approve, **timing)
-    return CommandAgent(tuple(settings.command), settings.prompt_via, **timing)
+    return CommandAgent(anchored(settings.command, relative), settings.prompt_via, **timing)
 
 
 def run_all(agent: Agent, cases: list[CaseSpec], trials: int, root: Path) -> list[Run]:

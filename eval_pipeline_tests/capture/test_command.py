@@ -210,7 +210,8 @@ def test_a_worse_agent_on_the_same_case_set_raises_alerts(project_env, monkeypat
     tmp_path = project_env
     cases = [{"id": f"greet-{n}", "input": f"hello {n}", "expected_output_contains": ["hello"]} for n in range(4)]
     (tmp_path / "cases.jsonl").write_text("".join(json.dumps(case) + "\n" for case in cases))
-    command = ", ".join(json.dumps(part) for part in AGENT)
+    (tmp_path / "my_agent.py").write_text(Path(AGENT[1]).read_text())  # beside the config, named relative to it
+    command = ", ".join(json.dumps(part) for part in (sys.executable, "my_agent.py"))
     (tmp_path / "eval.toml").write_text(f'[capture]\ncase_set = "cases.jsonl"\nagent_id = "echo-agent"\ncommand = [{command}]\n')
     monkeypatch.setenv("EVAL_CONFIG", str(tmp_path / "eval.toml"))
     monkeypatch.setenv("EVAL_ALERT_WEBHOOK_URL", webhook.url)

@@ -164,7 +164,8 @@ def test_run_with_a_headless_agent_grades_trials_validates_references_and_sample
          "metadata": {"category": "orders", "negative": True}},
     ]  # fmt: skip
     (tmp_path / "cases.jsonl").write_text("".join(json.dumps(case) + "\n" for case in cases))
-    grader = ", ".join(json.dumps(part) for part in (sys.executable, str(Path(__file__).with_name("grader.py"))))
+    (tmp_path / "grade.py").write_text(Path(__file__).with_name("grader.py").read_text())  # relative to the config
+    grader = ", ".join(json.dumps(part) for part in (sys.executable, "grade.py"))
     (tmp_path / "eval.toml").write_text(
         f'[capture]\ncase_set = "cases.jsonl"\nagent_id = "claude-code"\nschema = "claude-headless.json"\n'
         f"trials = 2\ntimeout_seconds = 20\ngrader = [{grader}]\n"

@@ -17,7 +17,7 @@ import pandas as pd
 
 from eval_pipeline.alerts.messages import finding_alerts
 from eval_pipeline.capture.cases import CaseSetError, balance, load_case_set
-from eval_pipeline.capture.command import capture_agent, captured_episodes, run_all
+from eval_pipeline.capture.command import anchored, capture_agent, captured_episodes, run_all
 from eval_pipeline.capture.grader import reference_failure, reference_verdicts
 from eval_pipeline.capture.headless import SchemaError
 from eval_pipeline.capture.store import captured_records, captures_directory, write_capture
@@ -129,7 +129,7 @@ def capture(context: dg.AssetExecutionContext, config: RunScope, warehouse: Ware
         stored = directory / f"{day.isoformat()}.jsonl"
         if stored.exists() and not config.recapture:
             return {"episodes": sum(1 for _ in stored.open()), "reused": 1}
-        grader, timeout = tuple(settings.grader), settings.grader_timeout_seconds
+        grader, timeout = anchored(settings.grader, eval_config.relative), settings.grader_timeout_seconds
         references = reference_verdicts(grader, cases, timeout, directory / "references" / day.isoformat()) if grader else {}
         runs = run_all(agent, cases, config.trials or settings.trials, directory / "runs" / day.isoformat())
         episodes = list(captured_episodes(runs, settings.agent_id, day, grader, timeout, references))
