@@ -18,7 +18,7 @@ import re
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, Field, ValidationError, model_validator
 
@@ -177,8 +177,8 @@ def updates_of(event: Any, schema: HeadlessSchema) -> list[Update]:
     if schema.outputMode == "passthrough":
         mapping = schema.passthroughTypeMap or _Passthrough()
         kind = event.get(mapping.typeField) if isinstance(event, dict) else None
-        kind = (mapping.typeValues or {}).get(kind, kind)
-        if kind not in ("thought", "tool_call", "message", "plan"):
+        kind = (mapping.typeValues or {}).get(kind, kind) if isinstance(kind, str) else None
+        if kind not in get_args(UpdateType):
             return []
         return [Update(kind, _text(event.get("content")), _text(event.get("title")), _text(event.get("status")))]
     for mapping in schema.outputEvents or []:
