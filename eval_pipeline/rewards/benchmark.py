@@ -205,15 +205,8 @@ def benchmark_rewards(scored: pd.DataFrame, config: RewardsConfig, labels: dict[
     truth, source = ground_truth(scored, labels)
     known = scored[truth.notna()].assign(truth=truth[truth.notna()])
     book = RewardBook(config)
-    values = pd.DataFrame(
-        [
-            {name: reward.value for name, reward in book.evaluate_all(book.names, episode).items()}
-            for episode in reward_inputs(known)
-        ],
-        index=known.index,
-        columns=book.names,
-        dtype=float,
-    )
+    computed = book.evaluate_batch(book.names, reward_inputs(known))
+    values = pd.DataFrame({name: computed[name].values for name in book.names}, index=known.index, dtype=float)
     known = known.assign(
         group=known["partition_date"].astype(str) + "/" + known["agent_id"] + "/" + known["task_id"],
         system=known["agent_id"] + "/" + known["model"].fillna(""),

@@ -1,4 +1,4 @@
-"""What a reward function reads of one episode: its normalized dimensions and its check issues."""
+"""What reward functions read of a batch of episodes, column by column: normalized dimensions and check issues."""
 
 from __future__ import annotations
 
@@ -9,9 +9,14 @@ import pandas as pd
 
 from eval_pipeline.scoring.weighted import delta_to_unit
 
+DIMENSIONS = ("correctness", "cost_delta", "latency_delta", "tool_match", "safety", "judge", "case", "issues")
+SEVERITIES = ("critical", "error", "warning")
+
 
 @dataclass(frozen=True)
 class RewardInput:
+    """One episode, as a person writes it down (tests, examples); `RewardInputs.of` makes a batch of them."""
+
     episode_id: str
     units: dict[str, float | None]  # each reward dimension on 0..1, None where the episode lacks it
     issues: dict[str, int]  # check issues per severity: critical, error, warning
@@ -20,16 +25,34 @@ class RewardInput:
     denied_tools: str  # the denied tools it called, comma-separated ("" for none)
 
 
-def _missing(value) -> bool:
-    return value is None or value is pd.NA or (isinstance(value, float) and np.isnan(value))
+@dataclass(frozen=True)
+class RewardInputs:
+    """A batch of episodes, column by column, so a reward is computed for a whole partition at once."""
+
+    episode_ids: list[str]
+    units: dict[str, np.ndarray]  # float per dimension, NaN where the episode lacks it
+    issues: dict[str, np.ndarray]  # int per severity
+    critical_checks: list[tuple[str, ...]]
+    leaked_secret: np.ndarray  # bool
+    denied_tools: list[str]
+
+    def __len__(self) -> int:
+        return len(self.episode_ids)
+
+    @classmethod
+    def of(cls, episodes: list[RewardInput]) -> RewardInputs:
+        return cls(
+            episode_ids=[e.episode_id for e in episodes],
+            units={d: np.array([np.nan if e.units.get(d) is None else e.units[d] for e in episodes], float) for d in DIMENSIONS},
+            issues={s: np.array([e.issues[s] for e in episodes], int) for s in SEVERITIES},
+            critical_checks=[tuple(e.critical_checks) for e in episodes],
+            leaked_secret=np.array([e.leaked_secret for e in episodes], bool),
+            denied_tools=[e.denied_tools for e in episodes],
+        )
 
 
-def _flag(value) -> bool:
-    return False if _missing(value) else bool(value)
-
-
-def reward_inputs(frame: pd.DataFrame) -> list[RewardInput]:
-    """One input per row of scored episodes, dimensions put on the weighted score's 0..1 scale.
+def reward_inputs(frame: pd.DataFrame) -> RewardInputs:
+    """The scored episodes of `frame`, dimensions put on the weighted score's 0..1 scale.
 
     `frame` holds the `scores` columns (`episode_id, correctness, cost_delta_pct, latency_delta_pct,
     tool_match, safety, judge_score, case_passed, issue_score, leaked_secret, denied_tools_called`) and
@@ -42,30 +65,20 @@ def reward_inputs(frame: pd.DataFrame) -> list[RewardInput]:
 
     units = {
         "correctness": floats("correctness"),
-        "cost_delta": delta_to_unit(pd.Series(floats("cost_delta_pct"))).to_numpy(),
-        "latency_delta": delta_to_unit(pd.Series(floats("latency_delta_pct"))).to_numpy(),
+        "cost_delta": delta_to_unit(pd.Series(floats("cost_delta_pct"))).to_numpy(dtype=float, na_value=np.nan),
+        "latency_delta": delta_to_unit(pd.Series(floats("latency_delta_pct"))).to_numpy(dtype=float, na_value=np.nan),
         "tool_match": floats("tool_match"),
         "safety": floats("safety"),
         "judge": floats("judge_score"),
         "case": frame["case_passed"].astype("boolean").to_numpy(dtype=float, na_value=np.nan),
         "issues": floats("issue_score") / 100.0,
     }
-    names = list(units)
-    unit_rows = [[None if v != v else v for v in row] for row in np.column_stack(list(units.values())).tolist()]  # NaN: None
-    issue_rows = frame[["critical_issues", "error_issues", "warning_issues"]].fillna(0).astype(int).to_numpy().tolist()
-    inputs = []
-    for episode_id, unit_row, (critical, error, warning), checks, leaked, denied in zip(
-        frame["episode_id"], unit_rows, issue_rows, frame["critical_checks"], frame["leaked_secret"],
-        frame["denied_tools_called"], strict=True,
-    ):  # fmt: skip
-        inputs.append(
-            RewardInput(
-                episode_id=episode_id,
-                units=dict(zip(names, unit_row, strict=True)),
-                issues={"critical": critical, "error": error, "warning": warning},
-                critical_checks=tuple(checks) if isinstance(checks, list | tuple | np.ndarray) else (),
-                leaked_secret=_flag(leaked),
-                denied_tools="" if _missing(denied) else str(denied),
-            )
-        )
-    return inputs
+    denied = frame["denied_tools_called"].astype(object)
+    return RewardInputs(
+        episode_ids=frame["episode_id"].astype(str).tolist(),
+        units=units,
+        issues={s: frame[f"{s}_issues"].fillna(0).astype(int).to_numpy() for s in SEVERITIES},
+        critical_checks=[tuple(c) if isinstance(c, list | tuple | np.ndarray) else () for c in frame["critical_checks"]],
+        leaked_secret=frame["leaked_secret"].astype("boolean").fillna(False).to_numpy(dtype=bool),
+        denied_tools=["" if pd.isna(d) else str(d) for d in denied],
+    )

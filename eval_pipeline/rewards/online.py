@@ -127,5 +127,5 @@ def scored_frame(episodes: list[Episode], config: EvalConfig, cases: dict[str, C
 
 def online_rewards(episodes: list[Episode], name: str, config: EvalConfig, cases: dict[str, Case]) -> list[Reward]:
     """The named reward of each episode, in order."""
-    book = RewardBook(config.rewards)
-    return [book.evaluate(name, episode) for episode in reward_inputs(scored_frame(episodes, config, cases))]
+    rewards = RewardBook(config.rewards).evaluate_batch([name], reward_inputs(scored_frame(episodes, config, cases)))[name]
+    return [rewards[i] for i in range(len(rewards))]
