@@ -588,13 +588,13 @@ def _cmd_validate_refs(args, settings) -> int:
     from eval_pipeline.capture.cases import CaseSetError, load_case_set
     from eval_pipeline.capture.command import anchored
     from eval_pipeline.capture.grader import reference_failure, reference_verdicts
-    from eval_pipeline.config import load_config
+    from eval_pipeline.config import beside_config, load_config
 
     config = load_config(settings.config_path)
     capture = config.capture
     if not capture.grader:
         raise UsageError("no grader configured: set [capture] grader in the config")
-    path = args.case_set or (settings.config_path.parent / capture.case_set if capture.case_set else None)
+    path = args.case_set or (beside_config(settings.config_path, capture.case_set) if capture.case_set else None)
     if path is None:
         raise UsageError("no case set: give --case-set or set [capture] case_set in the config")
     try:
@@ -602,7 +602,7 @@ def _cmd_validate_refs(args, settings) -> int:
     except CaseSetError as exc:
         raise UsageError(str(exc)) from None
     with tempfile.TemporaryDirectory(prefix="validate-refs-") as scratch:
-        grader = anchored(capture.grader, lambda part: (settings.config_path or Path("eval.toml")).parent / part)
+        grader = anchored(capture.grader, lambda part: beside_config(settings.config_path, part))
         verdicts = reference_verdicts(grader, cases, capture.grader_timeout_seconds, Path(scratch))
     failures = {case_id: reference_failure(verdict) for case_id, verdict in verdicts.items()}
     rows = [
@@ -743,13 +743,13 @@ def _cmd_reward(args, settings) -> int:
 def _cmd_serve_rewards(args, settings) -> int:
     from aiohttp import web
 
-    from eval_pipeline.config import load_config
+    from eval_pipeline.config import beside_config, load_config
     from eval_pipeline.rewards.server import reward_app
     from eval_pipeline.scoring.cases import CasesError, load_cases
 
     config = load_config(settings.config_path)
     try:
-        cases = load_cases(_relative_to_config(settings, config.cases.path) if config.cases.path else None)
+        cases = load_cases(beside_config(settings.config_path, config.cases.path) if config.cases.path else None)
     except CasesError as exc:
         raise UsageError(str(exc)) from None
     listening = (
@@ -770,7 +770,7 @@ def _cmd_serve_rewards(args, settings) -> int:
 
 
 def _cmd_reward_bench(args, settings) -> int:
-    from eval_pipeline.config import load_config
+    from eval_pipeline.config import beside_config, load_config
     from eval_pipeline.rewards.benchmark import BenchmarkError, benchmark_rewards, benchmark_table, load_labels
     from eval_pipeline.warehouse.rewards import reward_inputs_frame
 
@@ -778,7 +778,7 @@ def _cmd_reward_bench(args, settings) -> int:
     if args.k is not None and args.k < 1:
         raise UsageError("--k must be at least 1")
     config = load_config(settings.config_path)
-    labels_path = args.labels or (_relative_to_config(settings, config.rewards.labels) if config.rewards.labels else None)
+    labels_path = args.labels or (beside_config(settings.config_path, config.rewards.labels) if config.rewards.labels else None)
     try:
         labels = load_labels(labels_path) if labels_path else {}
     except BenchmarkError as exc:
@@ -797,10 +797,6 @@ def _cmd_reward_bench(args, settings) -> int:
         return EXIT_OK
     _print_table(benchmark_table(result), f"reward benchmark, {days[0]}..{days[-1]}: {result['ground_truth']}")
     return EXIT_OK
-
-
-def _relative_to_config(settings, path: str) -> Path:
-    return (settings.config_path.parent if settings.config_path else Path.cwd()) / path
 
 
 def _cmd_ui(args, settings) -> int:

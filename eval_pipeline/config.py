@@ -12,7 +12,7 @@ import json
 import tomllib
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, Literal, get_args
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
@@ -200,8 +200,8 @@ class JudgeConfig(_Strict):
 
 # What a weighted reward may weigh, each on a 0..1 scale: the five dimensions (deltas as the weighted
 # score turns them into units), the judge's mean verdict, the case verdict (1/0) and issue_score / 100.
-REWARD_DIMENSIONS = ("correctness", "cost_delta", "latency_delta", "tool_match", "safety", "judge", "case", "issues")
 RewardDimension = Literal["correctness", "cost_delta", "latency_delta", "tool_match", "safety", "judge", "case", "issues"]
+REWARD_DIMENSIONS: tuple[str, ...] = get_args(RewardDimension)
 
 
 class WeightedReward(_Strict):
@@ -391,6 +391,11 @@ def _jsonable(value):
     if isinstance(value, dict):
         return {key: _jsonable(item) for key, item in value.items()}
     return value
+
+
+def beside_config(config_path: Path | None, path: str) -> Path:
+    """A path the config names, relative to the config file (to the working directory without one)."""
+    return (config_path.parent if config_path else Path.cwd()) / path
 
 
 class ConfigError(ValueError):

@@ -9,7 +9,7 @@ import dagster as dg
 
 from eval_pipeline.alerts.delivery import alerts_directory, deliver_pending
 from eval_pipeline.alerts.outbox import AlertOutbox, DeliveryReport
-from eval_pipeline.config import EvalConfig, JudgeConfig, Price, SourcesConfig, load_config
+from eval_pipeline.config import EvalConfig, JudgeConfig, Price, SourcesConfig, beside_config, load_config
 from eval_pipeline.episodes.files import FileSource
 from eval_pipeline.episodes.source import open_source
 from eval_pipeline.episodes.store import EpisodeStore
@@ -43,7 +43,7 @@ class EvalConfigResource(dg.ConfigurableResource):
 
     def relative(self, path: str) -> Path:
         """A path the config names, relative to the config file."""
-        return (Path(self.path).parent if self.path else Path.cwd()) / path
+        return beside_config(Path(self.path) if self.path else None, path)
 
     def cases(self, config: EvalConfig) -> dict[str, Case]:
         """The cases file's cases by task id; its path is relative to the config file."""

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from functools import cache
 from typing import Any
 
-from eval_pipeline.config import EvalConfig, load_config
+from eval_pipeline.config import EvalConfig, beside_config, load_config
 from eval_pipeline.rewards.online import online_rewards, pair_episode
 from eval_pipeline.scoring.cases import Case, load_cases
 
@@ -25,8 +25,7 @@ def _project_config() -> tuple[EvalConfig, dict[str, Case]]:
 
     settings = resolve_environment()
     config = load_config(settings.config_path)
-    base = settings.config_path.parent if settings.config_path else None
-    cases = load_cases(base / config.cases.path if base and config.cases.path else None)
+    cases = load_cases(beside_config(settings.config_path, config.cases.path) if config.cases.path else None)
     return config, cases
 
 

@@ -7,9 +7,9 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from eval_pipeline.config import REWARD_DIMENSIONS
 from eval_pipeline.scoring.weighted import delta_to_unit
 
-DIMENSIONS = ("correctness", "cost_delta", "latency_delta", "tool_match", "safety", "judge", "case", "issues")
 SEVERITIES = ("critical", "error", "warning")
 
 
@@ -43,7 +43,10 @@ class RewardInputs:
     def of(cls, episodes: list[RewardInput]) -> RewardInputs:
         return cls(
             episode_ids=[e.episode_id for e in episodes],
-            units={d: np.array([np.nan if e.units.get(d) is None else e.units[d] for e in episodes], float) for d in DIMENSIONS},
+            units={
+                d: np.array([np.nan if e.units.get(d) is None else e.units[d] for e in episodes], float)
+                for d in REWARD_DIMENSIONS
+            },
             issues={s: np.array([e.issues[s] for e in episodes], int) for s in SEVERITIES},
             critical_checks=[tuple(e.critical_checks) for e in episodes],
             leaked_secret=np.array([e.leaked_secret for e in episodes], bool),

@@ -19,7 +19,7 @@ import pandas as pd
 from eval_pipeline.config import EvalConfig
 from eval_pipeline.episodes.model import Episode, Step, StepType
 from eval_pipeline.rewards.functions import Reward, RewardBook
-from eval_pipeline.rewards.inputs import reward_inputs
+from eval_pipeline.rewards.inputs import SEVERITIES, reward_inputs
 from eval_pipeline.scoring.assessments import assess
 from eval_pipeline.scoring.cases import Case
 from eval_pipeline.scoring.checks import all_checks
@@ -116,7 +116,7 @@ def scored_frame(episodes: list[Episode], config: EvalConfig, cases: dict[str, C
         "case_passed": pd.array([all(a["passed"] for a in assertions[i]) if assertions[i] else None for i in ids], "boolean"),
         **{
             f"{severity}_issues": [sum(issue["severity"] == severity for issue in issues[i]) for i in ids]
-            for severity in ("critical", "error", "warning")
+            for severity in SEVERITIES
         },
         "critical_checks": [sorted({issue["check"] for issue in issues[i] if issue["severity"] == "critical"}) for i in ids],
         "judge_score": float("nan"),
