@@ -693,12 +693,18 @@ def _cmd_judge(args, settings) -> int:
     return EXIT_OK
 
 
-def _warehouse_with_scores(settings):
+def _scored(settings, days: list[date]):
+    """The warehouse and its scored episodes of `days`, as rewards read them; a usage error when there are none."""
     from eval_pipeline.warehouse.connection import Warehouse
+    from eval_pipeline.warehouse.rewards import reward_inputs_frame
 
     if not settings.duckdb_path.exists():
         raise UsageError(f"no warehouse at {settings.duckdb_path}; run `eval-pipeline run` first")
-    return Warehouse(settings.duckdb_path)
+    warehouse = Warehouse(settings.duckdb_path)
+    scored = reward_inputs_frame(warehouse, days[0], days[-1])
+    if scored.empty:
+        raise UsageError(f"no scored episodes from {days[0]} to {days[-1]}; run `eval-pipeline run` for those days first")
+    return warehouse, scored
 
 
 def _reward_names(requested: list[str] | None, config) -> list[str]:
@@ -715,20 +721,19 @@ def _cmd_reward(args, settings) -> int:
     from eval_pipeline.config import load_config
     from eval_pipeline.rewards.functions import RewardBook
     from eval_pipeline.rewards.records import reward_records
-    from eval_pipeline.warehouse.rewards import reward_inputs_frame, write_rewards
+    from eval_pipeline.warehouse.rewards import write_rewards
 
     days = _days(args)
     config = load_config(settings.config_path)
     names = _reward_names(args.name, config)
-    warehouse = _warehouse_with_scores(settings)
-    scored = reward_inputs_frame(warehouse, days[0], days[-1])
-    if scored.empty:
-        raise UsageError(f"no scored episodes from {days[0]} to {days[-1]}; run `eval-pipeline run` for those days first")
+    warehouse, scored = _scored(settings, days)
+    by_day = dict(tuple(scored.groupby(scored["partition_date"].dt.date)))
     book, written = RewardBook(config.rewards), []
-    for day in days:
-        records = reward_records(scored[scored["partition_date"].dt.date == day], book, names)
-        write_rewards(warehouse, day, records.assign(partition_date=day, config_version=config.version), names)
-        written.append(records.assign(partition_date=day.isoformat()))
+    with warehouse.session():
+        for day in days:
+            records = reward_records(by_day.get(day, scored.iloc[:0]), book, names)
+            write_rewards(warehouse, day, records.assign(partition_date=day, config_version=config.version), names)
+            written.append(records.assign(partition_date=day.isoformat()))
     rows = pd.concat(written, ignore_index=True)
     summary = (
         rows.groupby(["partition_date", "reward_name"], sort=False)["value"]
@@ -772,7 +777,6 @@ def _cmd_serve_rewards(args, settings) -> int:
 def _cmd_reward_bench(args, settings) -> int:
     from eval_pipeline.config import beside_config, load_config
     from eval_pipeline.rewards.benchmark import BenchmarkError, benchmark_rewards, benchmark_table, load_labels
-    from eval_pipeline.warehouse.rewards import reward_inputs_frame
 
     days = _days(args)
     if args.k is not None and args.k < 1:
@@ -783,9 +787,7 @@ def _cmd_reward_bench(args, settings) -> int:
         labels = load_labels(labels_path) if labels_path else {}
     except BenchmarkError as exc:
         raise UsageError(str(exc)) from None
-    scored = reward_inputs_frame(_warehouse_with_scores(settings), days[0], days[-1])
-    if scored.empty:
-        raise UsageError(f"no scored episodes from {days[0]} to {days[-1]}; run `eval-pipeline run` for those days first")
+    _, scored = _scored(settings, days)
     result = benchmark_rewards(scored, config.rewards, labels, args.k)
     if not result["episodes"]:
         raise UsageError(

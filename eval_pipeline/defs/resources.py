@@ -9,6 +9,7 @@ import dagster as dg
 
 from eval_pipeline.alerts.delivery import alerts_directory, deliver_pending
 from eval_pipeline.alerts.outbox import AlertOutbox, DeliveryReport
+from eval_pipeline.capture.cases import CaseSetError, CaseSpec, load_case_set
 from eval_pipeline.config import EvalConfig, JudgeConfig, Price, SourcesConfig, beside_config, load_config
 from eval_pipeline.episodes.files import FileSource
 from eval_pipeline.episodes.source import open_source
@@ -44,6 +45,15 @@ class EvalConfigResource(dg.ConfigurableResource):
     def relative(self, path: str) -> Path:
         """A path the config names, relative to the config file."""
         return beside_config(Path(self.path) if self.path else None, path)
+
+    def case_set(self, config: EvalConfig) -> list[CaseSpec] | None:
+        """The capture's case set (None without one); its path is relative to the config file."""
+        if not config.capture.case_set:
+            return None
+        try:
+            return load_case_set(self.relative(config.capture.case_set))
+        except CaseSetError as exc:
+            raise dg.Failure(str(exc)) from None
 
     def cases(self, config: EvalConfig) -> dict[str, Case]:
         """The cases file's cases by task id; its path is relative to the config file."""

@@ -9,7 +9,6 @@ that the data cannot define (one class only, no spread) is None, never a made-up
 
 from __future__ import annotations
 
-import json
 from math import comb
 from pathlib import Path
 from typing import Any
@@ -20,6 +19,7 @@ import pandas as pd
 from eval_pipeline.config import RewardsConfig
 from eval_pipeline.rewards.functions import RewardBook
 from eval_pipeline.rewards.inputs import reward_inputs
+from eval_pipeline.scoring.cases import read_json_or_jsonl
 
 GOOD = 0.5  # ground truth at or above this is a good run, for the Brier score
 
@@ -165,11 +165,7 @@ def load_labels(path: Path) -> dict[str, float]:
     """Human labels by episode id from JSONL or a JSON list of `{episode_id, label}`; a label is a
     number in [0, 1] or a boolean."""
     try:
-        text = path.read_text()
-        try:
-            entries = json.loads(text)
-        except ValueError:
-            entries = [json.loads(line) for line in text.splitlines() if line.strip()]
+        entries = read_json_or_jsonl(path)
     except (OSError, ValueError) as exc:
         raise BenchmarkError(f"labels file {path}: {exc}") from None
     labels = {}

@@ -88,16 +88,21 @@ class CasesError(ValueError):
     """The cases file cannot be read, or a case in it is invalid; the message says where."""
 
 
+def read_json_or_jsonl(path: Path) -> Any:
+    """One JSON document, or a list of the JSON lines when the file is JSONL; OSError or ValueError when neither."""
+    text = path.read_text()
+    try:
+        return json.loads(text)
+    except ValueError:  # not one JSON document: JSONL
+        return [json.loads(line) for line in text.splitlines() if line.strip()]
+
+
 def load_cases(path: Path | None) -> dict[str, Case]:
     """Cases by task id from a JSON object keyed by task id, a JSON list, or JSONL of `{task_id, ...}`."""
     if path is None:
         return {}
     try:
-        text = path.read_text()
-        try:
-            data = json.loads(text)
-        except ValueError:  # not one JSON document: JSONL
-            data = [json.loads(line) for line in text.splitlines() if line.strip()]
+        data = read_json_or_jsonl(path)
     except (OSError, ValueError) as exc:
         raise CasesError(f"cases file {path}: {exc}") from None
     if isinstance(data, dict) and "task_id" in data:  # JSONL of one case

@@ -100,14 +100,19 @@ def replace_partition(
     rows: pd.DataFrame | str,
     agent_id: str | None = None,
     params: list | dict | None = None,
+    within: tuple[str, list[str]] | None = None,
 ) -> int:
-    """Replace one partition's rows (only one agent's, when scoped) with `rows`.
+    """Replace one partition's rows (only one agent's, when scoped; only those whose column `within[0]`
+    is one of `within[1]`, when given) with `rows`.
 
     `rows` is a DataFrame or a SELECT over the connection; columns are matched by name, never
     by position. Call inside `Warehouse.transaction()`.
     """
-    scope = " AND agent_id = ?" if agent_id else ""
-    scope_params = [day, agent_id] if agent_id else [day]
+    scope, scope_params = "", [day]
+    if agent_id:
+        scope, scope_params = scope + " AND agent_id = ?", [*scope_params, agent_id]
+    if within:
+        scope, scope_params = scope + f" AND list_contains(?, {within[0]})", [*scope_params, within[1]]
     con.execute(f"DELETE FROM {table} WHERE partition_date = ?{scope}", scope_params)
     if isinstance(rows, pd.DataFrame):
         if rows.empty:

@@ -6,7 +6,7 @@ from datetime import date
 
 import pandas as pd
 
-from eval_pipeline.warehouse.connection import Warehouse
+from eval_pipeline.warehouse.connection import Warehouse, replace_partition
 
 _REWARD_INPUTS = """
 SELECT s.partition_date, s.episode_id, s.agent_id, e.task_id, e.category, e.model,
@@ -38,15 +38,4 @@ def reward_inputs_frame(warehouse: Warehouse, first: date, last: date) -> pd.Dat
 def write_rewards(warehouse: Warehouse, day: date, rows: pd.DataFrame, names: list[str] | None = None) -> int:
     """Replace `day`'s rows of the rewards `names` (all of the day's rows when None) with `rows`, in one transaction."""
     with warehouse.transaction() as con:
-        if names is None:
-            con.execute("DELETE FROM rewards WHERE partition_date = ?", [day])
-        else:
-            con.execute("DELETE FROM rewards WHERE partition_date = ? AND list_contains(?, reward_name)", [day, names])
-        if rows.empty:
-            return 0
-        con.register("_incoming", rows)
-        try:
-            con.execute("INSERT INTO rewards BY NAME SELECT * FROM _incoming")
-        finally:
-            con.unregister("_incoming")
-        return len(rows)
+        return replace_partition(con, "rewards", day, rows, within=("reward_name", names) if names is not None else None)

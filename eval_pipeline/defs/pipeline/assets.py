@@ -16,7 +16,7 @@ import dagster as dg
 import pandas as pd
 
 from eval_pipeline.alerts.messages import finding_alerts
-from eval_pipeline.capture.cases import CaseSetError, balance, load_case_set
+from eval_pipeline.capture.cases import balance
 from eval_pipeline.capture.command import anchored, capture_agent, captured_episodes, run_all
 from eval_pipeline.capture.grader import reference_failure, reference_verdicts
 from eval_pipeline.capture.headless import SchemaError
@@ -114,22 +114,19 @@ def capture(context: dg.AssetExecutionContext, config: RunScope, warehouse: Ware
     cfg = eval_config.load()
     if not cfg.capture.case_set:
         return dg.MaterializeResult(metadata={"capture": "off: no [capture] case_set in the config"})
-    try:
-        cases = load_case_set(eval_config.relative(cfg.capture.case_set))
-    except CaseSetError as exc:
-        raise dg.Failure(str(exc)) from None
+    cases = eval_config.case_set(cfg)
     settings = cfg.capture
     try:
         agent = capture_agent(settings, eval_config.relative)
     except SchemaError as exc:
         raise dg.Failure(str(exc)) from None
     directory = captures_directory(Path(warehouse.duckdb_path))
+    grader, timeout = anchored(settings.grader, eval_config.relative), settings.grader_timeout_seconds
 
     def run_day(day: date) -> dict:
         stored = directory / f"{day.isoformat()}.jsonl"
         if stored.exists() and not config.recapture:
             return {"episodes": sum(1 for _ in stored.open()), "reused": 1}
-        grader, timeout = anchored(settings.grader, eval_config.relative), settings.grader_timeout_seconds
         references = reference_verdicts(grader, cases, timeout, directory / "references" / day.isoformat()) if grader else {}
         runs = run_all(agent, cases, config.trials or settings.trials, directory / "runs" / day.isoformat())
         episodes = list(captured_episodes(runs, settings.agent_id, day, grader, timeout, references))
@@ -296,7 +293,7 @@ def assertions(
             "issues": len(outcome.issues),
         }
 
-    figures = _each_day(context, assess_day)
+    figures = _each_day(context, _in_session(wh, assess_day))
     issues = pd.concat(issues_all, ignore_index=True)
     by_check = issues.groupby(["check", "severity"]).size().rename("issues").reset_index() if len(issues) else issues
     return dg.MaterializeResult(
@@ -454,7 +451,7 @@ def eval_report(
     notes = [f"Replay mode: {replay.mode}."] + ([f"{judge.off_because}."] if judge.off_because else [])
     written: list[dict[str, Path]] = []
 
-    case_set = load_case_set(eval_config.relative(cfg.capture.case_set)) if cfg.capture.case_set else None
+    case_set = eval_config.case_set(cfg)
 
     def report(day: date) -> dict:
         content = build_report(
@@ -465,7 +462,7 @@ def eval_report(
             notes=notes,
             secret_patterns=tuple(cfg.policies.secret_patterns),
             calibration_size=cfg.cases.calibration_sample,
-            balance=balance(case_set) if case_set else None,
+            balance=balance(case_set) if case_set is not None else None,
         )
         paths = write_report_files(content, Path(reports.directory))
         write_report_row(wh, day, paths, content)
