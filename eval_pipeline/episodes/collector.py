@@ -73,14 +73,13 @@ class TraceSink:
         self.directory = directory
         directory.mkdir(parents=True, exist_ok=True)
 
-    def append(self, export: dict, now: datetime | None = None) -> Path:
-        path = self.directory / f"{(now or datetime.now(UTC)).date().isoformat()}.jsonl"
+    def append(self, export: dict) -> None:
+        path = self.directory / f"{datetime.now(UTC).date().isoformat()}.jsonl"
         line = json.dumps(export, separators=(",", ":")) + "\n"
         with FileLock(f"{path}.lock", timeout=30), path.open("a", encoding="utf-8") as handle:
             handle.write(line)
             handle.flush()
             os.fsync(handle.fileno())
-        return path
 
 
 def serve(sink: TraceSink, host: str, port: int) -> ThreadingHTTPServer:

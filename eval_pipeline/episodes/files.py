@@ -215,8 +215,8 @@ class FileSource:
         if adapter is None:
             yield from both
             return
-        options = {"quiet_seconds": self.trace_quiet_seconds} if adapter.NAME == "otlp-json" else {}
-        for record in adapter.convert(both, self.transcript_agent_id or path.stem, fallback, **options):
+        agent_id = self.transcript_agent_id or path.stem
+        for record in adapter.convert(both, agent_id, fallback, quiet_seconds=self.trace_quiet_seconds):
             if record.rejected is None and self.prices:
                 record = replace(record, raw=json.dumps(priced(json.loads(record.raw), self.prices)))
             yield record

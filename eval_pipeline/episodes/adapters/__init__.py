@@ -1,8 +1,9 @@
 """Other projects' record formats, turned into canonical episode JSON as files are read.
 
 A file's format is told from its first record, or named in config (`[sources] formats`). Each
-adapter is one module here with a `NAME`, `detect(record)` and `convert(records, agent_id, day)`,
-which yields canonical episode records, or the source's records rejected with a reason (they
+adapter is one module here with a `NAME`, `detect(record)` and `convert(records, agent_id, day,
+**options)` (the source passes every adapter the same options, such as `quiet_seconds`; each takes
+what it needs), which yields canonical episode records, or the source's records rejected with a reason (they
 land in quarantine, never dropped). A dated format also has `days(raw)`, the UTC days a record
 holds, so the file index can find them. Adding a format is one module and one line below.
 """

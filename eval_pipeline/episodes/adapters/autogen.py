@@ -26,7 +26,7 @@ from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Any
 
-from eval_pipeline.episodes.adapters.base import Rejected, as_text, reason, rejected
+from eval_pipeline.episodes.adapters.base import Rejected, as_text, rejection
 from eval_pipeline.episodes.adapters.base import usage as token_split
 from eval_pipeline.episodes.records import RawRecord
 
@@ -137,7 +137,7 @@ def _read(record: RawRecord) -> dict:
     return line
 
 
-def convert(records: Iterator[RawRecord], agent_id: str, day: date) -> Iterator[RawRecord]:
+def convert(records: Iterator[RawRecord], agent_id: str, day: date, **options: Any) -> Iterator[RawRecord]:
     """Lines in file order, split into runs at TaskResults and at each new user task."""
     runs: list[tuple[RawRecord, list[dict], str | None]] = []  # first record, events, stop reason
     open_run = False  # the last run still takes events
@@ -145,7 +145,7 @@ def convert(records: Iterator[RawRecord], agent_id: str, day: date) -> Iterator[
         try:
             line = _read(record)
         except ValueError as exc:
-            yield rejected(record, day, "invalid JSON" if isinstance(exc, json.JSONDecodeError) else reason(NAME, exc))
+            yield rejection(record, day, NAME, exc)
             continue
         if _is_result(line):
             if open_run:  # the stream's closing TaskResult: its messages repeat the events above

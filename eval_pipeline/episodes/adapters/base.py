@@ -10,6 +10,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from eval_pipeline.episodes.records import RawRecord
+from eval_pipeline.llm.gateway import Tokens
 
 
 def as_text(value: Any) -> str | None:
@@ -34,19 +35,20 @@ def reason(name: str, error: ValueError) -> str:
     return f"{name}: {error}"
 
 
-def one_by_one(
-    name: str, to_episode: Callable[[dict, str, date], dict]
-) -> Callable[[Iterator[RawRecord], str, date], Iterator[RawRecord]]:
+def rejection(record: RawRecord, day: date, name: str, error: Exception) -> RawRecord:
+    """`record` quarantined: not JSON at all, or what the format's adapter could not read in it."""
+    return rejected(record, day, "invalid JSON" if isinstance(error, json.JSONDecodeError) else reason(name, error))
+
+
+def one_by_one(name: str, to_episode: Callable[[dict, str, date], dict]) -> Callable[..., Iterator[RawRecord]]:
     """A `convert` for formats where each record is one episode."""
 
-    def convert(records: Iterator[RawRecord], agent_id: str, day: date) -> Iterator[RawRecord]:
+    def convert(records: Iterator[RawRecord], agent_id: str, day: date, **options: Any) -> Iterator[RawRecord]:
         for record in records:
             try:
                 episode = to_episode(json.loads(record.raw), agent_id, day)
-            except json.JSONDecodeError:
-                yield rejected(record, day, "invalid JSON")
-            except ValueError as exc:  # the adapter's Rejected, a validation error, or a value it could not read
-                yield rejected(record, day, reason(name, exc))
+            except ValueError as exc:  # not JSON, the adapter's Rejected, a validation error, or a value it could not read
+                yield rejection(record, day, name, exc)
             else:
                 yield RawRecord(record.source, record.locator, json.dumps(episode), day)
 
@@ -62,12 +64,10 @@ def priced(episode: dict, prices: dict) -> dict:
     """The episode costed from each step's model and token split, all or nothing: a step whose
     model has no price leaves the whole episode unpriced rather than half counted."""
     split_steps = [step for step in episode.get("steps", []) if (step.get("metadata") or {}).get("usage")]
-    if not split_steps or any((step.get("model") or "") not in prices for step in split_steps):
+    costs = [Tokens.of(step["metadata"]).cost(prices.get(step.get("model") or "")) for step in split_steps]
+    if not costs or None in costs:
         return episode
-    for step in split_steps:
-        price, split = prices[step["model"]], step["metadata"]["usage"]
-        step["cost_usd"] = (
-            split["prompt_tokens"] * price.input_per_million + split["completion_tokens"] * price.output_per_million
-        ) / 1e6
-    episode["total_cost_usd"] = sum(step["cost_usd"] for step in split_steps)
+    for step, cost in zip(split_steps, costs, strict=True):
+        step["cost_usd"] = cost
+    episode["total_cost_usd"] = sum(costs)
     return episode

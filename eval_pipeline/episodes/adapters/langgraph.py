@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from datetime import date
 from typing import Any
 
-from eval_pipeline.episodes.adapters.base import as_text, rejected
+from eval_pipeline.episodes.adapters.base import as_text, rejection
 from eval_pipeline.episodes.adapters.base import usage as token_split
 from eval_pipeline.episodes.records import RawRecord
 
@@ -112,7 +112,7 @@ def _episode(root: str, events: list[dict], agent_id: str, day: date) -> dict:
     }
 
 
-def convert(records: Iterator[RawRecord], agent_id: str, day: date) -> Iterator[RawRecord]:
+def convert(records: Iterator[RawRecord], agent_id: str, day: date, **options: Any) -> Iterator[RawRecord]:
     """Every event of the file grouped by root run, in order; one episode per root run."""
     runs: dict[str, list[dict]] = defaultdict(list)
     origin: dict[str, RawRecord] = {}
@@ -124,7 +124,7 @@ def convert(records: Iterator[RawRecord], agent_id: str, day: date) -> Iterator[
                 if not isinstance(event, dict) or "event" not in event or "run_id" not in event:
                     raise ValueError("an event without `event` and `run_id`")
         except (ValueError, TypeError) as exc:
-            yield rejected(record, day, "invalid JSON" if isinstance(exc, json.JSONDecodeError) else f"{NAME}: {exc}")
+            yield rejection(record, day, NAME, exc)
             continue
         for event in events:
             runs[_root(event)].append(event)

@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from datetime import UTC, date, datetime
 from typing import Any
 
-from eval_pipeline.episodes.adapters.base import as_text, rejected, usage
+from eval_pipeline.episodes.adapters.base import as_text, rejected, rejection, usage
 from eval_pipeline.episodes.records import RawRecord
 
 NAME = "otlp-json"
@@ -238,8 +238,8 @@ def convert(
                 _nanos(span["startTimeUnixNano"]), _nanos(span["endTimeUnixNano"])
                 if not span.get("traceId"):
                     raise KeyError("traceId")
-        except json.JSONDecodeError:
-            yield rejected(record, day, "invalid JSON")
+        except json.JSONDecodeError as exc:
+            yield rejection(record, day, NAME, exc)
             continue
         except (KeyError, TypeError, ValueError) as exc:
             yield rejected(record, day, f"{NAME}: a span without a readable {exc}")

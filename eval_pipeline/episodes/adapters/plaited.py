@@ -16,7 +16,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from eval_pipeline.episodes.adapters.base import as_text, one_by_one, reason, rejected
+from eval_pipeline.episodes.adapters.base import as_text, rejection
 from eval_pipeline.episodes.records import RawRecord
 
 NAME = "plaited"
@@ -181,27 +181,19 @@ def trial_episodes(record: dict, agent_id: str, day: date) -> list[dict]:
     return episodes
 
 
-_captures = one_by_one(NAME, to_episode)
-
-
-def convert(records: Iterator[RawRecord], agent_id: str, day: date) -> Iterator[RawRecord]:
+def convert(records: Iterator[RawRecord], agent_id: str, day: date, **options: Any) -> Iterator[RawRecord]:
     """Captures one by one; a trial result's trials each as an episode of their own."""
     for record in records:
         try:
             parsed = json.loads(record.raw)
-        except json.JSONDecodeError:
-            yield rejected(record, day, "invalid JSON")
+            trials = isinstance(parsed, dict) and "trials" in parsed
+            episodes = trial_episodes(parsed, agent_id, day) if trials else [to_episode(parsed, agent_id, day)]
+        except ValueError as exc:
+            yield rejection(record, day, NAME, exc)
             continue
-        if isinstance(parsed, dict) and "trials" in parsed:
-            try:
-                episodes = trial_episodes(parsed, agent_id, day)
-            except ValueError as exc:
-                yield rejected(record, day, reason(NAME, exc))
-                continue
-            for number, episode in enumerate(episodes):
-                yield RawRecord(record.source, f"{record.locator} trial {number + 1}", json.dumps(episode), day)
-        else:
-            yield from _captures(iter([record]), agent_id, day)
+        for number, episode in enumerate(episodes):
+            locator = f"{record.locator} trial {number + 1}" if trials else record.locator
+            yield RawRecord(record.source, locator, json.dumps(episode), day)
 
 
 def _epoch_ms(timestamp: Any) -> float:
