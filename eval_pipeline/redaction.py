@@ -18,3 +18,9 @@ def redact(text: str, patterns: tuple[str, ...]) -> str:
     """Each secret becomes its first characters and `…[redacted]`, e.g. `sk-…[redacted]`."""
     regex = secret_regex(patterns)
     return regex.sub(lambda match: match.group(0)[:KEPT_PREFIX] + "…[redacted]", text) if regex else text
+
+
+def excerpt(text: str, patterns: tuple[str, ...], limit: int) -> str:
+    """Untrusted text as a report shows it: secrets redacted, at most `limit` characters (then `…`)."""
+    shown = redact(text, patterns)
+    return shown if len(shown) <= limit else shown[:limit] + "…"

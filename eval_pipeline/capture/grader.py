@@ -13,6 +13,7 @@ from pydantic import BaseModel, Field, ValidationError
 
 from eval_pipeline.capture.cases import CaseSpec
 from eval_pipeline.capture.process import directory_name
+from eval_pipeline.llm.gateway import first_line
 
 
 class GraderVerdict(BaseModel):
@@ -45,7 +46,7 @@ def grade(command: tuple[str, ...], case: CaseSpec, episode: dict, workdir: Path
     try:
         verdict = GraderVerdict.model_validate(json.loads(done.stdout))
     except (ValueError, ValidationError) as exc:
-        return {"error": f"grader output is not {{pass, score, reasoning}}: {str(exc).splitlines()[0][:200]}"}
+        return {"error": f"grader output is not {{pass, score, reasoning}}: {first_line(exc)}"}
     return {"pass": verdict.passed, "score": verdict.score, "reasoning": verdict.reasoning}
 
 

@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from datetime import date
 from pathlib import Path
 
+from eval_pipeline.episodes.files import iter_file_records
 from eval_pipeline.episodes.records import RawRecord
 
 
@@ -30,9 +31,5 @@ def write_capture(path: Path, episodes: list[dict]) -> None:
 def captured_records(directory: Path, day: date) -> Iterator[RawRecord]:
     """The day's stored capture as raw records (nothing when the day has none)."""
     path = directory / f"{day.isoformat()}.jsonl"
-    if not path.exists():
-        return
-    with path.open() as handle:
-        for number, line in enumerate(handle, 1):
-            if line.strip():
-                yield RawRecord(str(path), f"{path}:{number}", line.rstrip("\n"), day)
+    if path.exists():
+        yield from (RawRecord(str(path), f"{path}:{r.line}", r.raw, day) for r in iter_file_records(path))

@@ -148,14 +148,14 @@ class Gateway:
             reask = [
                 *messages,
                 {"role": "assistant", "content": content},
-                {"role": "user", "content": f"That was not valid JSON for the schema ({_short(first_error)}). "
+                {"role": "user", "content": f"That was not valid JSON for the schema ({first_line(first_error)}). "
                  "Answer again with only the JSON object."},
             ]  # fmt: skip
             content, more = await self._call(reask, schema)
             try:
                 return schema.model_validate(json.loads(content)), tokens + more
             except (ValueError, ValidationError) as second_error:
-                raise GatewayError(f"invalid JSON from {self.model} twice: {_short(second_error)}") from None
+                raise GatewayError(f"invalid JSON from {self.model} twice: {first_line(second_error)}") from None
 
 
 @lru_cache(maxsize=64)
@@ -164,10 +164,11 @@ def _json_schema_format(schema: type[BaseModel]) -> dict:
     return {"type": "json_schema", "json_schema": {"name": schema.__name__, "schema": schema.model_json_schema(), "strict": True}}
 
 
-def _short(error: Exception) -> str:
+def first_line(error: Exception) -> str:
+    """An error as one short line, for records and messages."""
     return str(error).splitlines()[0][:200]
 
 
 def _describe(error: Exception) -> str:
     status = getattr(error, "status_code", None)
-    return f"{type(error).__name__}{f' (HTTP {status})' if status else ''}: {_short(error)}"
+    return f"{type(error).__name__}{f' (HTTP {status})' if status else ''}: {first_line(error)}"

@@ -20,9 +20,6 @@ class Interval:
     high: float
     n: int  # tasks
 
-    def excludes(self, value: float) -> bool:
-        return self.low > value or self.high < value
-
 
 def seed_for(*parts: object) -> int:
     """A stable seed from the finding's identity, so a re-run draws the same resamples."""

@@ -9,7 +9,7 @@ from typing import Any
 
 import pandas as pd
 
-from eval_pipeline.redaction import redact
+from eval_pipeline.redaction import excerpt
 from eval_pipeline.regression.stats import seed_for
 
 TEXT_CHARS = 8000  # of an input or output shown: enough to judge, bounded for a page a person reads
@@ -23,8 +23,7 @@ def calibration_sample(failed: pd.DataFrame, day: date, size: int, secret_patter
     def text(value: Any) -> str | None:
         if value is None or (isinstance(value, float) and pd.isna(value)):
             return None
-        shown = redact(str(value), secret_patterns)
-        return shown if len(shown) <= TEXT_CHARS else shown[:TEXT_CHARS] + "…"
+        return excerpt(str(value), secret_patterns, TEXT_CHARS)
 
     trials = [
         {key: text(row.get(key)) for key in ("episode_id", "agent_id", "task_id", "input", "output", "hint", "reasoning")}

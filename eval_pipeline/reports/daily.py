@@ -12,11 +12,11 @@ import numpy as np
 import pandas as pd
 
 from eval_pipeline.llm.judge import judge_summary
-from eval_pipeline.redaction import redact
+from eval_pipeline.redaction import excerpt
 from eval_pipeline.regression.lifecycle import resolved
 from eval_pipeline.reports.calibration import calibration_sample, render_calibration
-from eval_pipeline.reports.html import render_html
-from eval_pipeline.reports.markdown import table
+from eval_pipeline.reports.html import aggregate_alerts, render_html
+from eval_pipeline.reports.markdown import signed_percent, table
 
 FLAKIEST_TASKS = 10
 ANSWER_CHARS = 2000  # of an agent's answer shown in a report
@@ -187,8 +187,7 @@ def _answer(text: Any, secret_patterns: tuple[str, ...]) -> str | None:
     """An agent's answer as a report may show it: secrets redacted, kept short."""
     if not isinstance(text, str):
         return None
-    shown = redact(text, secret_patterns)
-    return shown if len(shown) <= ANSWER_CHARS else shown[:ANSWER_CHARS] + "…"
+    return excerpt(text, secret_patterns, ANSWER_CHARS)
 
 
 def _histogram(scores: pd.Series, bins: int = 10) -> list[int]:
@@ -203,7 +202,7 @@ def _trend(trend: pd.DataFrame, day: date) -> dict[str, Any]:
     metrics = ("pass_rate", "mean_weighted_score", "mean_cost_delta_pct", "mean_latency_delta_pct")
     agents: dict[str, dict[str, list[float | None]]] = {}
     for agent_id, group in trend.groupby("agent_id", sort=True):
-        by_day = group.assign(day=group["partition_date"].map(lambda d: pd.Timestamp(d).date().isoformat())).set_index("day")
+        by_day = group.assign(day=group["partition_date"].map(_day)).set_index("day")
         agents[str(agent_id)] = {m: [_number(by_day[m].get(d)) if d in by_day.index else None for d in days] for m in metrics}
     return {"days": days, "agents": agents}
 
@@ -254,10 +253,6 @@ def _balance_line(balance: dict[str, Any]) -> str:
     )
 
 
-def _pct(value: float | None) -> str:
-    return "–" if value is None else f"{value:+.1f}%"
-
-
 def _judge_costs(judge: dict[str, Any]) -> str:
     def dollars(value: float | None) -> str:
         return "unpriced" if value is None else f"${value:.4f}"
@@ -299,8 +294,8 @@ def render_markdown(report: dict[str, Any]) -> str:
                 a["episodes"],
                 a["pass_rate"],
                 a["avg_weighted_score"],
-                _pct(a["avg_cost_delta_pct"]),
-                _pct(a["avg_latency_delta_pct"]),
+                signed_percent(a["avg_cost_delta_pct"]),
+                signed_percent(a["avg_latency_delta_pct"]),
                 a["critical_alerts"],
                 a["warning_alerts"],
             ]
@@ -355,7 +350,7 @@ def render_markdown(report: dict[str, Any]) -> str:
     if calibration := report["calibration"]["trials"]:
         lines += ["", f"Grader calibration: {len(calibration)} of {report['calibration']['failed']} failed trials sampled "
                       f"for review in `{CALIBRATION_FILE.format(day=report['partition_date'])}`."]  # fmt: skip
-    aggregate = [f for f in report["alerts"] if f["episode_id"] is None and (f["ci_low"] is not None or f["p_value"] is not None)]
+    aggregate = aggregate_alerts(report["alerts"])
     if aggregate:
         lines += [
             "",
@@ -410,8 +405,8 @@ def render_markdown(report: dict[str, Any]) -> str:
                 e["agent_id"],
                 e["weighted_score"],
                 e["correctness"],
-                _pct(e["cost_delta_pct"]),
-                _pct(e["latency_delta_pct"]),
+                signed_percent(e["cost_delta_pct"]),
+                signed_percent(e["latency_delta_pct"]),
                 e["tool_match"],
                 e["safety"],
             ]

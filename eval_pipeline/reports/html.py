@@ -11,6 +11,7 @@ from typing import Any
 
 from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
 
+from eval_pipeline.reports.markdown import signed_percent
 from eval_pipeline.reports.svg import histogram, line_chart
 
 WORST_SHOWN = 20
@@ -31,8 +32,9 @@ def _pct(value: float | None) -> str:
     return "–" if value is None else f"{value:.0%}"
 
 
-def _delta(value: float | None) -> str:
-    return "–" if value is None else f"{value:+.1f}%"
+def aggregate_alerts(alerts: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The per-agent findings that carry statistics (a confidence interval or a p-value)."""
+    return [f for f in alerts if f["episode_id"] is None and (f["ci_low"] is not None or f["p_value"] is not None)]
 
 
 def _cards(report: dict[str, Any]) -> list[dict[str, str]]:
@@ -67,11 +69,13 @@ def render_html(report: dict[str, Any], judge_costs: str = "", balance: str = ""
     charts = {
         "pass_rate": line_chart(trend["days"], per("pass_rate"), label=_pct, title="Pass rate per agent"),
         "score": line_chart(trend["days"], per("mean_weighted_score"), label=lambda v: f"{v:.2f}", title="Mean score per agent"),
-        "cost_delta": line_chart(trend["days"], per("mean_cost_delta_pct"), label=_delta, title="Mean cost delta"),
-        "latency_delta": line_chart(trend["days"], per("mean_latency_delta_pct"), label=_delta, title="Mean latency delta"),
+        "cost_delta": line_chart(trend["days"], per("mean_cost_delta_pct"), label=signed_percent, title="Mean cost delta"),
+        "latency_delta": line_chart(
+            trend["days"], per("mean_latency_delta_pct"), label=signed_percent, title="Mean latency delta"
+        ),
         "distribution": histogram(report["score_histogram"], title="Weighted score distribution"),
     }
-    aggregate = [f for f in report["alerts"] if f["episode_id"] is None and (f["ci_low"] is not None or f["p_value"] is not None)]
+    aggregate = aggregate_alerts(report["alerts"])
     return (
         _environment()
         .get_template("daily.html.j2")
@@ -86,6 +90,6 @@ def render_html(report: dict[str, Any], judge_costs: str = "", balance: str = ""
             calibration_file=calibration_file,
             worst=WORST_SHOWN,
             pct=_pct,
-            delta=_delta,
+            delta=signed_percent,
         )
     )

@@ -1,4 +1,4 @@
-"""Markdown tables whose cells may hold agent-controlled text."""
+"""Markdown tables whose cells may hold agent-controlled text, and the figures' formats every report shares."""
 
 from __future__ import annotations
 
@@ -17,3 +17,8 @@ def table(headers: Sequence[str], rows: Iterable[Sequence[Any]]) -> list[str]:
     lines = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
     lines += ["| " + " | ".join(cell(value) for value in row) + " |" for row in rows]
     return lines
+
+
+def signed_percent(value: float | None) -> str:
+    """A percent change (cost or latency delta) as the reports show it."""
+    return "–" if value is None else f"{value:+.1f}%"

@@ -24,7 +24,8 @@ from eval_pipeline.config import (
     SafetyGateReward,
     WeightedReward,
 )
-from eval_pipeline.rewards.inputs import SEVERITIES, RewardInput, RewardInputs
+from eval_pipeline.rewards.inputs import RewardInput, RewardInputs
+from eval_pipeline.scoring.checks import SEVERITIES
 
 
 @dataclass(frozen=True)

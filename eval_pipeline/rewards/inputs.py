@@ -8,9 +8,8 @@ import numpy as np
 import pandas as pd
 
 from eval_pipeline.config import REWARD_DIMENSIONS
+from eval_pipeline.scoring.checks import SEVERITIES
 from eval_pipeline.scoring.weighted import delta_to_unit
-
-SEVERITIES = ("critical", "error", "warning")
 
 
 @dataclass(frozen=True)

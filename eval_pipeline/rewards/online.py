@@ -19,10 +19,10 @@ import pandas as pd
 from eval_pipeline.config import EvalConfig
 from eval_pipeline.episodes.model import Episode, Step, StepType
 from eval_pipeline.rewards.functions import Reward, RewardBook
-from eval_pipeline.rewards.inputs import SEVERITIES, reward_inputs
+from eval_pipeline.rewards.inputs import reward_inputs
 from eval_pipeline.scoring.assessments import assess
 from eval_pipeline.scoring.cases import Case
-from eval_pipeline.scoring.checks import all_checks
+from eval_pipeline.scoring.checks import SEVERITIES, all_checks
 from eval_pipeline.scoring.episodes import score_episodes
 
 PAIR_AGENT = "prompt-completion"  # the agent of a prompt/completion pair

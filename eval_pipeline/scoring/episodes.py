@@ -6,7 +6,7 @@ import pandas as pd
 
 from eval_pipeline.config import EvalConfig
 from eval_pipeline.scoring import dimensions as dim
-from eval_pipeline.scoring.checks import PENALTY, grade
+from eval_pipeline.scoring.checks import PENALTY, SEVERITIES, grade
 from eval_pipeline.scoring.weighted import delta_to_unit, weighted_score
 
 # What a `scores` row keeps: identity, the dimensions, and the evidence behind them.
@@ -71,7 +71,7 @@ def score_episodes(frame: pd.DataFrame, config: EvalConfig) -> pd.DataFrame:
         "judge": frame["judge_score"].astype(float),
     }
     scored["weighted_score"] = weighted_score(units, config.weights).where(dim.has_baseline(frame) | dim.has_case(frame))
-    penalty = sum(PENALTY[severity] * frame[f"{severity}_issues"].fillna(0) for severity in ("critical", "error", "warning"))
+    penalty = sum(PENALTY[severity] * frame[f"{severity}_issues"].fillna(0) for severity in SEVERITIES)
     scored["issue_score"] = (100.0 - penalty).clip(lower=0.0)
     scored["issue_grade"] = [grade(score) for score in scored["issue_score"]]
     return scored

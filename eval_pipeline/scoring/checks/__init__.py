@@ -16,7 +16,7 @@ from functools import cache
 from eval_pipeline.config import ChecksConfig
 from eval_pipeline.scoring.trajectory import Trajectory
 
-SEVERITIES = ("critical", "error", "warning", "info")
+SEVERITIES = ("critical", "error", "warning")  # counted per episode; "info" issues cost nothing
 PENALTY = {"critical": 25, "error": 10, "warning": 5, "info": 0}  # points off 100 per issue
 
 
