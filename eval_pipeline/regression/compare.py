@@ -67,8 +67,8 @@ class Selector(BaseModel):
 
 
 def _per_task(runs: pd.DataFrame) -> pd.DataFrame:
-    runs = runs.assign(verdict=trial_verdicts(runs))
-    runs["verdict_f"] = runs["verdict"].map(lambda v: np.nan if v is None else float(v))
+    """`runs` with their `verdict`, one row per task."""
+    runs = runs.assign(verdict_f=runs["verdict"].map(lambda v: np.nan if v is None else float(v)))
     grouped = runs.groupby("task_id")
     return pd.DataFrame(
         {
@@ -92,7 +92,7 @@ def _interval(values: pd.Series, stats: StatisticsConfig, *parts: object) -> dic
 
 
 def _side_summary(runs: pd.DataFrame, tasks: pd.DataFrame) -> dict:
-    verdicts = trial_verdicts(runs).dropna()
+    verdicts = runs["verdict"].dropna()
     return {
         "episodes": len(runs),
         "tasks": len(tasks),
@@ -104,7 +104,7 @@ def _side_summary(runs: pd.DataFrame, tasks: pd.DataFrame) -> dict:
 
 
 def _reliability(runs: pd.DataFrame) -> dict:
-    per_task = task_trials(runs.assign(verdict=trial_verdicts(runs), agent_id="side"))
+    per_task = task_trials(runs.assign(agent_id="side"))
     per_k = agent_pass_at_k(per_task)
     return {
         "pass_at_k": {int(r.k): round(r.pass_at_k, 4) for r in per_k.itertuples()},
@@ -116,9 +116,11 @@ def _reliability(runs: pd.DataFrame) -> dict:
 
 def compare(a: pd.DataFrame, b: pd.DataFrame, selectors: tuple[Selector, Selector], stats: StatisticsConfig) -> dict:
     """`a`, `b`: runs (task_id, weighted_score, case_passed, reward, passed, total_cost_usd, total_duration_ms)."""
-    ta, tb = _per_task(a), _per_task(b)
-    common = ta.index.intersection(tb.index).sort_values()
-    ta, tb = ta.loc[common], tb.loc[common]
+    a, b = a.assign(verdict=trial_verdicts(a)), b.assign(verdict=trial_verdicts(b))  # once per side
+    all_a, all_b = _per_task(a), _per_task(b)
+    common = all_a.index.intersection(all_b.index).sort_values()
+    ta, tb = all_a.loc[common], all_b.loc[common]
+    a, b = a[a["task_id"].isin(common)], b[b["task_id"].isin(common)]
     by_score = ta["score"].notna() & tb["score"].notna()
     score_a = ta["score"].where(by_score, ta["pass_share"])
     score_b = tb["score"].where(by_score, tb["pass_share"])
@@ -137,15 +139,15 @@ def compare(a: pd.DataFrame, b: pd.DataFrame, selectors: tuple[Selector, Selecto
             "a": str(selectors[0]),
             "b": str(selectors[1]),
             "tasks_in_common": len(common),
-            "tasks_only_in_a": len(_per_task(a).index.difference(common)),
-            "tasks_only_in_b": len(_per_task(b).index.difference(common)),
+            "tasks_only_in_a": len(all_a.index.difference(common)),
+            "tasks_only_in_b": len(all_b.index.difference(common)),
             "confidence": stats.confidence,
             "resamples": stats.resamples,
             "score": "mean weighted score per task where both sides have one, else the share of passing trials",
         },
         "quality": {
-            "a": _side_summary(a[a["task_id"].isin(common)], ta),
-            "b": _side_summary(b[b["task_id"].isin(common)], tb),
+            "a": _side_summary(a, ta),
+            "b": _side_summary(b, tb),
             "score_delta": _interval(diff, stats, *key, "score"),
             "pass_rate_delta": _interval(tb["pass_share"] - ta["pass_share"], stats, *key, "pass_rate"),
             "mcnemar": {**flips, "p_value": round(mcnemar(flips["a_pass_b_fail"], flips["a_fail_b_pass"]), 4)},
@@ -154,7 +156,7 @@ def compare(a: pd.DataFrame, b: pd.DataFrame, selectors: tuple[Selector, Selecto
             "cost_delta_pct": _interval(relative("cost"), stats, *key, "cost"),
             "latency_delta_pct": _interval(relative("latency"), stats, *key, "latency"),
         },
-        "reliability": {"a": _reliability(a[a["task_id"].isin(common)]), "b": _reliability(b[b["task_id"].isin(common)])},
+        "reliability": {"a": _reliability(a), "b": _reliability(b)},
         "headToHead": {
             "b_wins": sum(w == "b" for w in winner.values()),
             "a_wins": sum(w == "a" for w in winner.values()),
