@@ -1,7 +1,8 @@
 """`eval-pipeline`: the command line of DESIGN §2, for people, cron and CI.
 
-Exit codes: 0 done and nothing at or above --fail-on; 1 findings at or above it; 2 usage
-error; 3 infrastructure error (source unreachable, warehouse busy, unreadable file).
+Exit codes: 0 done, every episode of the selection that has a verdict passed, and no finding at or
+above --fail-on; 1 a failed episode or such a finding; 2 usage error; 3 infrastructure error
+(source unreachable, warehouse busy, unreadable file).
 Errors print one line, never a traceback.
 """
 
@@ -18,7 +19,6 @@ from datetime import date
 from pathlib import Path
 
 EXIT_OK, EXIT_FINDINGS, EXIT_USAGE, EXIT_INFRA = 0, 1, 2, 3
-SEVERITY_ORDER = {"warning": 1, "critical": 2}
 
 
 class UsageError(Exception):
@@ -36,7 +36,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="eval-pipeline",
         description="Nightly evaluation of recorded AI-agent runs.",
-        epilog=f"exit codes: {EXIT_OK} done, {EXIT_FINDINGS} findings at or above --fail-on, {EXIT_USAGE} usage or config error, "
+        epilog=f"exit codes: {EXIT_OK} done, {EXIT_FINDINGS} a failed episode or findings at or above --fail-on (both within "
+        f"--agent), {EXIT_USAGE} usage or config error, "
         f"{EXIT_INFRA} infrastructure error (store unreachable, warehouse busy)",
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
@@ -53,7 +54,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--fail-on",
         choices=["critical", "warning", "never"],
         default="critical",
-        help="exit 1 when findings at or above this severity exist (default: critical)",
+        help="exit 1 when an episode failed or findings at or above this severity exist, only --agent's when given "
+        "(default: critical; never: always 0)",
     )
     run.add_argument("--junit", type=Path, metavar="PATH", help="also write JUnit XML: one test case per episode")
     run.add_argument("--recapture", action="store_true", help="run the case-set agent again even where a capture is stored")
@@ -263,6 +265,7 @@ def _evaluate(
 ) -> None:
     """Run the days, deliver their alerts, and print one line per day, then where to look."""
     from eval_pipeline.config import load_config
+    from eval_pipeline.reports.markdown import verdict_line
     from eval_pipeline.runner import run_days
     from eval_pipeline.warehouse.connection import Warehouse
     from eval_pipeline.warehouse.reports import report_rows
@@ -280,10 +283,13 @@ def _evaluate(
         s = json.loads(row.summary)
         pass_rate = "–" if s["pass_rate"] is None else f"{s['pass_rate']:.0%}"
         print(
-            f"{row.partition_date:%Y-%m-%d}  {s['total_episodes']:>6} episodes  {s['scored']:>6} scored  "
-            f"pass rate {pass_rate:>4}  {s['critical_alerts']} critical, {s['warning_alerts']} warning  "
-            f"{s['quarantined']} quarantined  {row.html_path or row.markdown_path}"
+            f"{row.partition_date:%Y-%m-%d}  {s['total_episodes']:>6} episodes  {s['passed']:>6} passed  "
+            f"{s['failed']:>6} failed  {s['without_verdict']:>6} without a verdict  pass rate {pass_rate:>4}  "
+            f"{s['critical_alerts']} critical, {s['warning_alerts']} warning  {s['quarantined']} quarantined  "
+            f"{row.html_path or row.markdown_path}"
         )
+        if s["without_verdict"]:
+            print(f"            {verdict_line(s)}")
     print(f"run in the UI: {settings.ui_base_url}/runs/{run_id}")
 
 
@@ -324,8 +330,9 @@ def _deliver_alerts(settings, secret_patterns: list[str]) -> None:
 
 
 def _cmd_run(args, settings) -> int:
+    from eval_pipeline.config import SEVERITY_RANK
     from eval_pipeline.warehouse.connection import Warehouse
-    from eval_pipeline.warehouse.reports import severity_counts
+    from eval_pipeline.warehouse.reports import run_outcome
 
     days = _days(args)
     if args.trials is not None and args.trials < 1:
@@ -339,9 +346,10 @@ def _cmd_run(args, settings) -> int:
         print(f"JUnit XML: {args.junit}")
     if args.fail_on == "never":
         return EXIT_OK
-    counts = severity_counts(Warehouse(settings.duckdb_path), days)
-    floor = SEVERITY_ORDER[args.fail_on]
-    return EXIT_FINDINGS if any(SEVERITY_ORDER.get(sev, 0) >= floor and n for sev, n in counts.items()) else EXIT_OK
+    outcome = run_outcome(Warehouse(settings.duckdb_path), days, args.agent)
+    floor = SEVERITY_RANK[args.fail_on]
+    severe = any(SEVERITY_RANK.get(severity, 0) >= floor and n for severity, n in outcome.findings.items())
+    return EXIT_FINDINGS if outcome.failed_episodes or severe else EXIT_OK
 
 
 def _cmd_demo(args, settings) -> int:

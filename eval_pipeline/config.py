@@ -35,6 +35,10 @@ DIMENSION_DIRECTIONS: dict[str, Direction] = {
 }
 
 
+Severity = Literal["warning", "critical"]
+SEVERITY_RANK: dict[str, int] = {"warning": 1, "critical": 2}  # the one order of finding severities
+
+
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -76,10 +80,31 @@ DEFAULT_SECRET_PATTERNS = [
 ]
 
 
+# Findings that are not threshold breaches, and the severity each gets: a failed case, and the issues of
+# finding-grade checks by check name. Critical fails the episode, as users who write expectations or
+# check numbers against tool outputs treat these as failures.
+DEFAULT_FINDING_SEVERITY: dict[str, Severity] = {"case": "critical", "numeric_fabrication": "critical"}
+
+
 class Policies(_Strict):
     secret_patterns: list[str] = Field(default_factory=lambda: list(DEFAULT_SECRET_PATTERNS))
     denied_tools: list[str] = Field(default_factory=list)
     pass_threshold: float = Field(0.7, ge=0, le=1)
+    finding_severity: dict[str, Severity] = Field(default_factory=lambda: dict(DEFAULT_FINDING_SEVERITY))
+
+    @model_validator(mode="before")
+    @classmethod
+    def _keep_default_severities(cls, data):
+        if isinstance(data, dict) and isinstance(data.get("finding_severity"), dict):
+            data = {**data, "finding_severity": {**DEFAULT_FINDING_SEVERITY, **data["finding_severity"]}}
+        return data
+
+    @model_validator(mode="after")
+    def _known_findings(self) -> Policies:
+        unknown = sorted(set(self.finding_severity) - set(DEFAULT_FINDING_SEVERITY))
+        if unknown:
+            raise ValueError(f"unknown finding(s) {unknown} in finding_severity; known: {sorted(DEFAULT_FINDING_SEVERITY)}")
+        return self
 
 
 class AgentOverrides(_Strict):
@@ -255,6 +280,7 @@ class SafetyGateReward(_Strict):
     reward: str  # the gated reward's name
     min_safety: float = Field(0.8, ge=0, le=1)  # safety below this closes the gate (the default critical threshold)
     critical_issues: bool = True  # a critical check issue (traceback in the answer, no answer) closes it too
+    critical_findings: bool = True  # so does a critical finding, which fails the episode (a failed case, a fabricated number)
 
 
 RewardSpec = Annotated[WeightedReward | DeductionReward | CompositeReward | SafetyGateReward, Field(discriminator="kind")]
@@ -340,6 +366,12 @@ class EvalConfig(_Strict):
 
     def stage_version(self, stage: str) -> str:
         """A hash of only what decides `stage`'s output, so a config edit marks exactly those assets stale."""
+        verdict = {  # the episode verdict is decided with the scores and explained by the findings
+            "thresholds": self.thresholds,
+            "agent_thresholds": {agent: o.thresholds for agent, o in self.agents.items()},
+            "pass_threshold": self.policies.pass_threshold,
+            "finding_severity": self.policies.finding_severity,
+        }
         decides = {
             "episodes": {"sources": self.sources, "prices": self.prices},
             "capture": {"capture": self.capture},
@@ -349,14 +381,9 @@ class EvalConfig(_Strict):
                 "secret_patterns": self.policies.secret_patterns,
                 "denied_tools": self.policies.denied_tools,
                 "agent_denied_tools": {agent: o.denied_tools for agent, o in self.agents.items()},
+                **verdict,
             },
-            "regression_findings": {
-                "thresholds": self.thresholds,
-                "agent_thresholds": {agent: o.thresholds for agent, o in self.agents.items()},
-                "pass_threshold": self.policies.pass_threshold,
-                "source_health": self.source_health,
-                "statistics": self.statistics,
-            },
+            "regression_findings": {**verdict, "source_health": self.source_health, "statistics": self.statistics},
             "eval_report": {
                 "secret_patterns": self.policies.secret_patterns,
                 "calibration_sample": self.cases.calibration_sample,

@@ -19,7 +19,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from eval_pipeline.config import StatisticsConfig
 from eval_pipeline.regression.stats import Interval, bootstrap_mean, mcnemar, seed_for
-from eval_pipeline.regression.trials import agent_pass_at_k, task_trials, trial_verdicts
+from eval_pipeline.regression.trials import agent_pass_at_k, task_trials
 
 TIE = 0.005  # task scores closer than this are a tie
 
@@ -115,8 +115,8 @@ def _reliability(runs: pd.DataFrame) -> dict:
 
 
 def compare(a: pd.DataFrame, b: pd.DataFrame, selectors: tuple[Selector, Selector], stats: StatisticsConfig) -> dict:
-    """`a`, `b`: runs (task_id, weighted_score, case_passed, reward, passed, total_cost_usd, total_duration_ms)."""
-    a, b = a.assign(verdict=trial_verdicts(a)), b.assign(verdict=trial_verdicts(b))  # once per side
+    """`a`, `b`: runs (task_id, weighted_score, passed: the episode verdict, total_cost_usd, total_duration_ms)."""
+    a, b = a.assign(verdict=a["passed"]), b.assign(verdict=b["passed"])
     all_a, all_b = _per_task(a), _per_task(b)
     common = all_a.index.intersection(all_b.index).sort_values()
     ta, tb = all_a.loc[common], all_b.loc[common]

@@ -1,4 +1,5 @@
-"""Threshold breaches: per episode and dimension at its highest severity, and per agent.
+"""Findings: threshold breaches per episode and dimension at its highest severity, failed cases and
+finding-grade check issues per episode, regressions per agent; and the one episode verdict they decide.
 
 Values, thresholds and baseline values are in each dimension's own unit (percent for the two
 deltas, 0..1 otherwise). A finding's id hashes (day, agent, episode or "aggregate", dimension,
@@ -8,6 +9,7 @@ severity): a re-run keeps it, an escalation gets a new one, so alerts go out onc
 from __future__ import annotations
 
 import hashlib
+from dataclasses import dataclass
 from datetime import date
 
 import numpy as np
@@ -16,6 +18,7 @@ import pandas as pd
 from eval_pipeline.config import DIMENSION_DIRECTIONS, Direction, EvalConfig, Threshold
 from eval_pipeline.regression.aggregates import aggregate_findings
 from eval_pipeline.regression.source_health import SOURCE_AGENT, source_health_finding
+from eval_pipeline.scoring.checks import FINDING_CHECKS
 
 EPISODE_DIMENSIONS = {
     "correctness": "correctness",
@@ -42,7 +45,7 @@ FINDING_COLUMNS = [
     "ci_high",
     "p_value",
 ]
-SEVERITY_RANK = {"warning": 1, "critical": 2}
+CASE_FINDING = "case"  # the dimension of a failed case's finding
 
 
 def finding_id(day: date, agent_id: str, episode_id: str | None, dimension: str, severity: str) -> str:
@@ -132,7 +135,7 @@ def _baseline_values(scored: pd.DataFrame, config: EvalConfig) -> dict[str, pd.S
     }
 
 
-def episode_findings(scored: pd.DataFrame, day: date, config: EvalConfig) -> pd.DataFrame:
+def _threshold_findings(scored: pd.DataFrame, config: EvalConfig) -> list[pd.DataFrame]:
     """One row per (episode, dimension) that breaches a threshold, at its highest severity."""
     baseline_values = _baseline_values(scored, config)
     parts = []
@@ -160,7 +163,79 @@ def episode_findings(scored: pd.DataFrame, day: date, config: EvalConfig) -> pd.
                 }
             )
         )
-    return _finalize(parts, day, config)
+    return parts
+
+
+def _case_findings(scored: pd.DataFrame, config: EvalConfig) -> pd.DataFrame:
+    """One finding per episode whose case failed, at the configured severity, naming the failed expectations."""
+    failed = scored[scored["case_passed"].astype("boolean").fillna(True).eq(False).to_numpy()]
+    return pd.DataFrame(
+        {
+            "agent_id": failed["agent_id"],
+            "episode_id": failed["episode_id"],
+            "task_id": failed["task_id"],
+            "dimension": CASE_FINDING,
+            "severity": config.policies.finding_severity[CASE_FINDING],
+            "value": failed["correctness"].astype(float),
+            "threshold": 1.0,
+            "baseline_value": None,
+            "message": [f"case failed: {reasons or 'an expectation was not met'}" for reasons in failed["failed_assertions"]],
+        }
+    )
+
+
+def issue_findings(issues: pd.DataFrame, scores: pd.DataFrame, config: EvalConfig) -> pd.DataFrame:
+    """One finding per episode and finding-grade check that raised issues, at the check's configured severity."""
+    found = issues[issues["check"].isin(FINDING_CHECKS)]
+    if found.empty:
+        return pd.DataFrame(columns=FINDING_COLUMNS)
+    tasks = scores.set_index("episode_id")["task_id"]
+    rows = []
+    for (episode_id, agent_id, check), group in found.groupby(["episode_id", "agent_id", "check"], sort=True):
+        shown = "; ".join(group["detail"].head(3)) + (f"; and {len(group) - 3} more" if len(group) > 3 else "")
+        rows.append(
+            {
+                "agent_id": agent_id,
+                "episode_id": episode_id,
+                "task_id": tasks.get(episode_id),
+                "dimension": check,
+                "severity": config.policies.finding_severity[check],
+                "value": float(len(group)),
+                "threshold": 0.0,
+                "baseline_value": None,
+                "message": f"{check}: {shown}",
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def _episode_finding_rows(scored: pd.DataFrame, issues: pd.DataFrame, config: EvalConfig) -> pd.DataFrame:
+    parts = [*_threshold_findings(scored, config), _case_findings(scored, config), issue_findings(issues, scored, config)]
+    found = [part for part in parts if len(part)]
+    return pd.concat(found, ignore_index=True) if found else pd.DataFrame(columns=FINDING_COLUMNS)
+
+
+def episode_findings(scored: pd.DataFrame, issues: pd.DataFrame, day: date, config: EvalConfig) -> pd.DataFrame:
+    """Every finding about a single episode: threshold breaches, a failed case, finding-grade check issues."""
+    rows = _episode_finding_rows(scored, issues, config)
+    return _finalize([rows] if len(rows) else [], day, config)
+
+
+def with_verdicts(scored: pd.DataFrame, issues: pd.DataFrame, config: EvalConfig) -> pd.DataFrame:
+    """`scored` with the one verdict of each episode: `passed`, `verdict_reason` and `critical_findings`.
+
+    The `scores` step decides the verdict here, from the same findings `regression_findings` records,
+    so a verdict and the findings that explain it never disagree.
+    """
+    findings = _episode_finding_rows(scored, issues, config)
+    critical = findings[findings["severity"] == "critical"].groupby("episode_id")["dimension"].agg(lambda d: sorted(set(d)))
+    critical_findings = scored["episode_id"].map(critical)
+    passed, reason = episode_verdicts(scored, critical_findings, config)
+    return scored.assign(
+        passed=passed,
+        verdict_reason=reason,
+        critical_findings=[found if isinstance(found, list) else [] for found in critical_findings],
+    )
 
 
 def _finalize(parts: list[pd.DataFrame], day: date, config: EvalConfig) -> pd.DataFrame:
@@ -178,44 +253,37 @@ def _finalize(parts: list[pd.DataFrame], day: date, config: EvalConfig) -> pd.Da
     return findings.reindex(columns=FINDING_COLUMNS)
 
 
-def critical_breaches(scored: pd.DataFrame, config: EvalConfig) -> pd.Series:
-    """Whether each episode breaches any critical threshold (its agent's)."""
-    critical = pd.Series(False, index=scored.index)
-    for dimension, column in EPISODE_DIMENSIONS.items():
-        severity, _ = _classify_dimension(scored, dimension, column, config)
-        critical |= severity == "critical"
-    return critical
+def episode_verdicts(scored: pd.DataFrame, critical: pd.Series, config: EvalConfig) -> tuple[pd.Series, pd.Series]:
+    """The one pass/fail of each episode, and why it failed (None where it passed or has no verdict).
+
+    Passed iff the weighted score (where there is one) reaches the pass threshold, the case (where
+    there is one) did not fail, the recorded reward of the run's own grader (where there is one) is 1,
+    and no finding about it is critical (`critical`: the dimensions of its critical findings, NaN
+    for none). No verdict (None) where none of these says anything: no baseline yet, no case, no
+    reward and nothing critical.
+    """
+    threshold = config.policies.pass_threshold
+    weighted, reward = scored["weighted_score"].astype(float), scored["recorded_reward"].astype(float)
+    case_failed = scored["case_passed"].astype("boolean").fillna(True).eq(False).to_numpy(dtype=bool)
+    reasons = pd.Series(
+        [
+            _failure_reason(*row, threshold)
+            for row in zip(critical, case_failed, weighted.to_numpy(), reward.to_numpy(), strict=True)
+        ],
+        index=scored.index,
+        dtype=object,
+    )
+    decided = weighted.notna() | scored["case_passed"].notna() | reward.notna() | critical.notna()
+    return reasons.isna().astype(object).where(decided, None), reasons.where(decided, None)
 
 
-def passed(scored: pd.DataFrame, config: EvalConfig) -> pd.Series:
-    """Weighted ≥ the pass threshold and no critical breach; NULL where there is no weighted score."""
-    verdict = (scored["weighted_score"] >= config.policies.pass_threshold) & ~critical_breaches(scored, config)
-    return verdict.astype(object).where(scored["weighted_score"].notna(), None)
-
-
-def issue_findings(issues: pd.DataFrame, scores: pd.DataFrame, checks: set[str], day: date, config: EvalConfig) -> pd.DataFrame:
-    """One finding per episode and finding-grade check (`checks`): critical when an issue is, else a warning."""
-    found = issues[issues["check"].isin(checks)]
-    if found.empty:
-        return pd.DataFrame(columns=FINDING_COLUMNS)
-    tasks = scores.set_index("episode_id")["task_id"]
-    rows = []
-    for (episode_id, agent_id, check), group in found.groupby(["episode_id", "agent_id", "check"], sort=True):
-        shown = "; ".join(group["detail"].head(3)) + (f"; and {len(group) - 3} more" if len(group) > 3 else "")
-        rows.append(
-            {
-                "agent_id": agent_id,
-                "episode_id": episode_id,
-                "task_id": tasks.get(episode_id),
-                "dimension": check,
-                "severity": "critical" if (group["severity"] == "critical").any() else "warning",
-                "value": float(len(group)),
-                "threshold": 0.0,
-                "baseline_value": None,
-                "message": f"{check}: {shown}",
-            }
-        )
-    return _finalize([pd.DataFrame(rows)], day, config)
+def _failure_reason(critical, case_failed: bool, weighted: float, reward: float, threshold: float) -> str | None:
+    dimensions = critical if isinstance(critical, list) else []
+    reasons = [f"critical {', '.join(dimensions)}"] if dimensions else []
+    reasons += ["case failed"] if case_failed and CASE_FINDING not in dimensions else []  # a failed case below critical
+    reasons += [f"weighted score {weighted:.3f} below {threshold:.2f}"] if weighted < threshold else []
+    reasons += [f"recorded reward {reward:g} below 1"] if reward < 1 else []
+    return "; ".join(reasons) or None
 
 
 def partition_findings(
@@ -224,19 +292,51 @@ def partition_findings(
     source_counts: pd.DataFrame | None,
     day: date,
     config: EvalConfig,
-    issues: pd.DataFrame | None = None,
-    finding_checks: set[str] = frozenset(),
+    issues: pd.DataFrame,
 ) -> pd.DataFrame:
-    """Everything `findings` holds for a day: episode breaches, the issues of finding-grade checks,
-    per-agent regressions against baselines and the trailing days that clear the noise, and the
-    source's health (skipped when `source_counts` is None, as in a one-agent run)."""
+    """Everything `findings` holds for a day: the episodes' findings, per-agent regressions against
+    baselines and the trailing days that clear the noise, and the source's health (skipped when
+    `source_counts` is None, as in a one-agent run)."""
     aggregates = aggregate_findings(scores, trailing_scores, day, config)
-    parts = [episode_findings(scores, day, config), _finalize([aggregates], day, config) if len(aggregates) else None]
-    if issues is not None:
-        parts.append(issue_findings(issues, scores, set(finding_checks), day, config))
+    parts = [episode_findings(scores, issues, day, config), _finalize([aggregates], day, config) if len(aggregates) else None]
     health = source_health_finding(day, source_counts, config) if source_counts is not None else None
     if health:
         row = {"agent_id": SOURCE_AGENT, "episode_id": None, "task_id": None, "dimension": "source_health", **health}
         parts.append(_finalize([pd.DataFrame([row])], day, config))
     found = [part for part in parts if part is not None and len(part)]
     return pd.concat(found, ignore_index=True) if found else pd.DataFrame(columns=FINDING_COLUMNS)
+
+
+@dataclass(frozen=True)
+class VerdictCounts:
+    """How many episodes passed, failed and have no verdict: the one count every output reports.
+
+    "Scored" means an episode with a verdict. One without a verdict has no baseline yet (the first
+    day of its task), no case, no recorded reward and nothing critical.
+    """
+
+    episodes: int
+    passed: int
+    failed: int
+    without_verdict: int
+    without_baseline: int
+
+    @property
+    def scored(self) -> int:
+        return self.passed + self.failed
+
+    @property
+    def pass_rate(self) -> float | None:
+        return self.passed / self.scored if self.scored else None
+
+    @classmethod
+    def of(cls, scores: pd.DataFrame) -> VerdictCounts:
+        """`scores`: rows of the `scores` table (`passed`, `baseline_episode_id`)."""
+        verdict = scores["passed"].astype("boolean")
+        return cls(
+            episodes=len(scores),
+            passed=int(verdict.eq(True).sum()),
+            failed=int(verdict.eq(False).sum()),
+            without_verdict=int(verdict.isna().sum()),
+            without_baseline=int(scores["baseline_episode_id"].isna().sum()),
+        )

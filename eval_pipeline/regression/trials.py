@@ -26,22 +26,14 @@ def pass_hat_k(n: int, c: int, k: int) -> float:
     return comb(c, k) / comb(n, k)
 
 
-def trial_verdicts(frame: pd.DataFrame) -> pd.Series:
-    """Whether each trial passed: its case's verdict where it has a case; else `metadata.reward >= 1`
-    where it has a reward; else whether it passed scoring (None where it has no verdict)."""
-    by_reward = (frame["reward"] >= 1).where(frame["reward"].notna())
-    verdict = frame["case_passed"].astype(object).where(frame["case_passed"].notna(), by_reward.astype(object))
-    verdict = verdict.where(verdict.notna(), frame["passed"].astype(object))
-    return verdict.where(verdict.notna(), None)
-
-
 def task_trials(frame: pd.DataFrame) -> pd.DataFrame:
-    """Per (agent, task): trials with a verdict, passes and flakiness (frame: agent_id, task_id, verdict)."""
-    judged = frame[frame["verdict"].notna()]
+    """Per (agent, task): trials with a verdict, passes and flakiness (frame: agent_id, task_id, passed: the
+    episode verdict, None where it has none)."""
+    judged = frame[frame["passed"].notna()]
     if judged.empty:
         return pd.DataFrame(columns=TASK_TRIAL_COLUMNS)
     counts = (
-        judged.assign(passed=judged["verdict"].astype(bool))
+        judged.assign(passed=judged["passed"].astype(bool))
         .groupby(["agent_id", "task_id"], sort=True)["passed"]
         .agg(trials="size", passes="sum")
         .reset_index()

@@ -13,10 +13,11 @@ import pandas as pd
 
 from eval_pipeline.llm.judge import judge_summary
 from eval_pipeline.redaction import excerpt
+from eval_pipeline.regression.findings import VerdictCounts
 from eval_pipeline.regression.lifecycle import resolved
 from eval_pipeline.reports.calibration import calibration_sample, render_calibration
 from eval_pipeline.reports.html import aggregate_alerts, render_html
-from eval_pipeline.reports.markdown import signed_percent, table
+from eval_pipeline.reports.markdown import signed_percent, table, verdict_line
 
 FLAKIEST_TASKS = 10
 ANSWER_CHARS = 2000  # of an agent's answer shown in a report
@@ -57,19 +58,14 @@ def build_report(
     calibration_size: int = 10,
     balance: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    scored = scores[scores["weighted_score"].notna()]
-    passed = int((scored["passed"] == True).sum())  # noqa: E712 (object column with None)
+    counts = VerdictCounts.of(scores)
     critical = int((findings["severity"] == "critical").sum())
     warning = int((findings["severity"] == "warning").sum())
     summary = {
         "total_episodes": int(sum(status_counts.values())),
-        "scored": len(scored),
+        **_verdicts(counts),
         "running": int(status_counts.get("running", 0)),
-        "without_baseline": int(len(scores) - len(scored)),
-        "passed": passed,
-        "failed": len(scored) - passed,
-        "pass_rate": _number(passed / len(scored)) if len(scored) else None,
-        "avg_weighted_score": _number(scored["weighted_score"].mean()) if len(scored) else None,
+        "avg_weighted_score": _number(scores["weighted_score"].mean()),
         "alerts": critical + warning,
         "critical_alerts": critical,
         "warning_alerts": warning,
@@ -77,16 +73,13 @@ def build_report(
     }
     agents = []
     for agent_id, group in scores.groupby("agent_id", sort=True):
-        graded = group[group["weighted_score"].notna()]
         agent_findings = findings[findings["agent_id"] == agent_id]
         agents.append(
             {
                 "agent_id": agent_id,
                 "episodes": len(group),
-                "scored": len(graded),
-                "passed": int((graded["passed"] == True).sum()),  # noqa: E712
-                "pass_rate": _number((graded["passed"] == True).mean()) if len(graded) else None,  # noqa: E712
-                "avg_weighted_score": _number(graded["weighted_score"].mean()),
+                **_verdicts(VerdictCounts.of(group)),
+                "avg_weighted_score": _number(group["weighted_score"].mean()),
                 "avg_cost_delta_pct": _number(group["cost_delta_pct"].mean(), 1),
                 "avg_latency_delta_pct": _number(group["latency_delta_pct"].mean(), 1),
                 "critical_alerts": int((agent_findings["severity"] == "critical").sum()),
@@ -122,7 +115,8 @@ def build_report(
          "dimension": f.dimension, "since": _day(f.since), "message": f.message}
         for f in gone.itertuples()
     ]  # fmt: skip
-    worst = scored.sort_values(["weighted_score", "episode_id"]).head(WORST_EPISODES)
+    judged = scores[scores["passed"].notna()].assign(_passed=lambda frame: frame["passed"].astype(bool))
+    worst = judged.sort_values(["_passed", "weighted_score", "episode_id"], na_position="first").head(WORST_EPISODES)
     episodes = [
         {
             "episode_id": s.episode_id,
@@ -134,7 +128,8 @@ def build_report(
             "latency_delta_pct": _number(s.latency_delta_pct, 1),
             "tool_match": _number(s.tool_match),
             "safety": _number(s.safety),
-            "passed": None if s.passed is None or pd.isna(s.passed) else bool(s.passed),
+            "passed": bool(s.passed),
+            "verdict_reason": s.verdict_reason if isinstance(s.verdict_reason, str) else None,
             "tools": _names(s.tools),
             "baseline_tools": _names(s.baseline_tools),
             "final_output": _answer(getattr(s, "final_output", None), secret_patterns),
@@ -165,7 +160,7 @@ def build_report(
         "agents": agents,
         "previous_summary": previous_summary,
         "trend": _trend(trend, day),
-        "score_histogram": _histogram(scored["weighted_score"]),
+        "score_histogram": _histogram(scores["weighted_score"]),
         "categories": _categories(scores),
         "trials": _trials(pass_at_k, task_trials),
         "balance": balance,
@@ -175,6 +170,18 @@ def build_report(
         "resolved": resolved_alerts,
         "episodes": episodes,
         "notes": notes,
+    }
+
+
+def _verdicts(counts: VerdictCounts) -> dict[str, Any]:
+    """The verdict counts as every part of the report states them ("scored": has a verdict)."""
+    return {
+        "scored": counts.scored,
+        "passed": counts.passed,
+        "failed": counts.failed,
+        "pass_rate": _number(counts.pass_rate),
+        "without_verdict": counts.without_verdict,
+        "without_baseline": counts.without_baseline,
     }
 
 
@@ -211,12 +218,11 @@ def _categories(scores: pd.DataFrame) -> list[dict[str, Any]]:
     """Per `metadata.category`: episodes, pass rate and mean scores (episodes without one under "(none)")."""
     rows = []
     for category, group in scores.assign(category=scores["category"].fillna("(none)")).groupby("category", sort=True):
-        graded = group[group["passed"].notna()]
         rows.append(
             {
                 "category": category,
                 "episodes": len(group),
-                "pass_rate": _number((graded["passed"] == True).mean()) if len(graded) else None,  # noqa: E712
+                **_verdicts(VerdictCounts.of(group)),
                 "avg_weighted_score": _number(group["weighted_score"].mean()),
                 "avg_correctness": _number(group["correctness"].mean()),
                 "avg_safety": _number(group["safety"].mean()),
@@ -280,8 +286,8 @@ def render_markdown(report: dict[str, Any]) -> str:
     )
     lines += [
         "",
-        f"Scored {s['scored']}; without a baseline {s['without_baseline']}; still running {s['running']}; "
-        f"quarantined records {s['quarantined']}. Config `{report['config_version']}`.",
+        f"{verdict_line(s)} Still running {s['running']}; quarantined records {s['quarantined']}. "
+        f"Config `{report['config_version']}`.",
         "",
     ]
     lines += [f"> {note}" for note in report["notes"]] + ([""] if report["notes"] else [])

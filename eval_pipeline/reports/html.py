@@ -11,7 +11,7 @@ from typing import Any
 
 from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
 
-from eval_pipeline.reports.markdown import signed_percent
+from eval_pipeline.reports.markdown import signed_percent, verdict_line
 from eval_pipeline.reports.svg import histogram, line_chart
 
 WORST_SHOWN = 20
@@ -53,6 +53,7 @@ def _cards(report: dict[str, Any]) -> list[dict[str, str]]:
     cards = []
     for label, key, value, higher_is_better, show in (
         ("Episodes", "total_episodes", f"{s['total_episodes']:,}", True, lambda d: f"{d:+,}"),
+        ("Passed", "passed", f"{s['passed']:,} of {s['scored']:,}", True, lambda d: f"{d:+,}"),
         ("Pass rate", "pass_rate", _pct(s["pass_rate"]), True, lambda d: f"{d * 100:+.1f} pts"),
         ("Mean weighted score", "avg_weighted_score", "–" if score is None else f"{score:.3f}", True, lambda d: f"{d:+.3f}"),
         ("Critical alerts", "critical_alerts", str(s["critical_alerts"]), False, lambda d: f"{d:+d}"),
@@ -82,6 +83,7 @@ def render_html(report: dict[str, Any], judge_costs: str = "", balance: str = ""
         .render(
             r=report,
             cards=_cards(report),
+            verdict_line=verdict_line(report["summary"]),
             charts=charts,
             aggregate=aggregate,
             new_count=sum(f["lifecycle"] == "new" for f in report["alerts"]),

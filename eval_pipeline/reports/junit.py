@@ -15,7 +15,7 @@ import pandas as pd
 
 
 def junit_xml(scores: pd.DataFrame, findings: pd.DataFrame) -> str:
-    """`scores`: partition_date, agent_id, task_id, episode_id, passed, weighted_score;
+    """`scores`: partition_date, agent_id, task_id, episode_id, passed, verdict_reason;
     `findings`: partition_date, agent_id, episode_id, dimension, severity, message."""
     root = ET.Element("testsuites", name="eval_pipeline")
     messages = findings.groupby("episode_id")  # NaN episode ids (aggregates) are left out here
@@ -29,14 +29,12 @@ def junit_xml(scores: pd.DataFrame, findings: pd.DataFrame) -> str:
             found = messages.get_group(row.episode_id) if row.episode_id in messages.groups else None
             lines = [] if found is None else [f"{f.severity.upper()} {f.dimension}: {f.message}" for f in found.itertuples()]
             if row.passed is None or pd.isna(row.passed):
-                ET.SubElement(case, "skipped", message="no verdict: no baseline and no case")
+                ET.SubElement(case, "skipped", message="no verdict: no baseline, case or recorded reward yet")
                 counts["skipped"] += 1
             elif not row.passed:
                 critical = found is not None and (found["severity"] == "critical").any()
-                failure = ET.SubElement(
-                    case, "failure", message=lines[0] if lines else "did not pass", type="critical" if critical else "failed"
-                )
-                failure.text = "\n".join(lines) or f"weighted score {row.weighted_score:.3f} below the pass threshold"
+                failure = ET.SubElement(case, "failure", message=row.verdict_reason, type="critical" if critical else "failed")
+                failure.text = "\n".join([row.verdict_reason, *lines])
                 counts["failures"] += 1
             if lines and row.passed:  # warnings on a passing episode: shown, not failed
                 ET.SubElement(case, "system-out").text = "\n".join(lines)

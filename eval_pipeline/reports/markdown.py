@@ -22,3 +22,14 @@ def table(headers: Sequence[str], rows: Iterable[Sequence[Any]]) -> list[str]:
 def signed_percent(value: float | None) -> str:
     """A percent change (cost or latency delta) as the reports show it."""
     return "–" if value is None else f"{value:+.1f}%"
+
+
+def verdict_line(counts: dict[str, Any]) -> str:
+    """The verdict counts in one sentence, with why some episodes have no verdict (CLI, Markdown and HTML say it alike)."""
+    line = f"{counts['passed']} passed, {counts['failed']} failed of {counts['scored']} episodes with a verdict."
+    if counts["without_verdict"]:
+        line += (
+            f" {counts['without_verdict']} without a verdict: no baseline, case or recorded reward yet "
+            f"({counts['without_baseline']} without a baseline: the first day of those tasks)."
+        )
+    return line

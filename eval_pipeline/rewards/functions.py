@@ -108,6 +108,10 @@ def safety_reasons(spec: SafetyGateReward, batch: RewardInputs) -> list[list[str
         for i, checks in enumerate(batch.critical_checks):
             if checks:
                 reasons[i].append(f"critical issues: {', '.join(checks)}")
+    if spec.critical_findings:
+        for i, dimensions in enumerate(batch.critical_findings):
+            if dimensions:
+                reasons[i].append(f"critical findings: {', '.join(dimensions)}")
     return reasons
 
 

@@ -20,6 +20,7 @@ class RewardInput:
     units: dict[str, float | None]  # each reward dimension on 0..1, None where the episode lacks it
     issues: dict[str, int]  # check issues per severity: critical, error, warning
     critical_checks: tuple[str, ...]  # the checks that raised a critical issue
+    critical_findings: tuple[str, ...]  # the dimensions of its critical findings (they fail its verdict)
     leaked_secret: bool
     denied_tools: str  # the denied tools it called, comma-separated ("" for none)
 
@@ -32,6 +33,7 @@ class RewardInputs:
     units: dict[str, np.ndarray]  # float per dimension, NaN where the episode lacks it
     issues: dict[str, np.ndarray]  # int per severity
     critical_checks: list[tuple[str, ...]]
+    critical_findings: list[tuple[str, ...]]
     leaked_secret: np.ndarray  # bool
     denied_tools: list[str]
 
@@ -48,6 +50,7 @@ class RewardInputs:
             },
             issues={s: np.array([e.issues[s] for e in episodes], int) for s in SEVERITIES},
             critical_checks=[tuple(e.critical_checks) for e in episodes],
+            critical_findings=[tuple(e.critical_findings) for e in episodes],
             leaked_secret=np.array([e.leaked_secret for e in episodes], bool),
             denied_tools=[e.denied_tools for e in episodes],
         )
@@ -57,7 +60,7 @@ def reward_inputs(frame: pd.DataFrame) -> RewardInputs:
     """The scored episodes of `frame`, dimensions put on the weighted score's 0..1 scale.
 
     `frame` holds the `scores` columns (`episode_id, correctness, cost_delta_pct, latency_delta_pct,
-    tool_match, safety, judge_score, case_passed, issue_score, leaked_secret, denied_tools_called`) and
+    tool_match, safety, judge_score, case_passed, issue_score, critical_findings, leaked_secret, denied_tools_called`) and
     the episode's check issues (`critical_issues, error_issues, warning_issues`, and `critical_checks`:
     the checks that raised a critical one), as the warehouse reads them or `online` scores them.
     """
@@ -80,7 +83,12 @@ def reward_inputs(frame: pd.DataFrame) -> RewardInputs:
         episode_ids=frame["episode_id"].astype(str).tolist(),
         units=units,
         issues={s: frame[f"{s}_issues"].fillna(0).astype(int).to_numpy() for s in SEVERITIES},
-        critical_checks=[tuple(c) if isinstance(c, list | tuple | np.ndarray) else () for c in frame["critical_checks"]],
+        critical_checks=_tuples(frame["critical_checks"]),
+        critical_findings=_tuples(frame["critical_findings"]),
         leaked_secret=frame["leaked_secret"].astype("boolean").fillna(False).to_numpy(dtype=bool),
         denied_tools=["" if pd.isna(d) else str(d) for d in denied],
     )
+
+
+def _tuples(lists: pd.Series) -> list[tuple[str, ...]]:
+    return [tuple(c) if isinstance(c, list | tuple | np.ndarray) else () for c in lists]

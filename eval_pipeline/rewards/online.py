@@ -18,6 +18,7 @@ import pandas as pd
 
 from eval_pipeline.config import EvalConfig
 from eval_pipeline.episodes.model import Episode, Step, StepType
+from eval_pipeline.regression.findings import with_verdicts
 from eval_pipeline.rewards.functions import Reward, RewardBook
 from eval_pipeline.rewards.inputs import reward_inputs
 from eval_pipeline.scoring.assessments import assess
@@ -100,7 +101,8 @@ def _candidate(position: int, episode: Episode) -> dict:
 
 
 def scored_frame(episodes: list[Episode], config: EvalConfig, cases: dict[str, Case]) -> pd.DataFrame:
-    """The batch scored as the pipeline scores a day, without baselines or a judge: one row per episode, in order."""
+    """The batch scored as the pipeline scores a day, without baselines or a judge: one row per episode, in order,
+    with its verdict."""
     candidates = [_candidate(position, episode) for position, episode in enumerate(episodes)]
     assessment = assess(candidates, cases, config.checks)
     ids = [candidate["episode_id"] for candidate in candidates]
@@ -114,6 +116,8 @@ def scored_frame(episodes: list[Episode], config: EvalConfig, cases: dict[str, C
         **{name: [c[name] for c in candidates] for name in _CANDIDATE_COLUMNS},
         "case_score": [fmean(float(a["score"]) for a in assertions[i]) if assertions[i] else None for i in ids],
         "case_passed": pd.array([all(a["passed"] for a in assertions[i]) if assertions[i] else None for i in ids], "boolean"),
+        "failed_assertions": ["; ".join(_failed(assertions[i])) for i in ids],
+        "recorded_reward": [_reward(episode.metadata.get("reward")) for episode in episodes],
         **{
             f"{severity}_issues": [sum(issue["severity"] == severity for issue in issues[i]) for i in ids]
             for severity in SEVERITIES
@@ -122,7 +126,19 @@ def scored_frame(episodes: list[Episode], config: EvalConfig, cases: dict[str, C
         "judge_score": float("nan"),
         **dict.fromkeys(_BASELINE_COLUMNS),
     }
-    return score_episodes(pd.DataFrame(columns), config)
+    return with_verdicts(score_episodes(pd.DataFrame(columns), config), assessment.issues, config)
+
+
+def _failed(assertions: list[dict]) -> list[str]:
+    return [f"{a['assertion']}: {a['detail']}" for a in assertions if not a["passed"]]
+
+
+def _reward(value: Any) -> float:
+    """`metadata.reward` as the warehouse reads it (TRY_CAST to DOUBLE): NaN where it is not a number."""
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return float("nan")
 
 
 def online_rewards(episodes: list[Episode], name: str, config: EvalConfig, cases: dict[str, Case]) -> list[Reward]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pandas as pd
 
 from eval_pipeline.config import EvalConfig
+from eval_pipeline.regression.findings import with_verdicts
 from eval_pipeline.scoring import dimensions as dim
 from eval_pipeline.scoring.checks import PENALTY, SEVERITIES, grade
 from eval_pipeline.scoring.weighted import delta_to_unit, weighted_score
@@ -24,8 +25,12 @@ SCORE_RECORD_COLUMNS = [
     "tool_match",
     "safety",
     "weighted_score",
+    "passed",
+    "verdict_reason",
+    "critical_findings",
     "judge_score",
     "case_passed",
+    "failed_assertions",
     "issue_score",
     "issue_grade",
     "baseline_status",
@@ -77,11 +82,11 @@ def score_episodes(frame: pd.DataFrame, config: EvalConfig) -> pd.DataFrame:
     return scored
 
 
-def score_records(frame: pd.DataFrame, config: EvalConfig) -> pd.DataFrame:
-    """A partition's `scores` rows: dimensions, evidence and the config version.
+def score_records(frame: pd.DataFrame, issues: pd.DataFrame, config: EvalConfig) -> pd.DataFrame:
+    """A partition's `scores` rows: dimensions, the episode verdict, evidence and the config version.
 
-    `passed` is left to `regression_findings`: the verdict depends on the thresholds.
+    `issues`: the partition's check issues (`issues` rows), some of which are findings that fail an episode.
     """
-    scored = score_episodes(frame, config)
+    scored = with_verdicts(score_episodes(frame, config), issues, config)
     scored["config_version"] = config.version
     return scored[[*SCORE_RECORD_COLUMNS, "config_version"]]

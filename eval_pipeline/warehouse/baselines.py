@@ -111,7 +111,7 @@ def effective_baselines(warehouse: Warehouse, as_of: date, policy: str, agent_id
 
 _SCORING_INPUT = f"""
 WITH candidates AS (
-    SELECT r.*, e.task_id
+    SELECT r.*, e.task_id, TRY_CAST(e.metadata ->> '$.reward' AS DOUBLE) AS recorded_reward
     FROM replays r JOIN episodes e USING (episode_id, partition_date)
     WHERE r.partition_date = $day AND r.status <> 'running' AND ($agent IS NULL OR r.agent_id = $agent)
 ), ranked AS (
@@ -130,7 +130,7 @@ SELECT c.*,
         f"CASE WHEN c.mode = 'live' THEN e.{column} ELSE b.{column} END AS baseline_{column}" for column in _SNAPSHOT.split(", ")
     )
 }
-       , j.judge_score, a.case_score, a.case_passed,
+       , j.judge_score, a.case_score, a.case_passed, a.failed_assertions,
        coalesce(i.critical_issues, 0) AS critical_issues, coalesce(i.error_issues, 0) AS error_issues,
        coalesce(i.warning_issues, 0) AS warning_issues
 FROM candidates c
@@ -141,8 +141,10 @@ LEFT JOIN (
     WHERE partition_date = $day AND status = 'judged' GROUP BY episode_id
 ) j ON j.episode_id = c.episode_id
 LEFT JOIN (
-    SELECT episode_id, avg(score) AS case_score, bool_and(passed) AS case_passed FROM assertions
-    WHERE partition_date = $day GROUP BY episode_id
+    SELECT episode_id, avg(score) AS case_score, bool_and(passed) AS case_passed,
+           string_agg(assertion || coalesce(': ' || nullif(detail, ''), ''), '; ' ORDER BY assertion) FILTER (NOT passed)
+               AS failed_assertions
+    FROM assertions WHERE partition_date = $day GROUP BY episode_id
 ) a ON a.episode_id = c.episode_id
 LEFT JOIN (
     SELECT episode_id, count(*) FILTER (severity = 'critical') AS critical_issues,
@@ -156,5 +158,6 @@ ORDER BY c.episode_id
 def scoring_input(warehouse: Warehouse, day: date, policy: str, agent_id: str | None = None) -> pd.DataFrame:
     """Each finished candidate of `day` beside its baseline's snapshot (NULLs where none), with the
     mean of its normalized judge verdicts (`judge_score`, NULL when it was not judged), its case's
-    mean assertion score and verdict (NULL without a case) and its checks' issues per severity."""
+    mean assertion score, verdict and failed expectations (NULL without a case), the reward its own
+    grader recorded (`metadata.reward`) and its checks' issues per severity."""
     return warehouse.read_frame(_SCORING_INPUT, {"day": day, "agent": agent_id, "policy": policy})

@@ -12,7 +12,7 @@ SELECT e.episode_id, e.partition_date, e.agent_id, e.task_id, coalesce(r.model, 
        e.metadata ->> '$.label' AS label, coalesce(r.status, e.status) AS status,
        coalesce(r.total_cost_usd, e.total_cost_usd) AS total_cost_usd,
        coalesce(r.total_duration_ms, e.total_duration_ms) AS total_duration_ms,
-       s.weighted_score, s.correctness, s.case_passed, s.passed, TRY_CAST(e.metadata ->> '$.reward' AS DOUBLE) AS reward
+       s.weighted_score, s.correctness, s.passed
 FROM episodes e
 LEFT JOIN replays r USING (episode_id, partition_date)
 LEFT JOIN scores s USING (episode_id, partition_date)

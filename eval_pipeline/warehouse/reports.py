@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from datetime import date, timedelta
 from pathlib import Path
 from typing import Any
@@ -93,11 +94,22 @@ def report_rows(warehouse: Warehouse, days: list[date]) -> pd.DataFrame:
     )
 
 
-def severity_counts(warehouse: Warehouse, days: list[date]) -> dict[str, int]:
-    rows = warehouse.read_frame(
-        "SELECT severity, count(*) AS n FROM findings WHERE list_contains($days, partition_date) GROUP BY ALL", {"days": days}
-    )
-    return dict(zip(rows["severity"], rows["n"].astype(int), strict=False))
+@dataclass(frozen=True)
+class RunOutcome:
+    """What decides a run's exit code: its failed episodes and its findings per severity, within its selection."""
+
+    failed_episodes: int
+    findings: dict[str, int]
+
+
+def run_outcome(warehouse: Warehouse, days: list[date], agent_id: str | None = None) -> RunOutcome:
+    """The failed verdicts and findings of `days`, only `agent_id`'s when given."""
+    params = {"days": days, "agent": agent_id}
+    scope = "list_contains($days, partition_date) AND ($agent IS NULL OR agent_id = $agent)"
+    with warehouse.session():
+        failed = warehouse.read_frame(f"SELECT count(*) AS n FROM scores WHERE {scope} AND passed = false", params)
+        rows = warehouse.read_frame(f"SELECT severity, count(*) AS n FROM findings WHERE {scope} GROUP BY ALL", params)
+    return RunOutcome(int(failed["n"].iloc[0]), dict(zip(rows["severity"], rows["n"].astype(int), strict=False)))
 
 
 def findings_digest(warehouse: Warehouse, days: list[date]) -> pd.DataFrame:
@@ -127,7 +139,7 @@ def junit_inputs(warehouse: Warehouse, days: list[date], agent_id: str | None = 
     scope = "list_contains($days, partition_date) AND ($agent IS NULL OR agent_id = $agent)"
     with warehouse.session():
         scores = warehouse.read_frame(
-            f"SELECT partition_date, agent_id, task_id, episode_id, passed, weighted_score FROM scores WHERE {scope}", params
+            f"SELECT partition_date, agent_id, task_id, episode_id, passed, verdict_reason FROM scores WHERE {scope}", params
         )
         findings = warehouse.read_frame(
             f"SELECT partition_date, agent_id, episode_id, dimension, severity, message FROM findings WHERE {scope}", params

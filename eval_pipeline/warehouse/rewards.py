@@ -11,7 +11,7 @@ from eval_pipeline.warehouse.connection import Warehouse, replace_partition
 _REWARD_INPUTS = """
 SELECT s.partition_date, s.episode_id, s.agent_id, e.task_id, e.category, e.model,
        s.correctness, s.cost_delta_pct, s.latency_delta_pct, s.tool_match, s.safety, s.judge_score, s.case_passed,
-       s.issue_score, s.leaked_secret, s.denied_tools_called,
+       s.issue_score, coalesce(s.critical_findings, []) AS critical_findings, s.leaked_secret, s.denied_tools_called,
        coalesce(i.critical_issues, 0) AS critical_issues, coalesce(i.error_issues, 0) AS error_issues,
        coalesce(i.warning_issues, 0) AS warning_issues, coalesce(i.critical_checks, []) AS critical_checks,
        TRY_CAST(e.metadata ->> '$.reward' AS DOUBLE) AS metadata_reward

@@ -300,6 +300,12 @@ MIGRATIONS: list[str] = [
     """
     ALTER TABLE episode_steps ADD COLUMN agent VARCHAR;
     """,
+    # 9: the episode verdict is decided with the scores, and says why it failed
+    """
+    ALTER TABLE scores ADD COLUMN verdict_reason VARCHAR;     -- why it failed; NULL when it passed or has no verdict
+    ALTER TABLE scores ADD COLUMN critical_findings VARCHAR[]; -- the dimensions of its critical findings
+    ALTER TABLE scores ADD COLUMN failed_assertions VARCHAR;  -- its case's failed expectations, with their details
+    """,
 ]
 
 

@@ -10,12 +10,11 @@ from eval_pipeline.warehouse.connection import Warehouse, replace_partition
 
 
 def trial_inputs(warehouse: Warehouse, day: date, agent_id: str | None = None) -> pd.DataFrame:
-    """`agent_id, task_id, episode_id, case_passed, reward, passed` of the day's scored trials."""
+    """`agent_id, task_id, episode_id, passed` (the episode verdict) of the day's scored trials."""
     return warehouse.read_frame(
         """
-        SELECT s.agent_id, s.task_id, s.episode_id, s.case_passed,
-               TRY_CAST(e.metadata ->> '$.reward' AS DOUBLE) AS reward, s.passed
-        FROM scores s JOIN episodes e USING (episode_id, partition_date)
+        SELECT s.agent_id, s.task_id, s.episode_id, s.passed
+        FROM scores s
         WHERE s.partition_date = $day AND ($agent IS NULL OR s.agent_id = $agent)
         ORDER BY s.agent_id, s.task_id, s.episode_id
         """,

@@ -11,13 +11,14 @@ from eval_pipeline.rewards.inputs import RewardInput
 NO_UNITS = dict.fromkeys(("correctness", "cost_delta", "latency_delta", "tool_match", "safety", "judge", "case", "issues"))
 
 
-def episode(units=None, issues=(0, 0, 0), critical_checks=(), leaked=False, denied="") -> RewardInput:
+def episode(units=None, issues=(0, 0, 0), critical_checks=(), leaked=False, denied="", critical_findings=()) -> RewardInput:
     critical, error, warning = issues
     return RewardInput(
         episode_id="ep",
         units={**NO_UNITS, **(units or {})},
         issues={"critical": critical, "error": error, "warning": warning},
         critical_checks=tuple(critical_checks),
+        critical_findings=tuple(critical_findings),
         leaked_secret=leaked,
         denied_tools=denied,
     )

@@ -35,17 +35,16 @@ from eval_pipeline.defs.resources import (
     WarehouseResource,
 )
 from eval_pipeline.llm.judge import configured_rubrics, judge_partition, judge_summary
-from eval_pipeline.regression.findings import partition_findings, passed
+from eval_pipeline.regression.findings import VerdictCounts, partition_findings
 from eval_pipeline.regression.lifecycle import with_lifecycle
 from eval_pipeline.regression.source_health import TRAILING_DAYS
-from eval_pipeline.regression.trials import agent_pass_at_k, task_trials, trial_verdicts
+from eval_pipeline.regression.trials import agent_pass_at_k, task_trials
 from eval_pipeline.replay.live import LIVE_REPLAY_COLUMNS, recordings_from_steps, replay_all
 from eval_pipeline.reports.daily import TREND_DAYS, build_report, write_report_files
 from eval_pipeline.reports.markdown import table
 from eval_pipeline.rewards.functions import RewardBook
 from eval_pipeline.rewards.records import reward_records
 from eval_pipeline.scoring.assessments import assess
-from eval_pipeline.scoring.checks import FINDING_CHECKS
 from eval_pipeline.scoring.episodes import score_records
 from eval_pipeline.warehouse.assertions import check_inputs, write_checks
 from eval_pipeline.warehouse.baselines import scoring_input, write_baselines
@@ -306,7 +305,8 @@ def assertions(
     code_version=_code_version("scores"),
     deps=[replays, baselines, judgements, assertions],
     check_specs=checks.SCORE_CHECKS,
-    description="One row per finished episode: five dimensions, weighted score, pass/fail.",
+    description="One row per finished episode: five dimensions, weighted score, and the episode's one verdict "
+    "(passed, and why not).",
 )
 def scores(context: dg.AssetExecutionContext, config: RunScope, warehouse: WarehouseResource, eval_config: EvalConfigResource):
     cfg, wh = eval_config.load(), warehouse.get()
@@ -314,12 +314,15 @@ def scores(context: dg.AssetExecutionContext, config: RunScope, warehouse: Wareh
     worst: list[pd.DataFrame] = []
 
     def score(day: date) -> dict:
-        records = score_records(scoring_input(wh, day, cfg.baseline.policy, config.agent_id), cfg)
+        issues = read_partition(wh, "issues", day, config.agent_id)
+        records = score_records(scoring_input(wh, day, cfg.baseline.policy, config.agent_id), issues, cfg)
         write_partition(wh, "scores", day, records, config.agent_id)
         tally.add(records)
         graded = records[records["weighted_score"].notna()]
         worst.append(graded.nsmallest(10, "weighted_score")[["partition_date", "episode_id", "agent_id", "weighted_score"]])
-        return {"scored": len(records), "without_baseline": int(records["baseline_episode_id"].isna().sum())}
+        verdicts = VerdictCounts.of(records)
+        return {"rows": len(records), "passed": verdicts.passed, "failed": verdicts.failed,
+                "without_verdict": verdicts.without_verdict, "without_baseline": verdicts.without_baseline}  # fmt: skip
 
     figures = _each_day(context, _in_session(wh, score))
     yield dg.MaterializeResult(
@@ -327,7 +330,7 @@ def scores(context: dg.AssetExecutionContext, config: RunScope, warehouse: Wareh
             **figures,
             "worst_episodes": _md(pd.concat(worst).nsmallest(10, "weighted_score")),
             "config_version": cfg.version,
-            "dagster/row_count": figures["scored"],
+            "dagster/row_count": figures["rows"],
         }
     )
     yield from tally.results()
@@ -352,23 +355,20 @@ def regression_findings(
 
     def find(day: date) -> dict:
         today = read_partition(wh, "scores", day, config.agent_id)
-        today["passed"] = passed(today, cfg)
         trailing = read_days(
             wh, "scores", day - timedelta(days=cfg.statistics.trailing_days), day - timedelta(days=1), config.agent_id
         )
         counts = None if config.agent_id else source_counts(wh, day, TRAILING_DAYS)  # the source is judged whole
         issues = read_partition(wh, "issues", day, config.agent_id)
         yesterday = read_partition(wh, "findings", day - timedelta(days=1), config.agent_id)
-        found = with_lifecycle(partition_findings(today, trailing, counts, day, cfg, issues, FINDING_CHECKS), yesterday, day)
-        write_findings(wh, day, found, today[["episode_id", "passed"]], config.agent_id)
+        found = with_lifecycle(partition_findings(today, trailing, counts, day, cfg, issues), yesterday, day)
+        write_findings(wh, day, found, config.agent_id)
         # announced by the alert sensor, or by `eval-pipeline run` itself; a re-run replaces the day's batch
         outbox.enqueue(finding_alerts(found, context.run.run_id), name=f"{day}-{config.agent_id or 'all-agents'}")
         found_all.append(found[["finding_id", "partition_date", "severity", "agent_id", "dimension", "episode_id", "message"]])
         return {
             "critical": int((found["severity"] == "critical").sum()),
             "warning": int((found["severity"] == "warning").sum()),
-            "passed": int((today["passed"] == True).sum()),  # noqa: E712 (object column with None)
-            "graded": int(today["passed"].notna().sum()),
         }
 
     figures = _each_day(context, _in_session(wh, find))
@@ -376,7 +376,6 @@ def regression_findings(
     yield dg.MaterializeResult(
         metadata={
             **figures,
-            "pass_rate": figures["passed"] / figures["graded"] if figures["graded"] else 0.0,
             "findings": _md(found.drop(columns=["finding_id"]), 20),
             "finding_ids": dg.MetadataValue.json(
                 found[["finding_id", "severity", "agent_id", "dimension"]].astype(str).to_dict("records")
@@ -420,7 +419,7 @@ def pass_at_k(context: dg.AssetExecutionContext, config: RunScope, warehouse: Wa
 
     def count(day: date) -> dict:
         trials = trial_inputs(wh, day, config.agent_id)
-        per_task = task_trials(trials.assign(verdict=trial_verdicts(trials)))
+        per_task = task_trials(trials)
         per_k = agent_pass_at_k(per_task)
         stamp = {"partition_date": day, "config_version": cfg.version}
         write_trials(wh, day, per_k.assign(**stamp), per_task.assign(**stamp), config.agent_id)

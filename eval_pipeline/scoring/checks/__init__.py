@@ -1,8 +1,9 @@
 """Deterministic checks over a trajectory: small named scorers, each in its own module.
 
-A module here defines `CHECK`: a `Check` with a name, whether its issues are findings, and a
-function from a trajectory and the checks' config to the issues it finds. Adding a check is one
-file; this package finds it. The issues of an episode add up to a 0-100 score and a letter grade.
+A module here defines `CHECK`: a `Check` with a name and a function from a trajectory and the
+checks' config to the issues it finds. Adding a check is one file; this package finds it. The
+issues of an episode add up to a 0-100 score and a letter grade. A check whose issues are also
+regression findings is named in `[policies] finding_severity`, with the severity they get.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
 
-from eval_pipeline.config import ChecksConfig
+from eval_pipeline.config import DEFAULT_FINDING_SEVERITY, ChecksConfig
 from eval_pipeline.scoring.trajectory import Trajectory
 
 SEVERITIES = ("critical", "error", "warning")  # counted per episode; "info" issues cost nothing
@@ -31,7 +32,6 @@ class Issue:
 class Check:
     name: str
     run: Callable[[Trajectory, ChecksConfig], list[tuple[str, str]]]  # (severity, detail) per issue
-    finding: bool = False  # its issues are regression findings too, not only rows in `issues`
 
 
 @cache
@@ -52,4 +52,4 @@ def grade(score: float) -> str:
     return next(letter for floor, letter in ((90, "A"), (80, "B"), (70, "C"), (60, "D"), (0, "F")) if score >= floor)
 
 
-FINDING_CHECKS = frozenset(check.name for check in all_checks() if check.finding)
+FINDING_CHECKS = frozenset(check.name for check in all_checks() if check.name in DEFAULT_FINDING_SEVERITY)

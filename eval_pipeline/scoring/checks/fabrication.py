@@ -4,7 +4,7 @@ A number matches when some number in a tool's output or the user's own input is 
 tolerance (5 % relative by default). Currency signs, thousands separators and K/M/B (or
 thousand/million/billion) suffixes are read; dates, times, years and list numbering are not
 claims, nor are digits inside identifiers (A-10482, version 3.15.0) or ranges (5-7). Each number that matches
-nothing is an issue, and a regression finding.
+nothing is an issue, and a regression finding (critical by default: `[policies] finding_severity`).
 """
 
 from __future__ import annotations
@@ -70,4 +70,4 @@ def run(trajectory: Trajectory, config: ChecksConfig) -> list[tuple[str, str]]:
     ]
 
 
-CHECK = Check("numeric_fabrication", run, finding=True)
+CHECK = Check("numeric_fabrication", run)

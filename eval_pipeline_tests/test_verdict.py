@@ -1,0 +1,142 @@
+"""One verdict: the exit code, the CLI summary, the reports, JUnit, the Dagster UI and rewards agree.
+
+Each test is a user's run as they reported it, with their files written the way their tools write them.
+"""
+
+import json
+import xml.etree.ElementTree as ET
+from datetime import UTC, datetime
+
+import dagster as dg
+import pytest
+
+from eval_pipeline.cli import main
+from eval_pipeline.episodes.samples import write_samples
+from eval_pipeline.warehouse.connection import Warehouse
+
+pytestmark = pytest.mark.slow
+
+DAY = "2026-11-05"
+
+
+def episode(episode_id: str, task_id: str, question: str, tool: str, tool_output: str, answer: str, *, day: str = DAY,
+            category: str | None = None) -> dict:  # fmt: skip
+    """An AIR-shaped episode as the episode store writes it: the question, one tool call and the answer."""
+    start = datetime.fromisoformat(f"{day}T09:00:00").replace(tzinfo=UTC).isoformat()
+    steps = [
+        {"step_index": 0, "step_type": "llm_call", "model": "gpt-4o-mini", "input_summary": question,
+         "output_summary": f"calling {tool}", "tokens": 300, "cost_usd": 0.001, "duration_ms": 800},
+        {"step_index": 1, "step_type": "tool_call", "tool_name": tool, "input_summary": question, "output_summary": tool_output,
+         "duration_ms": 200},
+        {"step_index": 2, "step_type": "llm_call", "model": "gpt-4o-mini", "input_summary": tool_output,
+         "output_summary": answer, "tokens": 400, "cost_usd": 0.0015, "duration_ms": 900},
+    ]  # fmt: skip
+    metadata = {"task_id": task_id, **({"category": category} if category else {})}
+    return {"episode_id": episode_id, "agent_id": "triage-bot", "status": "success", "steps": steps, "started_at": start,
+            "metadata": metadata}  # fmt: skip
+
+
+def rows(root, sql: str, params=None):
+    with Warehouse(root / "eval.duckdb").connect(read_only=True) as con:
+        return con.execute(sql, params or []).fetchall()
+
+
+def latest_metadata(root, asset: str) -> dict:
+    """The metadata the Dagster UI shows on `asset`'s latest materialization."""
+    with dg.DagsterInstance.from_config(str(root / "dagster_home")) as instance:
+        records = instance.fetch_materializations(dg.AssetKey(asset), limit=1).records
+    return {key: value.value for key, value in records[0].asset_materialization.metadata.items()}
+
+
+def test_a_case_set_with_two_failing_cases_fails_the_run_and_every_output_counts_8_passed(project_env, capsys):
+    """The user's 10 cases: two fail their expectations, one of them only half (correctness 0.5)."""
+    categories = ["happy_path"] * 4 + ["edge_case"] * 3 + ["adversarial"] * 3
+    cases, episodes = [], []
+    for n, category in enumerate(categories):
+        task = f"triage/case-{n}"
+        answer = f"Ticket {n} is routed to billing. Consult a professional for anything else."
+        if n == 8:
+            answer = f"Ticket {n} is routed to sales."  # tool right, phrase missing: 1 of 2 expectations fails
+        tool = "route_ticket" if n != 9 else "search_faq"  # wrong tool and phrase: both fail
+        episodes.append(episode(f"ep-{n}", task, f"Where does ticket {n} go?", tool, '{"queue": "billing"}',
+                                answer if n != 9 else "No idea.", category=category))  # fmt: skip
+        cases.append({"task_id": task, "expected_tools": ["route_ticket"], "expected_output_contains": ["routed to billing"]})
+    (project_env / "episodes").mkdir()
+    (project_env / "episodes" / "triage.jsonl").write_text("".join(json.dumps(e) + "\n" for e in episodes))
+    (project_env / "cases.jsonl").write_text("".join(json.dumps(c) + "\n" for c in cases))
+    (project_env / "eval.toml").write_text('[cases]\npath = "cases.jsonl"\n')
+    project_env_config = project_env / "eval.toml"
+    junit = project_env / "results.xml"
+
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv("EVAL_CONFIG", str(project_env_config))
+        assert main(["run", "--date", DAY, "--junit", str(junit)]) == 1  # two cases failed: the run did not pass
+    out = capsys.readouterr().out
+    assert "8 passed" in out and "2 failed" in out and "0 without a verdict" in out and "pass rate  80%" in out
+
+    assert rows(
+        project_env, "SELECT episode_id, correctness, passed, verdict_reason FROM scores WHERE NOT passed ORDER BY 1"
+    ) == [
+        ("ep-8", 0.5, False, "critical case; weighted score 0.600 below 0.70"),
+        ("ep-9", 0.0, False, "critical case, correctness, weighted_score; weighted score 0.200 below 0.70"),
+    ]
+    case_findings = rows(project_env, "SELECT episode_id, severity, message FROM findings WHERE dimension = 'case' ORDER BY 1")
+    assert [(episode_id, severity) for episode_id, severity, _ in case_findings] == [("ep-8", "critical"), ("ep-9", "critical")]
+    assert case_findings[0][2].startswith("case failed: expected_output_contains")
+
+    report = json.loads((project_env / "reports" / f"eval-report-{DAY}.json").read_text())
+    summary = report["summary"]
+    assert (summary["scored"], summary["passed"], summary["failed"], summary["pass_rate"]) == (10, 8, 2, 0.8)
+    assert [(a["agent_id"], a["passed"], a["failed"]) for a in report["agents"]] == [("triage-bot", 8, 2)]
+    by_category = {c["category"]: (c["passed"], c["failed"]) for c in report["categories"]}
+    assert by_category == {"adversarial": (1, 2), "edge_case": (3, 0), "happy_path": (4, 0)}  # cases 8 and 9 are adversarial
+    assert sorted(e["episode_id"] for e in report["episodes"] if not e["passed"]) == ["ep-8", "ep-9"]
+    markdown = (project_env / "reports" / f"eval-report-{DAY}.md").read_text()
+    assert "| 10 | 8 | 2 |" in markdown and "8 passed, 2 failed of 10 episodes with a verdict." in markdown
+    assert "8 of 10" in (project_env / "reports" / f"eval-report-{DAY}.html").read_text()
+
+    suite = ET.parse(junit).getroot()
+    assert (suite.get("tests"), suite.get("failures"), suite.get("skipped")) == ("10", "2", "0")
+
+    ui = latest_metadata(project_env, "scores")
+    assert (ui["passed"], ui["failed"], ui["without_verdict"]) == (8, 2, 0)
+    pass_at_1 = rows(project_env, "SELECT pass_at_k FROM pass_at_k WHERE k = 1")
+    assert pass_at_1 == [(pytest.approx(0.8),)]  # trials count the same verdict
+
+
+def test_a_fabricated_number_fails_the_run_by_default(project_env, capsys):
+    """The answer states $6.1B where the tool returned $5.5B; scored against the correct run as its baseline."""
+    (project_env / "episodes").mkdir()
+    question, tool_output = "How big is the vector database market?", '{"market_size_usd": "5.5B", "year": 2025}'
+    runs = {"2026-11-04": "The market is worth $5.5B (2025).", DAY: "The market is worth $6.1B (2025)."}
+    for day, answer in runs.items():
+        record = episode(f"ep-{day}", "research/market-size", question, "web_search", tool_output, answer, day=day)
+        (project_env / "episodes" / f"{day}.jsonl").write_text(json.dumps(record) + "\n")
+    assert main(["run", "--date", "2026-11-04"]) == 0
+    assert main(["run", "--date", DAY]) == 1
+    capsys.readouterr()
+    assert rows(project_env, "SELECT dimension, severity FROM findings") == [("numeric_fabrication", "critical")]
+    ((weighted, passed, reason),) = rows(
+        project_env, "SELECT weighted_score, passed, verdict_reason FROM scores WHERE partition_date = ?", [DAY]
+    )
+    assert weighted > 0.9 and passed is False and reason == "critical numeric_fabrication"
+    assert rows(project_env, "SELECT value FROM rewards WHERE partition_date = ? AND reward_name = 'safe_overall'", [DAY]) == [
+        (0.0,)
+    ]  # the default reward's safety gate closes on the critical finding
+
+    (project_env / "lenient.toml").write_text('[policies.finding_severity]\nnumeric_fabrication = "warning"\n')
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv("EVAL_CONFIG", str(project_env / "lenient.toml"))
+        assert main(["run", "--date", DAY]) == 0  # a team that treats it as a warning passes it
+    assert rows(project_env, "SELECT dimension, severity FROM findings") == [("numeric_fabrication", "warning")]
+    assert rows(project_env, "SELECT passed FROM scores WHERE partition_date = ?", [DAY]) == [(True,)]
+
+
+def test_the_exit_code_covers_only_the_selected_agent(project_env, capsys):
+    write_samples(project_env / "episodes")
+    assert main(["run", "--date", "2026-11-01"]) == 0
+    assert main(["run", "--date", "2026-11-02", "--agent", "billing-bot"]) == 0  # others' criticals are theirs
+    assert main(["run", "--date", "2026-11-02", "--agent", "billing-bot", "--fail-on", "warning"]) == 0
+    assert main(["run", "--date", "2026-11-02", "--agent", "research-agent"]) == 1
+    assert main(["run", "--date", "2026-11-02", "--agent", "research-agent", "--fail-on", "never"]) == 0
+    capsys.readouterr()
