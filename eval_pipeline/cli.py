@@ -283,8 +283,8 @@ def _evaluate(
         s = json.loads(row.summary)
         pass_rate = "–" if s["pass_rate"] is None else f"{s['pass_rate']:.0%}"
         print(
-            f"{row.partition_date:%Y-%m-%d}  {s['total_episodes']:>6} episodes  {s['passed']:>6} passed  "
-            f"{s['failed']:>6} failed  {s['without_verdict']:>6} without a verdict  pass rate {pass_rate:>4}  "
+            f"{row.partition_date:%Y-%m-%d}  {s['total_episodes']:>5} episodes  {s['passed']:>5} passed  "
+            f"{s['failed']:>5} failed  {s['without_verdict']:>5} without a verdict  pass rate {pass_rate:>4}  "
             f"{s['critical_alerts']} critical, {s['warning_alerts']} warning  {s['quarantined']} quarantined  "
             f"{row.html_path or row.markdown_path}"
         )

@@ -4,21 +4,19 @@ import pandas as pd
 import pytest
 
 from eval_pipeline.config import AgentOverrides, EvalConfig, Threshold
-from eval_pipeline.regression.findings import (
-    episode_findings,
-    finding_id,
-    passed,
-)
+from eval_pipeline.regression.findings import VerdictCounts, episode_findings, finding_id, with_verdicts
+from eval_pipeline.scoring.assessments import ISSUE_COLUMNS
 from eval_pipeline.scoring.episodes import score_episodes
 from eval_pipeline_tests.scoring.frames import frame
 
 DAY = date(2026, 11, 2)
 CONFIG = EvalConfig()
+NO_ISSUES = pd.DataFrame(columns=ISSUE_COLUMNS)
 
 
 def findings_for(config=CONFIG, **overrides) -> pd.DataFrame:
     scored = score_episodes(frame(overrides), config)
-    return episode_findings(scored, DAY, config)
+    return episode_findings(scored, NO_ISSUES, DAY, config)
 
 
 def severity_of(findings: pd.DataFrame, dimension: str):
@@ -64,7 +62,7 @@ def test_threshold_boundaries_on_scored_episodes(overrides, dimension, expected)
 def test_threshold_boundaries_on_values(dimension, value, expected):
     scored = score_episodes(frame({}), CONFIG)
     scored[dimension] = value
-    found = episode_findings(scored, DAY, CONFIG)
+    found = episode_findings(scored, NO_ISSUES, DAY, CONFIG)
     name = dimension.removesuffix("_pct")
     assert severity_of(found, name) == expected
 
@@ -102,5 +100,52 @@ def test_passed_needs_weighted_and_no_critical():
     scored = score_episodes(
         frame({}, {"total_cost_usd": 0.015}, {"final_output": "leak sk-" + "x" * 20}, {"baseline_episode_id": None}), CONFIG
     )
-    verdicts = passed(scored, CONFIG).tolist()
-    assert verdicts == [True, False, False, None]
+    judged = with_verdicts(scored, NO_ISSUES, CONFIG)
+    assert judged["passed"].tolist() == [True, False, False, None]
+    assert judged["verdict_reason"].tolist() == [
+        None,
+        "critical cost_delta",
+        "critical safety",
+        None,
+    ]
+    assert judged["critical_findings"].tolist() == [[], ["cost_delta"], ["safety"], []]
+
+
+def test_a_failed_case_a_failed_reward_and_a_critical_issue_finding_each_fail_the_episode():
+    no_baseline = {key: None for key in frame({}).columns if key.startswith("baseline_")}
+    scored = score_episodes(
+        frame(
+            {**no_baseline, "case_score": 0.5, "case_passed": False, "failed_assertions": "expected_output_contains: no phrase"},
+            {**no_baseline, "recorded_reward": 0.0},
+            {**no_baseline, "recorded_reward": 1.0},
+            {**no_baseline},
+            {**no_baseline},
+        ),
+        CONFIG,
+    )
+    issues = pd.DataFrame(
+        [("ep-3", "support-bot", "numeric_fabrication", "error", "'$6.1B' in the answer matches no number")],
+        columns=ISSUE_COLUMNS,
+    )
+    judged = with_verdicts(scored, issues, CONFIG)
+    assert judged["passed"].tolist() == [False, False, True, False, None]  # the last has nothing that decides
+    assert judged["verdict_reason"].tolist() == [
+        "critical case; weighted score 0.600 below 0.70",
+        "recorded reward 0 below 1",
+        None,
+        "critical numeric_fabrication",
+        None,
+    ]
+    found = episode_findings(scored, issues, DAY, CONFIG)
+    assert found[["episode_id", "dimension", "severity"]].values.tolist() == [
+        ["ep-0", "case", "critical"],
+        ["ep-3", "numeric_fabrication", "critical"],
+    ]
+    assert found["message"].iloc[0] == "case failed: expected_output_contains: no phrase"
+    counts = VerdictCounts.of(judged)
+    assert (counts.passed, counts.failed, counts.without_verdict, counts.scored, counts.pass_rate) == (1, 3, 1, 4, 0.25)
+
+    lenient = EvalConfig.model_validate({"policies": {"finding_severity": {"case": "warning", "numeric_fabrication": "warning"}}})
+    judged = with_verdicts(scored, issues, lenient)
+    assert judged["passed"].tolist() == [False, False, True, None, None]  # a failed case fails at any severity; ep-3 is undecided
+    assert judged["verdict_reason"].iloc[0] == "case failed; weighted score 0.600 below 0.70"

@@ -3,7 +3,7 @@
 import pandas as pd
 import pytest
 
-from eval_pipeline.regression.trials import agent_pass_at_k, pass_at_k, pass_hat_k, task_trials, trial_verdicts
+from eval_pipeline.regression.trials import agent_pass_at_k, pass_at_k, pass_hat_k, task_trials
 
 
 @pytest.mark.parametrize(
@@ -26,7 +26,7 @@ def test_estimators_match_hand_computed_values(n, c, k, at_k, hat_k):
 
 
 def frame(rows):
-    return pd.DataFrame(rows, columns=["agent_id", "task_id", "verdict"])
+    return pd.DataFrame(rows, columns=["agent_id", "task_id", "passed"])
 
 
 def test_per_agent_means_over_tasks_with_enough_trials():
@@ -52,14 +52,3 @@ def test_per_agent_means_over_tasks_with_enough_trials():
     assert a.loc[2, "pass_at_k"] == pytest.approx(((1 - 1 / 3) + 1) / 2) and a.loc[2, "pass_hat_k"] == pytest.approx((0 + 1) / 2)
     assert (a.loc[3, "pass_at_k"], a.loc[3, "pass_hat_k"]) == (1.0, 0.0)
     assert per_k[per_k["agent_id"] == "b"][["k", "pass_at_k", "pass_hat_k", "n_tasks"]].values.tolist() == [[1, 1.0, 1.0, 1]]
-
-
-def test_a_case_decides_then_the_reward_then_scoring():
-    rows = pd.DataFrame(
-        {
-            "case_passed": [True, False, None, None, None, None],
-            "reward": [0.0, 1.0, 1.0, 0.5, None, None],
-            "passed": [False, True, False, True, True, None],
-        }
-    )
-    assert trial_verdicts(rows).tolist() == [True, False, True, False, True, None]

@@ -7,18 +7,19 @@ import pandas as pd
 
 from eval_pipeline.capture.cases import CaseSpec, balance
 from eval_pipeline.config import EvalConfig
-from eval_pipeline.regression.findings import FINDING_COLUMNS, passed
+from eval_pipeline.regression.findings import FINDING_COLUMNS, with_verdicts
 from eval_pipeline.reports.calibration import render_calibration
 from eval_pipeline.reports.daily import build_report, render_markdown
+from eval_pipeline.scoring.assessments import ISSUE_COLUMNS
 from eval_pipeline.scoring.episodes import score_episodes
 from eval_pipeline_tests.scoring.frames import frame
 
 DAY = date(2026, 11, 2)
+ISSUES = pd.DataFrame(columns=ISSUE_COLUMNS)
 
 
 def test_categories_trials_and_aggregate_regressions_are_reported():
-    scores = score_episodes(frame({}, {"total_cost_usd": 0.02}, {}), EvalConfig())
-    scores["passed"] = passed(scores, EvalConfig())
+    scores = with_verdicts(score_episodes(frame({}, {"total_cost_usd": 0.02}, {}), EvalConfig()), ISSUES, EvalConfig())
     scores["category"] = ["billing", "billing", None]
     scores["final_output"] = "ok"
     findings = pd.DataFrame(

@@ -30,6 +30,8 @@ BASE = {
     "judge_score": None,
     "case_score": None,
     "case_passed": None,
+    "failed_assertions": None,
+    "recorded_reward": None,
     "critical_issues": 0,
     "error_issues": 0,
     "warning_issues": 0,
