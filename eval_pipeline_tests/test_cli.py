@@ -17,7 +17,8 @@ pytestmark = pytest.mark.slow
 def test_demo_then_query_report_and_status(project_env, capsys):
     assert main(["demo"]) == 0
     out = capsys.readouterr().out
-    assert "2026-11-02" in out and "15 critical, 12 warning" in out and "/runs/" in out
+    assert "2026-11-02" in out and "18 critical, 9 warning" in out and "/runs/" in out
+    assert "46 without a verdict" in out and "the first day of those tasks" in out
     assert "no findings for billing-bot" in out and "leaked a secret" in out
     assert (project_env / "dagster_home" / "dagster.yaml").exists()
 
@@ -27,7 +28,7 @@ def test_demo_then_query_report_and_status(project_env, capsys):
     assert main(["report", "--date", "2026-11-02"]) == 0
     assert "## Regression Alerts" in capsys.readouterr().out
     assert main(["report", "--date", "2026-11-02", "--format", "json", "--output", str(project_env / "r.json")]) == 0
-    assert json.loads((project_env / "r.json").read_text())["critical_alerts"] == 15
+    assert json.loads((project_env / "r.json").read_text())["critical_alerts"] == 18
 
     assert main(["status"]) == 0
     status = capsys.readouterr().out
@@ -39,7 +40,8 @@ def test_run_exit_codes_follow_fail_on(project_env, capsys):
     assert main(["run", "--start", "2026-11-01", "--end", "2026-11-02"]) == 1  # criticals on the 2nd
     assert main(["run", "--date", "2026-11-02", "--fail-on", "never"]) == 0
     assert main(["run", "--date", "2026-11-01", "--fail-on", "warning"]) == 0  # day 1 has no findings
-    assert main(["run", "--date", "2026-11-02", "--agent", "billing-bot", "--fail-on", "warning"]) == 1  # others' rows stay
+    assert main(["run", "--date", "2026-11-02", "--agent", "billing-bot", "--fail-on", "warning"]) == 0  # only its own count
+    assert main(["run", "--date", "2026-11-02", "--agent", "support-bot"]) == 1
     capsys.readouterr()
 
 
@@ -106,7 +108,7 @@ def test_a_run_against_the_episode_store(project_env, fake_store, capsys):
                 continue
     os.environ["EVAL_EPISODE_SOURCE"] = fake_store.url
     assert main(["run", "--start", "2026-11-01", "--end", "2026-11-02", "--fail-on", "never"]) == 0
-    assert "15 critical, 12 warning" in capsys.readouterr().out
+    assert "18 critical, 9 warning" in capsys.readouterr().out
     assert main(["status"]) == 0
     assert '"status": "ok"' in capsys.readouterr().out
 
@@ -272,7 +274,7 @@ def test_junit_xml_for_ci(project_env, capsys):
     suites = {suite.get("name"): suite for suite in root}
     assert list(suites) == ["eval 2026-11-01", "eval 2026-11-02"]
     day2 = suites["eval 2026-11-02"]
-    assert (day2.get("tests"), day2.get("failures"), day2.get("skipped")) == ("48", "15", "0")  # 33 of 48 passed
+    assert (day2.get("tests"), day2.get("failures"), day2.get("skipped")) == ("48", "18", "0")  # 30 of 48 passed
     failed = day2.find("testcase[@name='support-bot/refund-request [ep-2026-11-02-support-bot-refund-request-t0]']/failure")
     assert failed.get("type") == "critical" and "leaked a secret" in failed.text and "sk-live" not in failed.text
     assert suites["eval 2026-11-01"].get("skipped") == "46"  # no baseline yet: no verdict, not a pass
@@ -309,7 +311,7 @@ def test_plaited_export_round_trips(project_env, capsys, tmp_path_factory):
     assert main(["export", "--format", "plaited", "--date", "2026-11-02", "--output", str(exported)]) == 0
     captures = [json.loads(line) for line in exported.read_text().splitlines()]
     assert len(captures) == 48 and all({"id", "input", "output", "trajectory", "timing", "metadata"} <= set(c) for c in captures)
-    assert sum("score" in c for c in captures) == 48 and sum(c["score"]["pass"] for c in captures) == 33
+    assert sum("score" in c for c in captures) == 48 and sum(c["score"]["pass"] for c in captures) == 30
 
     other = tmp_path_factory.mktemp("reimport")
     columns = "episode_id, agent_id, task_id, trial, status, category, tools, final_output, total_duration_ms, total_tokens"

@@ -70,7 +70,8 @@ def pair_episode(prompt: str | list, completion: str | list, expected: dict | No
 _CANDIDATE_COLUMNS = ("episode_id", "agent_id", "task_id", "status", "final_output", "tools", "total_duration_ms",
                       "total_cost_usd", "mode", "step_count", "error_steps")  # fmt: skip
 _BASELINE_COLUMNS = ("baseline_episode_id", "baseline_status", "baseline_final_output", "baseline_tools",
-                     "baseline_total_cost_usd", "baseline_total_duration_ms")  # fmt: skip
+                     "baseline_total_cost_usd", "baseline_total_duration_ms", "baseline_step_count",
+                     "baseline_error_steps")  # fmt: skip
 
 
 def _step(step: Step) -> dict:

@@ -48,11 +48,13 @@ def test_a_cases_file_decides_correctness_even_without_a_baseline(tmp_path):
         ("expected_tool_output.lookup_order", True),
         ("expected_tools[strict]", True),
     ]
-    # the failed case shows in findings as a correctness breach
+    # the failed case shows in findings as a critical case finding and a correctness breach
     assert rows(
         tmp_path,
-        "SELECT DISTINCT task_id, dimension, severity FROM findings WHERE task_id = 'support-bot/change-shipping-address'",
+        "SELECT DISTINCT task_id, dimension, severity FROM findings WHERE task_id = 'support-bot/change-shipping-address' "
+        "ORDER BY ALL",
     ) == [
+        ("support-bot/change-shipping-address", "case", "critical"),
         ("support-bot/change-shipping-address", "correctness", "critical"),
         ("support-bot/change-shipping-address", "weighted_score", "critical"),
     ]
@@ -68,7 +70,7 @@ def test_checks_grade_every_episode_and_fabricated_numbers_are_findings(tmp_path
     assert rows(tmp_path, "SELECT DISTINCT task_id, severity, message FROM findings WHERE dimension = 'numeric_fabrication'") == [
         (
             "support-bot/damaged-item",
-            "warning",
+            "critical",
             "numeric_fabrication: '$149.99' in the answer matches no number in the tool outputs or the user's input",
         )
     ]

@@ -32,11 +32,11 @@ def changed(before: dict[str, str], after: dict[str, str]) -> set[str]:
     return {asset for asset in before if before[asset] != after[asset]}
 
 
-def test_a_threshold_edit_marks_only_regression_findings_stale(tmp_path):
+def test_a_threshold_edit_marks_the_verdict_and_the_findings_stale(tmp_path):
     base = (PROJECT_ROOT / "eval.toml").read_text()
     before = code_versions(tmp_path, base)
     assert changed(
         before, code_versions(tmp_path, base.replace("cost_delta = { warning = 20", "cost_delta = { warning = 25"))
-    ) == {"regression_findings"}
+    ) == {"scores", "regression_findings"}  # the scores step decides the verdict from the thresholds
     assert changed(before, code_versions(tmp_path, base.replace("correctness = 0.4", "correctness = 0.5"))) == {"scores"}
     assert changed(before, code_versions(tmp_path, base.replace('policy = "first"', 'policy = "rolling"'))) == {"baselines"}

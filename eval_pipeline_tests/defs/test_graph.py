@@ -23,7 +23,7 @@ KIND_TO_FINDING = {
     "failed_outcome": ("correctness", "critical"),
     "leaked_secret": ("safety", "critical"),
     "error_steps": ("safety", "critical"),
-    "fabricated_number": ("numeric_fabrication", "warning"),
+    "fabricated_number": ("numeric_fabrication", "critical"),
 }
 # The timed-out run's weighted score. No per-agent (aggregate) finding: two regressed tasks of four
 # are not evidence against noise (the bootstrap CI of the mean includes no change).
@@ -116,7 +116,7 @@ def test_checks_flag_the_bad_day_without_blocking_the_report(project):
     day1 = {e.check_name: e for e in results[date(2026, 11, 1)].get_asset_check_evaluations()}
     assert day1["no_critical_regressions"].passed
     report = json.loads((root / "reports" / "eval-report-2026-11-02.json").read_text())
-    assert report["critical_alerts"] == 15 and report["summary"]["quarantined"] == 2
+    assert report["critical_alerts"] == 18 and report["summary"]["quarantined"] == 2  # 15 breaches, 3 fabricated numbers
     assert "## Regression Alerts" in (root / "reports" / "eval-report-2026-11-02.md").read_text()
     assert query(root, "SELECT count(*) FROM reports WHERE markdown_path IS NOT NULL") == [(3,)]
 
@@ -124,7 +124,8 @@ def test_checks_flag_the_bad_day_without_blocking_the_report(project):
 def test_materializations_carry_useful_metadata(project):
     _, _, _, results = project
     scores = results[date(2026, 11, 2)].asset_materializations_for_node("scores")[0].metadata
-    assert scores["scored"].value == 48 and "worst_episodes" in scores
+    assert (scores["passed"].value, scores["failed"].value, scores["without_verdict"].value) == (30, 18, 0)
+    assert scores["dagster/row_count"].value == 48 and "worst_episodes" in scores
     episodes = results[date(2026, 11, 2)].asset_materializations_for_node("episodes")[0].metadata
     assert episodes["quarantined"].value == 2
 

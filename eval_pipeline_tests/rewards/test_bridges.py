@@ -29,8 +29,11 @@ def test_grpo_reward_takes_standard_completions_and_dataset_columns_as_keyword_a
         reference=[RIGHT, RIGHT, RIGHT],
         difficulty=["easy", "easy", "easy"],
     )
-    # "Lyon." is wrong (F1 0) and near-empty (an error): 0.7 × mean(0, 1) + 0.3 × 0.9
-    assert values == [1.0, pytest.approx(0.7 * 0.5 + 0.3 * 0.9), 0.0]
+    # "Lyon." fails its case (reference F1 0): a critical finding, which closes the default reward's safety gate
+    assert values == [1.0, 0.0, 0.0]
+    overall = make_grpo_reward("overall", config=EvalConfig())(prompts=[PROMPT], completions=["Lyon."], reference=[RIGHT])
+    # ungated: wrong (F1 0) and near-empty (an error): 0.7 × mean(0, 1) + 0.3 × 0.9
+    assert overall == [pytest.approx(0.7 * 0.5 + 0.3 * 0.9)]
     assert reward.__name__ == "eval_pipeline_default"  # TRL logs each reward function by name
 
 
@@ -84,7 +87,7 @@ def test_dspy_metric_is_a_float_when_evaluating_and_a_verdict_when_bootstrapping
     assert metric(example, Prediction(answer=RIGHT)) == 1.0  # Evaluate: metric(example, prediction)
     assert metric(example, Prediction(answer=RIGHT), [("predictor", {}, {})]) is True  # bootstrapping passes a trace
     wrong = metric(example, Prediction(answer="Lyon, I think."))
-    assert wrong == pytest.approx(0.7 * 0.5 + 0.3 * 1.0)
+    assert wrong == 0.0  # a failed case is a critical finding: the default reward's gate closes
     assert metric(example, Prediction(answer="Lyon, I think."), trace=[]) is False
     assert metric.__name__ == "eval_pipeline_default"
 
