@@ -98,8 +98,9 @@ def test_a_case_set_with_two_failing_cases_fails_the_run_and_every_output_counts
     suite = ET.parse(junit).getroot()
     assert (suite.get("tests"), suite.get("failures"), suite.get("skipped")) == ("10", "2", "0")
 
-    ui = latest_metadata(project_env, "scores")
-    assert (ui["passed"], ui["failed"], ui["without_verdict"]) == (8, 2, 0)
+    for asset in ("scores", "eval_report"):
+        ui = latest_metadata(project_env, asset)
+        assert (ui["passed"], ui["failed"], ui["without_verdict"]) == (8, 2, 0), asset
     pass_at_1 = rows(project_env, "SELECT pass_at_k FROM pass_at_k WHERE k = 1")
     assert pass_at_1 == [(pytest.approx(0.8),)]  # trials count the same verdict
 

@@ -471,6 +471,7 @@ def eval_report(
             "critical_alerts": summary["critical_alerts"],
             "warning_alerts": summary["warning_alerts"],
             "episodes": summary["total_episodes"],
+            **{key: summary[key] for key in ("passed", "failed", "without_verdict")},
         }
 
     figures = _each_day(context, _in_session(wh, report))
