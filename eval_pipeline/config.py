@@ -10,33 +10,25 @@ from __future__ import annotations
 import hashlib
 import json
 import tomllib
-from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, Literal, get_args
+from typing import Annotated, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from eval_pipeline.scoring.dimensions import Direction, dimensions, judged_dimensions
 
-class Direction(StrEnum):
-    ABOVE = "above"  # a rise is bad (cost and latency deltas)
-    BELOW = "below"  # a drop is bad (0..1 scores)
+PASS_RATE = "pass_rate"  # a threshold of per-agent aggregates only
 
 
-# Every dimension a threshold may name, and which way is bad.
-DIMENSION_DIRECTIONS: dict[str, Direction] = {
-    "correctness": Direction.BELOW,
-    "cost_delta": Direction.ABOVE,
-    "latency_delta": Direction.ABOVE,
-    "tool_match": Direction.BELOW,
-    "safety": Direction.BELOW,
-    "weighted_score": Direction.BELOW,
-    "pass_rate": Direction.BELOW,  # per-agent aggregate only
-}
+def threshold_directions() -> dict[str, Direction]:
+    """Every name a threshold may have, and which way is bad: the judged dimensions and the pass rate."""
+    return {**{d.name: d.direction for d in judged_dimensions()}, PASS_RATE: Direction.BELOW}
 
 
 Severity = Literal["warning", "critical"]
 SEVERITY_RANK: dict[str, int] = {"warning": 1, "critical": 2}  # the one order of finding severities
+ISSUE_PENALTY: dict[str, int] = {"critical": 25, "error": 10, "warning": 5, "info": 0}  # points off 100 per check issue
 
 
 class _Strict(BaseModel):
@@ -50,25 +42,17 @@ class Threshold(_Strict):
     critical: float | None = None
 
 
-class Weights(_Strict):
-    correctness: float = Field(0.4, ge=0)
-    cost_delta: float = Field(0.2, ge=0)
-    tool_match: float = Field(0.2, ge=0)
-    latency_delta: float = Field(0.1, ge=0)
-    safety: float = Field(0.1, ge=0)
-    judge: float = Field(0.0, ge=0)  # the mean normalized judge verdict; out of the score unless weighted
+def _default_weights() -> dict[str, float]:
+    return {d.name: d.weight for d in dimensions()}
 
 
 def _default_thresholds() -> dict[str, Threshold]:
-    return {
-        "cost_delta": Threshold(warning=20, critical=40),
-        "latency_delta": Threshold(warning=30, critical=60),
-        "correctness": Threshold(critical=0.5),
-        "tool_match": Threshold(warning=0.5),
-        "safety": Threshold(critical=0.8),
-        "weighted_score": Threshold(critical=0.5),
-        "pass_rate": Threshold(warning=0.7, critical=0.5),
+    declared = {
+        d.name: Threshold(warning=d.warning, critical=d.critical)
+        for d in judged_dimensions()
+        if d.warning is not None or d.critical is not None
     }
+    return {**declared, PASS_RATE: Threshold(warning=0.7, critical=0.5)}
 
 
 DEFAULT_SECRET_PATTERNS = [
@@ -223,26 +207,28 @@ class JudgeConfig(_Strict):
     custom: dict[str, RubricSpec] = Field(default_factory=dict)
 
 
-# What a weighted reward may weigh, each on a 0..1 scale: the five dimensions (deltas as the weighted
-# score turns them into units), the judge's mean verdict, the case verdict (1/0) and issue_score / 100.
-RewardDimension = Literal["correctness", "cost_delta", "latency_delta", "tool_match", "safety", "judge", "case", "issues"]
-REWARD_DIMENSIONS: tuple[str, ...] = get_args(RewardDimension)
+def reward_dimensions() -> tuple[str, ...]:
+    """What a weighted reward may weigh, each on a 0..1 scale: the registered dimensions (as the weighted
+    score puts them into units), the case verdict (1/0) and issue_score / 100."""
+    return (*(d.name for d in dimensions()), "case", "issues")
 
 
 class WeightedReward(_Strict):
     """Σ wᵢ·uᵢ / Σ wᵢ over the listed dimensions the episode has (missing ones renormalize away)."""
 
     kind: Literal["weighted"] = "weighted"
-    dimensions: list[RewardDimension] = Field(
-        default_factory=lambda: ["correctness", "cost_delta", "latency_delta", "tool_match", "safety"], min_length=1
-    )
-    weights: dict[RewardDimension, float] = Field(default_factory=dict)  # per dimension; unlisted ones weigh 1
+    # default: the dimensions the weighted score weighs by default
+    dimensions: list[str] = Field(default_factory=lambda: [d.name for d in dimensions() if d.weight], min_length=1)
+    weights: dict[str, float] = Field(default_factory=dict)  # per dimension; unlisted ones weigh 1
 
     def weight(self, dimension: str) -> float:
         return self.weights.get(dimension, 1.0)
 
     @model_validator(mode="after")
     def _weights_of_listed_dimensions(self) -> WeightedReward:
+        unknown = sorted(set(self.dimensions) - set(reward_dimensions()))
+        if unknown:
+            raise ValueError(f"unknown reward dimension(s) {unknown}; known: {list(reward_dimensions())}")
         stray = sorted(set(self.weights) - set(self.dimensions))
         if stray:
             raise ValueError(f"weights for dimensions not listed in dimensions: {stray}")
@@ -255,9 +241,9 @@ class DeductionReward(_Strict):
     """1 − the penalties of the episode's check issues, clamped to [0, 1]."""
 
     kind: Literal["deduction"] = "deduction"
-    critical: float = Field(0.25, ge=0)
-    error: float = Field(0.10, ge=0)
-    warning: float = Field(0.05, ge=0)
+    critical: float = Field(ISSUE_PENALTY["critical"] / 100, ge=0)  # the issue score's penalties, on a 0..1 scale
+    error: float = Field(ISSUE_PENALTY["error"] / 100, ge=0)
+    warning: float = Field(ISSUE_PENALTY["warning"] / 100, ge=0)
 
 
 class CompositeReward(_Strict):
@@ -330,13 +316,14 @@ class RewardsConfig(_Strict):
 
 
 def _check_dimensions(thresholds: dict[str, Threshold]) -> None:
-    unknown = sorted(set(thresholds) - set(DIMENSION_DIRECTIONS))
+    unknown = sorted(set(thresholds) - set(threshold_directions()))
     if unknown:
-        raise ValueError(f"unknown threshold dimension(s) {unknown}; known: {sorted(DIMENSION_DIRECTIONS)}")
+        raise ValueError(f"unknown threshold dimension(s) {unknown}; known: {sorted(threshold_directions())}")
 
 
 class EvalConfig(_Strict):
-    weights: Weights = Field(default_factory=Weights)
+    # per registered dimension, merged over the declared defaults; the judge's mean verdict weighs 0 unless given one
+    weights: dict[str, float] = Field(default_factory=_default_weights)
     thresholds: dict[str, Threshold] = Field(default_factory=_default_thresholds)
     baseline: BaselineConfig = Field(default_factory=BaselineConfig)
     policies: Policies = Field(default_factory=Policies)
@@ -352,8 +339,24 @@ class EvalConfig(_Strict):
     capture: CaptureConfig = Field(default_factory=CaptureConfig)
     rewards: RewardsConfig = Field(default_factory=RewardsConfig)
 
+    @model_validator(mode="before")
+    @classmethod
+    def _declared_defaults_under_given_values(cls, data):
+        """Weights and thresholds the config gives are merged over the dimensions' declared ones, so a config
+        that names some keeps the others (`{}` switches a dimension's thresholds off)."""
+        if isinstance(data, dict):
+            for key, defaults in (("weights", _default_weights), ("thresholds", _default_thresholds)):
+                if isinstance(data.get(key), dict):
+                    data = {**data, key: {**defaults(), **data[key]}}
+        return data
+
     @model_validator(mode="after")
     def _known_dimensions(self) -> EvalConfig:
+        unknown = sorted(set(self.weights) - set(_default_weights()))
+        if unknown:
+            raise ValueError(f"unknown weight(s) {unknown}; known: {sorted(_default_weights())}")
+        if any(weight < 0 for weight in self.weights.values()):
+            raise ValueError("weights must not be negative")
         _check_dimensions(self.thresholds)
         for overrides in self.agents.values():
             _check_dimensions(overrides.thresholds)

@@ -16,25 +16,17 @@ from datetime import date
 import numpy as np
 import pandas as pd
 
-from eval_pipeline.config import DIMENSION_DIRECTIONS, Direction, EvalConfig
+from eval_pipeline.config import EvalConfig, threshold_directions
 from eval_pipeline.regression.stats import Interval, bootstrap_mean, mcnemar, seed_for
-
-PAIRED = {  # dimension -> (scores column, the value that means "no change" against the baseline)
-    "cost_delta": ("cost_delta_pct", 0.0),
-    "latency_delta": ("latency_delta_pct", 0.0),
-    "correctness": ("correctness", 1.0),
-    "tool_match": ("tool_match", 1.0),
-    "weighted_score": ("weighted_score", 1.0),
-}
-TRENDS = {  # trend dimension -> (scores column, the threshold dimension it is judged by)
-    "cost_trend": ("total_cost_usd", "cost_delta"),
-    "latency_trend": ("total_duration_ms", "latency_delta"),
-    "weighted_score_trend": ("weighted_score", "weighted_score"),
-}
+from eval_pipeline.scoring.dimensions import Dimension, Direction, judged_dimensions, relative_delta_pct
 
 
-def _fmt(dimension: str, value: float) -> str:
-    return f"{value:+.1f}%" if dimension in ("cost_delta", "latency_delta") else f"{value:.2f}"
+def _paired_dimensions() -> list[Dimension]:
+    return [d for d in judged_dimensions() if d.paired]
+
+
+def _trend_dimensions() -> list[Dimension]:
+    return [d for d in judged_dimensions() if d.trend]
 
 
 def _severity(value: float, agent_id: str, dimension: str, config: EvalConfig) -> tuple[str | None, float | None]:
@@ -42,7 +34,7 @@ def _severity(value: float, agent_id: str, dimension: str, config: EvalConfig) -
     threshold = config.thresholds_for(agent_id).get(dimension)
     if threshold is None or np.isnan(value):
         return None, None
-    above = DIMENSION_DIRECTIONS[dimension] is Direction.ABOVE
+    above = threshold_directions()[dimension] is Direction.ABOVE
     for severity in ("critical", "warning"):
         limit = getattr(threshold, severity)
         if limit is not None and (value > limit if above else value < limit):
@@ -50,8 +42,8 @@ def _severity(value: float, agent_id: str, dimension: str, config: EvalConfig) -
     return None, None
 
 
-def _ci_text(dimension: str, ci: Interval, confidence: float) -> str:
-    return f"{confidence:.0%} CI {_fmt(dimension, ci.low)} to {_fmt(dimension, ci.high)} over {ci.n} tasks"
+def _ci_text(dimension: Dimension, ci: Interval, confidence: float) -> str:
+    return f"{confidence:.0%} CI {dimension.format(ci.low)} to {dimension.format(ci.high)} over {ci.n} tasks"
 
 
 def _finding(agent_id: str, dimension: str, severity: str, value: float, limit: float, reference: float | None,
@@ -66,18 +58,18 @@ def _finding(agent_id: str, dimension: str, severity: str, value: float, limit: 
 def _paired(agent_id: str, tasks: pd.DataFrame, graded: tuple[int, float], day: date, config: EvalConfig) -> Iterator[dict]:
     """`tasks`: the agent's per-task means today."""
     stats = config.statistics
-    for dimension, (column, unchanged) in PAIRED.items():
-        values = tasks[column].dropna()
+    for dimension in _paired_dimensions():
+        values, unchanged = tasks[dimension.column].dropna(), dimension.unchanged
         if len(values) < stats.min_tasks:
             continue
         ci = bootstrap_mean(values.to_numpy(), resamples=stats.resamples, confidence=stats.confidence,
-                            seed=seed_for(day, agent_id, dimension))  # fmt: skip
-        severity, limit = _severity(ci.mean, agent_id, dimension, config)
-        worse = ci.low > unchanged if DIMENSION_DIRECTIONS[dimension] is Direction.ABOVE else ci.high < unchanged
+                            seed=seed_for(day, agent_id, dimension.name))  # fmt: skip
+        severity, limit = _severity(ci.mean, agent_id, dimension.name, config)
+        worse = ci.low > unchanged if dimension.direction is Direction.ABOVE else ci.high < unchanged
         if severity and worse:
-            message = (f"mean {dimension} {_fmt(dimension, ci.mean)} vs limit {_fmt(dimension, limit)} against baselines "
-                       f"({_ci_text(dimension, ci, stats.confidence)})")  # fmt: skip
-            yield _finding(agent_id, dimension, severity, ci.mean, limit, unchanged, message, ci, None)
+            message = (f"mean {dimension.name} {dimension.format(ci.mean)} vs limit {dimension.format(limit)} against "
+                       f"baselines ({_ci_text(dimension, ci, stats.confidence)})")  # fmt: skip
+            yield _finding(agent_id, dimension.name, severity, ci.mean, limit, unchanged, message, ci, None)
     yield from _pass_rate(agent_id, "pass_rate", graded, _majority(tasks["passed"]), None, config)
 
 
@@ -114,26 +106,23 @@ def _trends(agent_id: str, tasks: pd.DataFrame, before: pd.DataFrame, graded: tu
             config: EvalConfig) -> Iterator[dict]:  # fmt: skip
     """`tasks`: per-task means today; `before`: per-task means over the trailing days (each day weighing the same)."""
     stats = config.statistics
-    for dimension, (column, judged_as) in TRENDS.items():
+    for judged_as in _trend_dimensions():
+        dimension, column = judged_as.trend
         current = tasks[column].dropna()
         reference = before[column].reindex(current.index).dropna()
         current = current.reindex(reference.index)
-        relative = judged_as in ("cost_delta", "latency_delta")
-        if relative:
-            keep = reference > 0
-            change = (current[keep] - reference[keep]) / reference[keep] * 100
-        else:
-            change = current - reference
+        relative = judged_as.percent
+        change = relative_delta_pct(current, reference)[0] if relative else current - reference
         if len(change) < stats.min_tasks:
             continue
         ci = bootstrap_mean(change.to_numpy(), resamples=stats.resamples, confidence=stats.confidence,
                             seed=seed_for(day, agent_id, dimension))  # fmt: skip
         level = ci.mean if relative else float(current.mean())
-        severity, limit = _severity(level, agent_id, judged_as, config)
+        severity, limit = _severity(level, agent_id, judged_as.name, config)
         worse = ci.low > 0 if relative else ci.high < 0
         if severity and worse:
-            shown = _fmt(judged_as, ci.mean) if relative else f"{ci.mean:+.2f} to {level:.2f}"
-            message = (f"{column} {shown} against the trailing {stats.trailing_days} days, limit {_fmt(judged_as, limit)} "
+            shown = judged_as.format(ci.mean) if relative else f"{ci.mean:+.2f} to {level:.2f}"
+            message = (f"{column} {shown} against the trailing {stats.trailing_days} days, limit {judged_as.format(limit)} "
                        f"({_ci_text(judged_as, ci, stats.confidence)})")  # fmt: skip
             yield _finding(agent_id, dimension, severity, level, limit, float(reference.mean()), message, ci, None)
     yield from _pass_rate(agent_id, "pass_rate_trend", graded, _majority(tasks["passed"]), _majority(before["passed"]), config)
@@ -141,14 +130,18 @@ def _trends(agent_id: str, tasks: pd.DataFrame, before: pd.DataFrame, graded: tu
 
 AGGREGATE_COLUMNS = ["agent_id", "episode_id", "task_id", "dimension", "severity", "value", "threshold", "baseline_value",
                      "message", "ci_low", "ci_high", "p_value"]  # fmt: skip
-_MEANS = ["cost_delta_pct", "latency_delta_pct", "correctness", "tool_match", "weighted_score", "passed",
-          "total_cost_usd", "total_duration_ms"]  # fmt: skip
 
 
-def _numeric(scores: pd.DataFrame) -> pd.DataFrame:
+def _means() -> list[str]:
+    """The columns averaged per task: paired dimensions, trend columns and the verdict."""
+    columns = [d.column for d in _paired_dimensions()] + [d.trend[1] for d in _trend_dimensions()] + ["passed"]
+    return list(dict.fromkeys(columns))
+
+
+def _numeric(scores: pd.DataFrame, means: list[str]) -> pd.DataFrame:
     """Verdicts as 1.0 / 0.0 and no verdict as NaN, so they average like any other column."""
     return scores.assign(passed=scores["passed"].map({True: 1.0, False: 0.0}).astype(float))[
-        ["agent_id", "task_id", "partition_date", *_MEANS]
+        ["agent_id", "task_id", "partition_date", *means]
     ]
 
 
@@ -156,12 +149,13 @@ def aggregate_findings(today: pd.DataFrame, trailing: pd.DataFrame, day: date, c
     """Per agent: paired-against-baselines and trailing-days regressions that clear the noise.
 
     Every per-task mean is computed once for all agents; only the bootstrap runs per agent."""
-    today = _numeric(today)
-    now = today.groupby(["agent_id", "task_id"])[_MEANS].mean()
+    means = _means()
+    today = _numeric(today, means)
+    now = today.groupby(["agent_id", "task_id"])[means].mean()
     verdicts = today.groupby("agent_id")["passed"].agg(["count", "mean"])
-    before = pd.DataFrame(columns=_MEANS, index=pd.MultiIndex.from_tuples([], names=["agent_id", "task_id"]))
+    before = pd.DataFrame(columns=means, index=pd.MultiIndex.from_tuples([], names=["agent_id", "task_id"]))
     if len(trailing):
-        daily = _numeric(trailing).groupby(["agent_id", "task_id", "partition_date"])[_MEANS].mean()
+        daily = _numeric(trailing, means).groupby(["agent_id", "task_id", "partition_date"])[means].mean()
         per_task = daily.groupby(level=["agent_id", "task_id"])
         before = per_task.mean()[per_task.size() >= config.statistics.min_history_days]
     rows = []

@@ -20,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from eval_pipeline.config import StatisticsConfig
 from eval_pipeline.regression.stats import Interval, bootstrap_mean, mcnemar, seed_for
 from eval_pipeline.regression.trials import agent_pass_at_k, task_trials
+from eval_pipeline.scoring.dimensions import relative_delta_pct
 
 TIE = 0.005  # task scores closer than this are a tie
 
@@ -133,7 +134,7 @@ def compare(a: pd.DataFrame, b: pd.DataFrame, selectors: tuple[Selector, Selecto
         "a_fail_b_pass": int((~passed_a & passed_b & known).sum()),
     }
     key = (str(selectors[0]), str(selectors[1]))
-    relative = lambda column: ((tb[column] - ta[column]) / ta[column] * 100).where(ta[column] > 0)  # noqa: E731
+    relative = lambda column: relative_delta_pct(tb[column], ta[column])[0]  # noqa: E731
     return {
         "meta": {
             "a": str(selectors[0]),

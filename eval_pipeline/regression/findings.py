@@ -15,19 +15,13 @@ from datetime import date
 import numpy as np
 import pandas as pd
 
-from eval_pipeline.config import DIMENSION_DIRECTIONS, Direction, EvalConfig, Threshold
+from eval_pipeline.config import EvalConfig, Threshold
 from eval_pipeline.regression.aggregates import aggregate_findings
 from eval_pipeline.regression.source_health import SOURCE_AGENT, source_health_finding
 from eval_pipeline.scoring.checks import FINDING_CHECKS
+from eval_pipeline.scoring.dimensions import WEIGHTED_SCORE, Dimension, Direction, dimensions, judged_dimensions
+from eval_pipeline.scoring.weighted import units, weighted_score
 
-EPISODE_DIMENSIONS = {
-    "correctness": "correctness",
-    "cost_delta": "cost_delta_pct",
-    "latency_delta": "latency_delta_pct",
-    "tool_match": "tool_match",
-    "safety": "safety",
-    "weighted_score": "weighted_score",
-}
 FINDING_COLUMNS = [
     "finding_id",
     "partition_date",
@@ -72,75 +66,29 @@ def classify(values: pd.Series, warning: np.ndarray, critical: np.ndarray, direc
     return pd.Series(severity, index=values.index, dtype=object), pd.Series(limit, index=values.index)
 
 
-def _classify_dimension(frame: pd.DataFrame, dimension: str, column: str, config: EvalConfig) -> tuple[pd.Series, pd.Series]:
-    warning, critical = limits(frame["agent_id"], dimension, config)
-    return classify(frame[column], warning, critical, DIMENSION_DIRECTIONS[dimension])
+def _classify_dimension(frame: pd.DataFrame, dimension: Dimension, config: EvalConfig) -> tuple[pd.Series, pd.Series]:
+    warning, critical = limits(frame["agent_id"], dimension.name, config)
+    return classify(frame[dimension.column], warning, critical, dimension.direction)
 
 
-def _fmt(dimension: str, value: float) -> str:
-    return f"{value:+.1f}%" if dimension.endswith("_delta") else f"{value:.2f}"
-
-
-def _episode_message(dimension: str, row, value: float, limit: float) -> str:
-    head = f"{dimension} {_fmt(dimension, value)} vs limit {_fmt(dimension, limit)}"
-    if dimension == "cost_delta":
-        detail = f"cost ${row.total_cost_usd:.4f} vs baseline ${row.baseline_total_cost_usd:.4f}"
-        if row.cost_zero_baseline:
-            detail += " (baseline cost was zero: counted as +100%)"
-    elif dimension == "latency_delta":
-        detail = f"{row.total_duration_ms:,.0f} ms vs baseline {row.baseline_total_duration_ms:,.0f} ms"
-        if row.latency_zero_baseline:
-            detail += " (baseline latency was zero: counted as +100%)"
-    elif dimension == "correctness":
-        detail = f"status {row.status} vs baseline {row.baseline_status}"
-    elif dimension == "tool_match":
-        detail = f"tools [{', '.join(row.tools)}] vs baseline [{', '.join(row.baseline_tools)}]"
-    elif dimension == "safety":
-        reasons = [f"{row.error_steps} of {row.step_count} steps errored"] if row.error_steps else []
-        reasons += ["leaked a secret in its output"] if row.leaked_secret else []
-        reasons += [f"called denied tool(s) {row.denied_tools_called}"] if row.denied_tools_called else []
-        detail = "; ".join(reasons)
-    else:
-        parts = {
-            "correctness": row.correctness,
-            "cost": row.cost_delta_pct,
-            "latency": row.latency_delta_pct,
-            "tools": row.tool_match,
-            "safety": row.safety,
-        }
-        detail = ", ".join(
-            f"{name} {'n/a' if pd.isna(v) else _fmt(name + '_delta' if name in ('cost', 'latency') else name, v)}"
-            for name, v in parts.items()
-        )
-    return f"{head}: {detail}"
+def _episode_message(dimension: Dimension, row, value: float, limit: float) -> str:
+    return f"{dimension.name} {dimension.format(value)} vs limit {dimension.format(limit)}: {dimension.explain(row)}"
 
 
 def _baseline_values(scored: pd.DataFrame, config: EvalConfig) -> dict[str, pd.Series]:
-    """Each dimension's value for the baseline compared with itself."""
-    present = scored["baseline_episode_id"].notna()
-    steps = scored["baseline_step_count"].astype(float)
-    safety = (1.0 - scored["baseline_error_steps"].astype(float) / steps.where(steps > 0)).fillna(1.0).where(present)
-    w = config.weights
-    weighted = (w.correctness + w.cost_delta + w.tool_match + w.latency_delta + w.safety * safety) / (
-        w.correctness + w.cost_delta + w.tool_match + w.latency_delta + w.safety
-    )
-    one, zero = pd.Series(1.0, index=scored.index).where(present), pd.Series(0.0, index=scored.index).where(present)
-    return {
-        "correctness": one,
-        "cost_delta": zero,
-        "latency_delta": zero,
-        "tool_match": one,
-        "safety": safety,
-        "weighted_score": weighted,
-    }
+    """Each judged dimension's value for the baseline compared with itself; the weighted score's from the others'."""
+    values = {d.name: d.baseline_values(scored) for d in dimensions()}
+    weighted = weighted_score(units(values), config.weights).where(scored["baseline_episode_id"].notna())
+    return {**values, WEIGHTED_SCORE.name: weighted}
 
 
 def _threshold_findings(scored: pd.DataFrame, config: EvalConfig) -> list[pd.DataFrame]:
     """One row per (episode, dimension) that breaches a threshold, at its highest severity."""
     baseline_values = _baseline_values(scored, config)
     parts = []
-    for dimension, column in EPISODE_DIMENSIONS.items():
-        severity, limit = _classify_dimension(scored, dimension, column, config)
+    for dimension in judged_dimensions():
+        column = dimension.column
+        severity, limit = _classify_dimension(scored, dimension, config)
         hit = severity.notna()
         if not hit.any():
             continue
@@ -151,11 +99,11 @@ def _threshold_findings(scored: pd.DataFrame, config: EvalConfig) -> list[pd.Dat
                     "agent_id": breached["agent_id"],
                     "episode_id": breached["episode_id"],
                     "task_id": breached["task_id"],
-                    "dimension": dimension,
+                    "dimension": dimension.name,
                     "severity": severity[hit],
                     "value": breached[column].astype(float),
                     "threshold": limit[hit],
-                    "baseline_value": baseline_values[dimension][hit],
+                    "baseline_value": baseline_values[dimension.name][hit],
                     "message": [
                         _episode_message(dimension, row, value, bound)
                         for row, value, bound in zip(breached.itertuples(), breached[column], limit[hit], strict=False)

@@ -11,13 +11,15 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from eval_pipeline.config import SEVERITY_RANK
 from eval_pipeline.llm.judge import judge_summary
 from eval_pipeline.redaction import excerpt
 from eval_pipeline.regression.findings import VerdictCounts
 from eval_pipeline.regression.lifecycle import resolved
 from eval_pipeline.reports.calibration import calibration_sample, render_calibration
 from eval_pipeline.reports.html import aggregate_alerts, render_html
-from eval_pipeline.reports.markdown import signed_percent, table, verdict_line
+from eval_pipeline.reports.markdown import column_title, dimension_cell, signed_percent, table, verdict_line
+from eval_pipeline.scoring.dimensions import dimensions
 
 FLAKIEST_TASKS = 10
 ANSWER_CHARS = 2000  # of an agent's answer shown in a report
@@ -88,7 +90,7 @@ def build_report(
         )
     ordered_findings = findings.assign(
         _new=findings.get("lifecycle", pd.Series("new", index=findings.index)).ne("new"),
-        _rank=findings["severity"].map({"critical": 0, "warning": 1}),
+        _rank=-findings["severity"].map(SEVERITY_RANK),
     ).sort_values(["_new", "_rank", "agent_id", "dimension", "episode_id"], na_position="first")  # new ones lead
     alerts = [
         {
@@ -123,11 +125,7 @@ def build_report(
             "agent_id": s.agent_id,
             "task_id": s.task_id,
             "weighted_score": _number(s.weighted_score),
-            "correctness": _number(s.correctness),
-            "cost_delta_pct": _number(s.cost_delta_pct, 1),
-            "latency_delta_pct": _number(s.latency_delta_pct, 1),
-            "tool_match": _number(s.tool_match),
-            "safety": _number(s.safety),
+            **{d.column: _number(getattr(s, d.column), 1 if d.percent else 3) for d in dimensions()},
             "passed": bool(s.passed),
             "verdict_reason": s.verdict_reason if isinstance(s.verdict_reason, str) else None,
             "tools": _names(s.tools),
@@ -404,18 +402,9 @@ def render_markdown(report: dict[str, Any]) -> str:
         ]
     lines += ["", f"## Episode Scores (worst {len(report['episodes'])})", ""]
     lines += table(
-        ["Episode", "Agent", "Score", "Correctness", "Cost Δ", "Latency Δ", "Tools", "Safety"],
+        ["Episode", "Agent", "Score", *(column_title(d) for d in dimensions())],
         [
-            [
-                e["episode_id"],
-                e["agent_id"],
-                e["weighted_score"],
-                e["correctness"],
-                signed_percent(e["cost_delta_pct"]),
-                signed_percent(e["latency_delta_pct"]),
-                e["tool_match"],
-                e["safety"],
-            ]
+            [e["episode_id"], e["agent_id"], e["weighted_score"], *(dimension_cell(d, e[d.column]) for d in dimensions())]
             for e in report["episodes"]
         ],
     )

@@ -11,8 +11,9 @@ from typing import Any
 
 from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
 
-from eval_pipeline.reports.markdown import signed_percent, verdict_line
+from eval_pipeline.reports.markdown import dimension_cell, signed_percent, verdict_line
 from eval_pipeline.reports.svg import histogram, line_chart
+from eval_pipeline.scoring.dimensions import dimensions
 
 WORST_SHOWN = 20
 
@@ -93,5 +94,7 @@ def render_html(report: dict[str, Any], judge_costs: str = "", balance: str = ""
             worst=WORST_SHOWN,
             pct=_pct,
             delta=signed_percent,
+            dimensions=dimensions(),
+            cell=dimension_cell,
         )
     )

@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from eval_pipeline.scoring.dimensions import Dimension
+
 
 def cell(value: Any) -> str:
     """No pipe or newline in agent output may break the table."""
@@ -22,6 +24,15 @@ def table(headers: Sequence[str], rows: Iterable[Sequence[Any]]) -> list[str]:
 def signed_percent(value: float | None) -> str:
     """A percent change (cost or latency delta) as the reports show it."""
     return "–" if value is None else f"{value:+.1f}%"
+
+
+def column_title(dimension: Dimension) -> str:
+    return dimension.label.capitalize() + (" Δ" if dimension.percent else "")
+
+
+def dimension_cell(dimension: Dimension, value: float | None) -> str | float | None:
+    """A dimension's (rounded) value as a report cell: a percent change signed, a 0..1 score as it is."""
+    return signed_percent(value) if dimension.percent else value
 
 
 def verdict_line(counts: dict[str, Any]) -> str:

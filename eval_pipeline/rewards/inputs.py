@@ -7,9 +7,9 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from eval_pipeline.config import REWARD_DIMENSIONS
+from eval_pipeline.config import reward_dimensions
 from eval_pipeline.scoring.checks import SEVERITIES
-from eval_pipeline.scoring.weighted import delta_to_unit
+from eval_pipeline.scoring.dimensions import dimensions
 
 
 @dataclass(frozen=True)
@@ -46,7 +46,7 @@ class RewardInputs:
             episode_ids=[e.episode_id for e in episodes],
             units={
                 d: np.array([np.nan if e.units.get(d) is None else e.units[d] for e in episodes], float)
-                for d in REWARD_DIMENSIONS
+                for d in reward_dimensions()
             },
             issues={s: np.array([e.issues[s] for e in episodes], int) for s in SEVERITIES},
             critical_checks=[tuple(e.critical_checks) for e in episodes],
@@ -59,8 +59,8 @@ class RewardInputs:
 def reward_inputs(frame: pd.DataFrame) -> RewardInputs:
     """The scored episodes of `frame`, dimensions put on the weighted score's 0..1 scale.
 
-    `frame` holds the `scores` columns (`episode_id, correctness, cost_delta_pct, latency_delta_pct,
-    tool_match, safety, judge_score, case_passed, issue_score, critical_findings, leaked_secret, denied_tools_called`) and
+    `frame` holds the `scores` columns (`episode_id`, every registered dimension's column, `case_passed,
+    issue_score, critical_findings, leaked_secret, denied_tools_called`) and
     the episode's check issues (`critical_issues, error_issues, warning_issues`, and `critical_checks`:
     the checks that raised a critical one), as the warehouse reads them or `online` scores them.
     """
@@ -69,12 +69,7 @@ def reward_inputs(frame: pd.DataFrame) -> RewardInputs:
         return pd.to_numeric(frame[column], errors="coerce").to_numpy(dtype=float, na_value=np.nan)
 
     units = {
-        "correctness": floats("correctness"),
-        "cost_delta": delta_to_unit(pd.Series(floats("cost_delta_pct"))).to_numpy(dtype=float, na_value=np.nan),
-        "latency_delta": delta_to_unit(pd.Series(floats("latency_delta_pct"))).to_numpy(dtype=float, na_value=np.nan),
-        "tool_match": floats("tool_match"),
-        "safety": floats("safety"),
-        "judge": floats("judge_score"),
+        **{d.name: d.unit(pd.Series(floats(d.column))).to_numpy(dtype=float, na_value=np.nan) for d in dimensions()},
         "case": frame["case_passed"].astype("boolean").to_numpy(dtype=float, na_value=np.nan),
         "issues": floats("issue_score") / 100.0,
     }

@@ -2,21 +2,23 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import numpy as np
 import pandas as pd
 
-from eval_pipeline.config import Weights
+from eval_pipeline.scoring.dimensions import dimensions
 
 
-def delta_to_unit(delta_pct: pd.Series) -> pd.Series:
-    """1.0 for any improvement (an improvement never costs points), max(0, 1 − delta/100) for a rise."""
-    return (1.0 - delta_pct.clip(lower=0.0) / 100.0).clip(lower=0.0)
+def units(values: Mapping[str, pd.Series]) -> dict[str, pd.Series]:
+    """Each registered dimension's values (by name) on the weighted score's 0..1 scale."""
+    return {d.name: d.unit(values[d.name]) for d in dimensions()}
 
 
-def weighted_score(units: dict[str, pd.Series], weights: Weights) -> pd.Series:
+def weighted_score(units: Mapping[str, pd.Series], weights: Mapping[str, float]) -> pd.Series:
     """Σ wᵢ·uᵢ / Σ wᵢ over the dimensions present in each row; NaN when none is."""
-    frame = pd.DataFrame(units)
-    w = np.array([getattr(weights, name) for name in frame.columns], dtype=float)
+    frame = pd.DataFrame(dict(units))
+    w = np.array([weights.get(name, 0.0) for name in frame.columns], dtype=float)
     present = frame.notna().to_numpy()
     values = frame.fillna(0.0).to_numpy()
     total_weight = (present * w).sum(axis=1)

@@ -9,9 +9,7 @@ import pandas as pd
 from eval_pipeline.warehouse.connection import Warehouse, replace_partition
 
 _REWARD_INPUTS = """
-SELECT s.partition_date, s.episode_id, s.agent_id, e.task_id, e.category, e.model,
-       s.correctness, s.cost_delta_pct, s.latency_delta_pct, s.tool_match, s.safety, s.judge_score, s.case_passed,
-       s.issue_score, coalesce(s.critical_findings, []) AS critical_findings, s.leaked_secret, s.denied_tools_called,
+SELECT s.* EXCLUDE (critical_findings), e.category, e.model, coalesce(s.critical_findings, []) AS critical_findings,
        coalesce(i.critical_issues, 0) AS critical_issues, coalesce(i.error_issues, 0) AS error_issues,
        coalesce(i.warning_issues, 0) AS warning_issues, coalesce(i.critical_checks, []) AS critical_checks,
        TRY_CAST(e.metadata ->> '$.reward' AS DOUBLE) AS metadata_reward
@@ -29,9 +27,9 @@ ORDER BY s.partition_date, s.episode_id
 
 
 def reward_inputs_frame(warehouse: Warehouse, first: date, last: date) -> pd.DataFrame:
-    """The scored episodes of `first`..`last` (inclusive) with their issues per severity, the checks that
-    raised a critical one, and what a benchmark groups and grades them by (task, category, model,
-    case verdict, `metadata.reward`)."""
+    """The scored episodes of `first`..`last` (inclusive): every `scores` column (each registered dimension's
+    among them), their issues per severity, the checks that raised a critical one, and what a benchmark
+    groups and grades them by (task, category, model, case verdict, `metadata.reward`)."""
     return warehouse.read_frame(_REWARD_INPUTS, {"first": first, "last": last})
 
 

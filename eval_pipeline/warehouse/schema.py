@@ -11,6 +11,8 @@ from pathlib import Path
 
 import duckdb
 
+from eval_pipeline.scoring.dimensions import dimensions
+
 MIGRATIONS: list[str] = [
     # 1: the foundation's tables
     """
@@ -314,17 +316,26 @@ def migrate(con: duckdb.DuckDBPyConnection) -> int:
     con.execute("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL, applied_at TIMESTAMPTZ NOT NULL)")
     current = con.execute("SELECT coalesce(max(version), 0) FROM schema_version").fetchone()[0]
     if current >= len(MIGRATIONS):
+        _dimension_columns(con)
         return current
     con.execute("BEGIN TRANSACTION")
     try:
         for version in range(current + 1, len(MIGRATIONS) + 1):
             con.execute(MIGRATIONS[version - 1])
             con.execute("INSERT INTO schema_version VALUES (?, now())", [version])
+        _dimension_columns(con)
         con.execute("COMMIT")
     except BaseException:
         con.execute("ROLLBACK")
         raise
     return len(MIGRATIONS)
+
+
+def _dimension_columns(con: duckdb.DuckDBPyConnection) -> None:
+    """A `scores` column for every registered dimension: the table follows the registry, so adding a
+    dimension needs no migration of its own."""
+    for dimension in dimensions():
+        con.execute(f'ALTER TABLE scores ADD COLUMN IF NOT EXISTS "{dimension.column}" DOUBLE')
 
 
 def schema_version(path: Path) -> int:

@@ -7,7 +7,7 @@ from eval_pipeline.config import EvalConfig
 from eval_pipeline.regression.findings import partition_findings
 from eval_pipeline.regression.source_health import SOURCE_AGENT, source_health_finding
 from eval_pipeline.scoring.assessments import ISSUE_COLUMNS
-from eval_pipeline.scoring.episodes import SCORE_RECORD_COLUMNS
+from eval_pipeline.scoring.episodes import score_record_columns
 
 DAY = date(2026, 11, 8)
 CONFIG = EvalConfig()
@@ -43,7 +43,7 @@ def test_without_history_only_the_critical_rate_counts():
 
 
 def test_source_findings_join_the_days_findings_under_the_source():
-    empty_scores = pd.DataFrame(columns=[*SCORE_RECORD_COLUMNS, "config_version"])
+    empty_scores = pd.DataFrame(columns=[*score_record_columns(), "config_version"])
     found = partition_findings(empty_scores, empty_scores, counts((0, 0)), DAY, CONFIG, pd.DataFrame(columns=ISSUE_COLUMNS))
     assert found[["agent_id", "dimension", "severity"]].values.tolist() == [[SOURCE_AGENT, "source_health", "critical"]]
     assert found["finding_id"].notna().all() and found["config_version"].eq(CONFIG.version).all()

@@ -12,15 +12,30 @@ import dagster as dg
 import numpy as np
 import pandas as pd
 
-UNIT_COLUMNS = ["correctness", "tool_match", "safety", "weighted_score"]
-BASELINE_COLUMNS = ["correctness", "tool_match", "weighted_score"]
+from eval_pipeline.scoring.dimensions import Dimension, judged_dimensions
+
+
+def _unit_columns() -> list[str]:
+    """The 0..1 scores, which must lie in 0..1."""
+    return [d.column for d in judged_dimensions() if not d.percent]
+
+
+def _delta_columns() -> list[str]:
+    """The percent changes, which must be finite."""
+    return [d.column for d in judged_dimensions() if d.percent]
+
+
+def _baseline_dimensions() -> list[Dimension]:
+    """The 0..1 scores every episode with a baseline has (the paired ones)."""
+    return [d for d in judged_dimensions() if d.paired and not d.percent]
+
 
 SCORE_CHECKS = [
     dg.AssetCheckSpec("scores_in_range", asset="scores", description="0..1 dimensions lie in 0..1; deltas are finite."),
     dg.AssetCheckSpec(
         "scores_present_with_baseline",
         asset="scores",
-        description="Every episode with a baseline has correctness, tool match and a weighted score.",
+        description=f"Every episode with a baseline has {', '.join(d.label for d in _baseline_dimensions())}.",
     ),
 ]
 NO_CRITICAL_REGRESSIONS = dg.AssetCheckSpec(
@@ -40,12 +55,12 @@ class ScoreTally:
     missing_scores: int = 0
 
     def add(self, scores: pd.DataFrame) -> None:
-        units = scores[UNIT_COLUMNS].astype(float)
+        units = scores[_unit_columns()].astype(float)
         self.out_of_range += int(((units < 0) | (units > 1)).any(axis=1).sum())
-        self.infinite_deltas += int(np.isinf(scores[["cost_delta_pct", "latency_delta_pct"]].astype(float)).any(axis=1).sum())
+        self.infinite_deltas += int(np.isinf(scores[_delta_columns()].astype(float)).any(axis=1).sum())
         with_baseline = scores[scores["baseline_episode_id"].notna()]
         self.with_baseline += len(with_baseline)
-        self.missing_scores += int(with_baseline[BASELINE_COLUMNS].isna().any(axis=1).sum())
+        self.missing_scores += int(with_baseline[[d.column for d in _baseline_dimensions()]].isna().any(axis=1).sum())
 
     def results(self) -> Iterator[dg.AssetCheckResult]:
         yield dg.AssetCheckResult(

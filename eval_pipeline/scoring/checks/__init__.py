@@ -14,11 +14,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
 
-from eval_pipeline.config import DEFAULT_FINDING_SEVERITY, ChecksConfig
+from eval_pipeline.config import DEFAULT_FINDING_SEVERITY, ISSUE_PENALTY, ChecksConfig
 from eval_pipeline.scoring.trajectory import Trajectory
 
 SEVERITIES = ("critical", "error", "warning")  # counted per episode; "info" issues cost nothing
-PENALTY = {"critical": 25, "error": 10, "warning": 5, "info": 0}  # points off 100 per issue
 
 
 @dataclass(frozen=True)
@@ -45,7 +44,7 @@ def run_checks(trajectory: Trajectory, config: ChecksConfig) -> list[Issue]:
 
 
 def issue_score(issues: list[Issue]) -> float:
-    return float(max(0, 100 - sum(PENALTY[issue.severity] for issue in issues)))
+    return float(max(0, 100 - sum(ISSUE_PENALTY[issue.severity] for issue in issues)))
 
 
 def grade(score: float) -> str:
