@@ -18,6 +18,8 @@ from contextlib import contextmanager
 from datetime import date
 from pathlib import Path
 
+from eval_pipeline import jsonout
+
 EXIT_OK, EXIT_FINDINGS, EXIT_USAGE, EXIT_INFRA = 0, 1, 2, 3
 
 
@@ -411,7 +413,9 @@ def _cmd_status(args, settings) -> int:
     sources = load_config(settings.config_path).sources
     index = Path(source_index_path(str(settings.duckdb_path)))
     health = source_health(open_source(settings.episode_source, index, sources))
-    print(f"\nsource health    {json.dumps(health.get('health', {k: v for k, v in health.items() if k != 'episodes_per_day'}))}")
+    print(
+        f"\nsource health    {jsonout.dumps(health.get('health', {k: v for k, v in health.items() if k != 'episodes_per_day'}))}"
+    )
     for day, count in health.get("episodes_per_day", {}).items():
         print(f"  {day}  {count} records")
     if settings.duckdb_path.exists():
@@ -524,14 +528,13 @@ def _cmd_query(args, settings) -> int:
     if args.format == "csv":
         frame.to_csv(sys.stdout, index=False)
     elif args.format == "json":
-        print(frame.to_json(orient="records", date_format="iso", default_handler=str))
+        print(jsonout.dumps(frame.astype(object).to_dict(orient="records")))
     else:
         _print_table(frame)
     return EXIT_OK
 
 
 def _cmd_compare(args, settings) -> int:
-    import json
 
     from eval_pipeline.config import load_config
     from eval_pipeline.regression.compare import Selector, SelectorError, compare
@@ -551,7 +554,9 @@ def _cmd_compare(args, settings) -> int:
         if frame.empty:
             raise UsageError(f"--{name} {side} selects no finished episode")
     comparison = compare(*runs, sides, load_config(settings.config_path).statistics)
-    return _emit(json.dumps(comparison, indent=2) + "\n" if args.format == "json" else render_comparison(comparison), args.output)
+    return _emit(
+        jsonout.dumps(comparison, indent=2) + "\n" if args.format == "json" else render_comparison(comparison), args.output
+    )
 
 
 def _cmd_export(args, settings) -> int:
@@ -569,7 +574,7 @@ def _cmd_export(args, settings) -> int:
             weighted = episode["weighted_score"]
             score = {"pass": bool(verdict), "score": weighted if weighted is not None else float(verdict),
                      "reasoning": f"eval_pipeline: weighted score {weighted}, passed {bool(verdict)}"}  # fmt: skip
-        lines.append(json.dumps(to_capture(episode, score)))
+        lines.append(jsonout.dumps(to_capture(episode, score)))
     return _emit("".join(f"{line}\n" for line in lines), args.output)
 
 
@@ -579,9 +584,9 @@ def _cmd_schemas(args, settings) -> int:
     if args.name:
         if args.name not in SCHEMAS:
             raise UsageError(f"no schema {args.name!r}; known: {', '.join(SCHEMAS)}")
-        print(json.dumps(json_schema(args.name), indent=2))
+        print(jsonout.dumps(json_schema(args.name), indent=2))
     elif args.json:
-        print(json.dumps({name: json_schema(name) for name in SCHEMAS}, indent=2))
+        print(jsonout.dumps({name: json_schema(name) for name in SCHEMAS}, indent=2))
     else:
         for name, (_, description) in SCHEMAS.items():
             print(f"{name:<20} {description}")
@@ -688,7 +693,7 @@ def _cmd_judge(args, settings) -> int:
         outcome = judge_examples(gateway, args.examples)
     except ExamplesError as exc:
         raise UsageError(str(exc)) from None
-    args.output.write_text(json.dumps(outcome, indent=2) + "\n")
+    args.output.write_text(jsonout.dumps(outcome, indent=2) + "\n")
     usage = gateway.usage
     print(
         f"judged {len(outcome['results'])} examples on relevance and tone ({usage.calls} calls, {usage.reasks} re-asks, "
@@ -803,7 +808,7 @@ def _cmd_reward_bench(args, settings) -> int:
             "[rewards] labels), cases, or metadata.reward"
         )
     if args.format == "json":
-        print(json.dumps(result, indent=2))
+        print(jsonout.dumps(result, indent=2))
         return EXIT_OK
     _print_table(benchmark_table(result), f"reward benchmark, {days[0]}..{days[-1]}: {result['ground_truth']}")
     return EXIT_OK

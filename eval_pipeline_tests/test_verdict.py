@@ -5,7 +5,6 @@ Each test is a user's run as they reported it, with their files written the way 
 
 import json
 import xml.etree.ElementTree as ET
-from datetime import UTC, datetime
 
 import dagster as dg
 import pytest
@@ -13,27 +12,11 @@ import pytest
 from eval_pipeline.cli import main
 from eval_pipeline.episodes.samples import write_samples
 from eval_pipeline.warehouse.connection import Warehouse
+from eval_pipeline_tests.air import episode
 
 pytestmark = pytest.mark.slow
 
 DAY = "2026-11-05"
-
-
-def episode(episode_id: str, task_id: str, question: str, tool: str, tool_output: str, answer: str, *, day: str = DAY,
-            category: str | None = None) -> dict:  # fmt: skip
-    """An AIR-shaped episode as the episode store writes it: the question, one tool call and the answer."""
-    start = datetime.fromisoformat(f"{day}T09:00:00").replace(tzinfo=UTC).isoformat()
-    steps = [
-        {"step_index": 0, "step_type": "llm_call", "model": "gpt-4o-mini", "input_summary": question,
-         "output_summary": f"calling {tool}", "tokens": 300, "cost_usd": 0.001, "duration_ms": 800},
-        {"step_index": 1, "step_type": "tool_call", "tool_name": tool, "input_summary": question, "output_summary": tool_output,
-         "duration_ms": 200},
-        {"step_index": 2, "step_type": "llm_call", "model": "gpt-4o-mini", "input_summary": tool_output,
-         "output_summary": answer, "tokens": 400, "cost_usd": 0.0015, "duration_ms": 900},
-    ]  # fmt: skip
-    metadata = {"task_id": task_id, **({"category": category} if category else {})}
-    return {"episode_id": episode_id, "agent_id": "triage-bot", "status": "success", "steps": steps, "started_at": start,
-            "metadata": metadata}  # fmt: skip
 
 
 def rows(root, sql: str, params=None):

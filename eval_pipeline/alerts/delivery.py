@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Iterable
 from datetime import UTC, datetime
@@ -10,6 +9,7 @@ from pathlib import Path
 
 import httpx
 
+from eval_pipeline import jsonout
 from eval_pipeline.alerts.messages import group_key, slack_message
 from eval_pipeline.alerts.outbox import Alert, AlertOutbox, DeliveryReport
 from eval_pipeline.retry import Backoff, with_retries
@@ -24,7 +24,7 @@ def post_webhook(url: str, payload: dict, backoff: Backoff = WEBHOOK_BACKOFF) ->
 
     def call() -> None:
         with httpx.Client(timeout=15.0) as client:
-            client.post(url, json=payload).raise_for_status()
+            client.post(url, content=jsonout.dumps(payload), headers={"Content-Type": "application/json"}).raise_for_status()
 
     with_retries("alert webhook POST", call, backoff)
 
@@ -46,7 +46,7 @@ def deliver_pending(
             return
         log.info("alert (no EVAL_ALERT_WEBHOOK_URL set): %s", payload["text"])
         with (outbox.directory / FALLBACK_FILE).open("a") as handle:
-            handle.write(json.dumps({"at": datetime.now(UTC).isoformat(), **payload}) + "\n")
+            handle.write(jsonout.dumps({"at": datetime.now(UTC).isoformat(), **payload}) + "\n")
 
     return outbox.deliver(send, group_key)
 

@@ -19,6 +19,8 @@ from typing import Any
 
 from filelock import FileLock
 
+from eval_pipeline import jsonout
+
 Alert = dict[str, Any]  # a finding (or a failed run) as JSON: "alert_id" names it for the ledger
 
 
@@ -45,7 +47,7 @@ class AlertOutbox:
             target.unlink(missing_ok=True)
             return 0
         tmp = target.with_suffix(".tmp")
-        tmp.write_text(json.dumps(batch, default=str))
+        tmp.write_text(jsonout.dumps(batch))
         os.replace(tmp, target)  # atomic: a reader sees all of the batch or none
         return len(batch)
 

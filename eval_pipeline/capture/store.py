@@ -6,12 +6,12 @@ agent unless asked (`--recapture`).
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Iterator
 from datetime import date
 from pathlib import Path
 
+from eval_pipeline import jsonout
 from eval_pipeline.episodes.files import iter_file_records
 from eval_pipeline.episodes.records import RawRecord
 
@@ -24,7 +24,7 @@ def write_capture(path: Path, episodes: list[dict]) -> None:
     """All of a day's episodes, or none: written aside, then moved into place."""
     path.parent.mkdir(parents=True, exist_ok=True)
     partial = path.with_suffix(".partial")
-    partial.write_text("".join(json.dumps(episode) + "\n" for episode in episodes))
+    partial.write_text("".join(jsonout.dumps(episode) + "\n" for episode in episodes))
     os.replace(partial, path)
 
 

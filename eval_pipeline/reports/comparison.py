@@ -2,17 +2,22 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from eval_pipeline.reports.markdown import table
 
 
+def _bound(value: float | None, unit: str) -> str:
+    """A CI bound; an infinite one (a resample without spread widens the interval) is unbounded, never "inf"."""
+    return "unbounded" if value is None or not math.isfinite(value) else f"{value:+.3g}{unit}"
+
+
 def _interval(delta: dict | None, unit: str = "") -> str:
     if not delta:
         return "–"
-    return (
-        f"{delta['mean']:+.3g}{unit} (CI {delta['ci_low']:+.3g}{unit} to {delta['ci_high']:+.3g}{unit}, {delta['tasks']} tasks)"
-    )
+    bounds = f"{_bound(delta['ci_low'], unit)} to {_bound(delta['ci_high'], unit)}"
+    return f"{delta['mean']:+.3g}{unit} (CI {bounds}, {delta['tasks']} tasks)"
 
 
 def render_comparison(comparison: dict[str, Any]) -> str:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import math
 from datetime import date, timedelta
 from pathlib import Path
@@ -11,6 +10,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from eval_pipeline import jsonout
 from eval_pipeline.config import SEVERITY_RANK
 from eval_pipeline.llm.judge import judge_summary
 from eval_pipeline.redaction import excerpt
@@ -18,7 +18,7 @@ from eval_pipeline.regression.findings import VerdictCounts
 from eval_pipeline.regression.lifecycle import resolved
 from eval_pipeline.reports.calibration import calibration_sample, render_calibration
 from eval_pipeline.reports.html import aggregate_alerts, render_html
-from eval_pipeline.reports.markdown import column_title, dimension_cell, signed_percent, table, verdict_line
+from eval_pipeline.reports.markdown import ci_cell, column_title, dimension_cell, signed_percent, table, verdict_line
 from eval_pipeline.scoring.dimensions import dimensions
 
 FLAKIEST_TASKS = 10
@@ -33,7 +33,8 @@ def _day(value: Any) -> str | None:
 
 
 def _number(value: Any, digits: int = 3) -> float | None:
-    if value is None or (isinstance(value, float) and math.isnan(value)) or pd.isna(value):
+    """A figure as the report states it: rounded; None where it is undefined or unbounded (NaN, ±inf)."""
+    if value is None or pd.isna(value) or not math.isfinite(float(value)):
         return None
     return round(float(value), digits)
 
@@ -98,7 +99,7 @@ def build_report(
             "severity": f.severity,
             "dimension": f.dimension,
             "agent_id": f.agent_id,
-            "episode_id": f.episode_id,
+            "episode_id": f.episode_id if isinstance(f.episode_id, str) else None,  # None: a per-agent finding
             "value": _number(f.value),
             "threshold": _number(f.threshold),
             "baseline_value": _number(f.baseline_value),
@@ -367,7 +368,7 @@ def render_markdown(report: dict[str, Any]) -> str:
             ["Severity", "Agent", "Dimension", "Value", "95% CI", "p", "Limit"],
             [
                 [f["severity"].upper(), f["agent_id"], f["dimension"], f["value"],
-                 "–" if f["ci_low"] is None else f"{f['ci_low']} to {f['ci_high']}",
+                 ci_cell(f["ci_low"], f["ci_high"]),
                  "–" if f["p_value"] is None else f["p_value"], f["threshold"]]
                 for f in aggregate
             ],
@@ -416,7 +417,7 @@ def write_report_files(report: dict[str, Any], directory: Path) -> dict[str, Pat
     directory.mkdir(parents=True, exist_ok=True)
     stem = directory / f"eval-report-{report['partition_date']}"
     paths = {"json": stem.with_suffix(".json"), "md": stem.with_suffix(".md"), "html": stem.with_suffix(".html")}
-    paths["json"].write_text(json.dumps(report, indent=2) + "\n")
+    paths["json"].write_text(jsonout.dumps(report, indent=2) + "\n")
     paths["md"].write_text(render_markdown(report))
     extras = {
         "judge_costs": _judge_costs(report["judge"]) if report["judge"] else "",

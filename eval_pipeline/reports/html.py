@@ -11,7 +11,7 @@ from typing import Any
 
 from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
 
-from eval_pipeline.reports.markdown import dimension_cell, signed_percent, verdict_line
+from eval_pipeline.reports.markdown import ci_cell, dimension_cell, signed_percent, verdict_line
 from eval_pipeline.reports.svg import histogram, line_chart
 from eval_pipeline.scoring.dimensions import dimensions
 
@@ -96,5 +96,6 @@ def render_html(report: dict[str, Any], judge_costs: str = "", balance: str = ""
             delta=signed_percent,
             dimensions=dimensions(),
             cell=dimension_cell,
+            ci=ci_cell,
         )
     )

@@ -26,6 +26,13 @@ def signed_percent(value: float | None) -> str:
     return "–" if value is None else f"{value:+.1f}%"
 
 
+def ci_cell(low: float | None, high: float | None) -> str:
+    """A confidence interval whose bounds the report rounded; None is an unbounded side ("–" when it has none)."""
+    if low is None and high is None:
+        return "–"
+    return f"{'unbounded' if low is None else low} to {'unbounded' if high is None else high}"
+
+
 def column_title(dimension: Dimension) -> str:
     return dimension.label.capitalize() + (" Δ" if dimension.percent else "")
 

@@ -24,6 +24,7 @@ from typing import Any
 from aiohttp import web
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from eval_pipeline import jsonout
 from eval_pipeline.config import EvalConfig
 from eval_pipeline.episodes.model import Episode
 from eval_pipeline.rewards.online import ONLINE_SCORERS, online_rewards, pair_episode
@@ -65,7 +66,7 @@ class RewardRequest(BaseModel):
 
 
 def _error(status: int, message: str) -> web.Response:
-    return web.json_response({"error": message}, status=status)
+    return web.json_response({"error": message}, status=status, dumps=jsonout.dumps)
 
 
 def _first_problem(exc: ValidationError) -> str:
@@ -115,7 +116,7 @@ def reward_app(config: EvalConfig, cases: dict[str, Case]) -> web.Application:
         answer: dict[str, Any] = {"reward": name, "rewards": [result.value for result in results]}
         if parsed.breakdown:
             answer["breakdowns"] = [result.breakdown for result in results]
-        return web.json_response(answer)
+        return web.json_response(answer, dumps=jsonout.dumps)
 
     app = web.Application(client_max_size=MAX_BODY)
     app.on_startup.append(_freeze_what_startup_made)

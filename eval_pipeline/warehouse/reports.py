@@ -10,6 +10,7 @@ from typing import Any
 
 import pandas as pd
 
+from eval_pipeline import jsonout
 from eval_pipeline.warehouse.connection import Warehouse, replace_partition
 
 
@@ -79,7 +80,7 @@ def write_report_row(warehouse: Warehouse, day: date, paths: dict[str, Path], re
                 "json_path": str(paths["json"]),
                 "markdown_path": str(paths["md"]),
                 "html_path": str(paths["html"]),
-                "summary": json.dumps(report["summary"]),
+                "summary": jsonout.dumps(report["summary"]),
                 "config_version": report["config_version"],
             }
         ]
