@@ -30,6 +30,15 @@ def test_demo_then_query_report_and_status(project_env, capsys):
     assert main(["report", "--date", "2026-11-02", "--format", "json", "--output", str(project_env / "r.json")]) == 0
     assert json.loads((project_env / "r.json").read_text())["critical_alerts"] == 18
 
+    # the user's head to head of day 1 and day 2: one task has a score on both days, and it says so
+    capsys.readouterr()
+    assert main(["compare", "--a", "date=2026-11-01", "--b", "date=2026-11-02", "--format", "json"]) == 0
+    h2h = json.loads(capsys.readouterr().out)
+    assert (h2h["meta"]["tasks_in_common"], h2h["meta"]["comparable_tasks"]) == (16, 1)
+    assert h2h["headToHead"]["winner"] is None and h2h["quality"]["score_delta"] is None
+    assert main(["compare", "--a", "date=2026-11-01", "--b", "date=2026-11-02"]) == 0
+    assert "No winner: too few comparable tasks (1 < 3) to call a winner." in capsys.readouterr().out
+
     assert main(["status"]) == 0
     status = capsys.readouterr().out
     assert str(project_env / "eval.duckdb") in status and "2026-11-03" in status and "latest run" in status
@@ -257,7 +266,8 @@ def test_compare_two_agents_on_the_same_tasks_head_to_head(project_env, capsys):
 
     assert main(["compare", "--a", "agent=model-a", "--b", "agent=model-b"]) == 0
     markdown = capsys.readouterr().out
-    assert "B wins 0, A wins 3, ties 3." in markdown and "McNemar p = 0.25" in markdown
+    assert "Per task: B wins 0, A wins 3, ties 3." in markdown and "McNemar p = 0.25" in markdown
+    assert "6 tasks in common (0 only in A, 0 only in B), 6 of them comparable" in markdown
     assert main(["compare", "--a", "agent=model-a", "--b", "colour=blue"]) == 2
     assert "unknown selector key 'colour'" in capsys.readouterr().err
     assert main(["compare", "--a", "agent=model-a", "--b", "agent=nobody"]) == 2

@@ -69,7 +69,7 @@ class Selector(BaseModel):
 
 def _per_task(runs: pd.DataFrame) -> pd.DataFrame:
     """`runs` with their `verdict`, one row per task."""
-    runs = runs.assign(verdict_f=runs["verdict"].map(lambda v: np.nan if v is None else float(v)))
+    runs = runs.assign(verdict_f=runs["verdict"].astype("boolean").to_numpy(dtype=float, na_value=np.nan))
     grouped = runs.groupby("task_id")
     return pd.DataFrame(
         {
@@ -83,8 +83,9 @@ def _per_task(runs: pd.DataFrame) -> pd.DataFrame:
 
 
 def _interval(values: pd.Series, stats: StatisticsConfig, *parts: object) -> dict | None:
+    """A paired bootstrap CI of the mean, over at least `min_tasks` tasks (None below: no claim)."""
     values = values.dropna()
-    if values.empty:
+    if len(values) < stats.min_tasks:
         return None
     ci: Interval = bootstrap_mean(
         values.to_numpy(), resamples=stats.resamples, confidence=stats.confidence, seed=seed_for(*parts)
@@ -135,6 +136,9 @@ def compare(a: pd.DataFrame, b: pd.DataFrame, selectors: tuple[Selector, Selecto
     }
     key = (str(selectors[0]), str(selectors[1]))
     relative = lambda column: relative_delta_pct(tb[column], ta[column])[0]  # noqa: E731
+    comparable = int(diff.notna().sum())
+    score_delta = _interval(diff, stats, *key, "score")
+    enough = comparable >= stats.min_tasks
     return {
         "meta": {
             "a": str(selectors[0]),
@@ -142,6 +146,8 @@ def compare(a: pd.DataFrame, b: pd.DataFrame, selectors: tuple[Selector, Selecto
             "tasks_in_common": len(common),
             "tasks_only_in_a": len(all_a.index.difference(common)),
             "tasks_only_in_b": len(all_b.index.difference(common)),
+            "comparable_tasks": comparable,  # in common, and both sides have a score or a verdict for them
+            "min_tasks": stats.min_tasks,
             "confidence": stats.confidence,
             "resamples": stats.resamples,
             "score": "mean weighted score per task where both sides have one, else the share of passing trials",
@@ -149,9 +155,12 @@ def compare(a: pd.DataFrame, b: pd.DataFrame, selectors: tuple[Selector, Selecto
         "quality": {
             "a": _side_summary(a, ta),
             "b": _side_summary(b, tb),
-            "score_delta": _interval(diff, stats, *key, "score"),
+            "score_delta": score_delta,
             "pass_rate_delta": _interval(tb["pass_share"] - ta["pass_share"], stats, *key, "pass_rate"),
-            "mcnemar": {**flips, "p_value": round(mcnemar(flips["a_pass_b_fail"], flips["a_fail_b_pass"]), 4)},
+            "mcnemar": {
+                **flips,
+                "p_value": round(mcnemar(flips["a_pass_b_fail"], flips["a_fail_b_pass"]), 4) if enough else None,
+            },
         },
         "performance": {
             "cost_delta_pct": _interval(relative("cost"), stats, *key, "cost"),
@@ -159,6 +168,7 @@ def compare(a: pd.DataFrame, b: pd.DataFrame, selectors: tuple[Selector, Selecto
         },
         "reliability": {"a": _reliability(a), "b": _reliability(b)},
         "headToHead": {
+            **_verdict(score_delta, comparable, stats.min_tasks),
             "b_wins": sum(w == "b" for w in winner.values()),
             "a_wins": sum(w == "a" for w in winner.values()),
             "ties": sum(w == "tie" for w in winner.values()),
@@ -168,6 +178,16 @@ def compare(a: pd.DataFrame, b: pd.DataFrame, selectors: tuple[Selector, Selecto
             ],
         },
     }
+
+
+def _verdict(score_delta: dict | None, comparable: int, min_tasks: int) -> dict:
+    """The overall winner: the side the score difference's CI favours, and only over enough comparable tasks."""
+    if comparable < min_tasks:
+        return {"winner": None, "reason": f"too few comparable tasks ({comparable} < {min_tasks}) to call a winner"}
+    if score_delta["ci_low"] > 0 or score_delta["ci_high"] < 0:
+        side = "b" if score_delta["ci_low"] > 0 else "a"
+        return {"winner": side, "reason": f"the score difference's CI excludes 0 in {side.upper()}'s favour"}
+    return {"winner": None, "reason": "no difference beyond the noise: the score difference's CI includes 0"}
 
 
 def _round(value: float) -> float | None:

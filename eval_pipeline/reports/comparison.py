@@ -25,8 +25,10 @@ def render_comparison(comparison: dict[str, Any]) -> str:
     h2h, reliability = comparison["headToHead"], comparison["reliability"]
     lines = [f"# Head to head: A `{meta['a']}` vs B `{meta['b']}`", ""]
     lines.append(
-        f"{meta['tasks_in_common']} tasks in common ({meta['tasks_only_in_a']} only in A, {meta['tasks_only_in_b']} only in B); "
-        f"{meta['confidence']:.0%} paired bootstrap CIs over tasks, {meta['resamples']} resamples. Score: {meta['score']}."
+        f"{meta['tasks_in_common']} tasks in common ({meta['tasks_only_in_a']} only in A, {meta['tasks_only_in_b']} only in B), "
+        f"{meta['comparable_tasks']} of them comparable ({meta['tasks_in_common'] - meta['comparable_tasks']} lack a score "
+        f"and a verdict on a side, e.g. no baseline yet); {meta['confidence']:.0%} paired bootstrap CIs over tasks, "
+        f"{meta['resamples']} resamples, none over fewer than {meta['min_tasks']} tasks. Score: {meta['score']}."
     )
     lines += ["", "## Quality", ""]
     lines += table(
@@ -42,7 +44,7 @@ def render_comparison(comparison: dict[str, Any]) -> str:
         f"- Score, B − A: {_interval(quality['score_delta'])}",
         f"- Pass rate, B − A: {_interval(quality['pass_rate_delta'])}",
         f"- Pass/fail flips: {flips['a_pass_b_fail']} tasks pass in A and fail in B, {flips['a_fail_b_pass']} the other way "
-        f"(McNemar p = {flips['p_value']})",
+        f"(McNemar p = {'–' if flips['p_value'] is None else flips['p_value']})",
         "",
         "## Performance",
         "",
@@ -61,6 +63,8 @@ def render_comparison(comparison: dict[str, Any]) -> str:
             for side in ("a", "b")
         ],
     )  # fmt: skip
-    lines += ["", "## Head to Head", "", f"B wins {h2h['b_wins']}, A wins {h2h['a_wins']}, ties {h2h['ties']}.", ""]
+    winner = f"Winner: {h2h['winner'].upper()}" if h2h["winner"] else "No winner"
+    lines += ["", "## Head to Head", "", f"{winner}: {h2h['reason']}.", "",
+              f"Per task: B wins {h2h['b_wins']}, A wins {h2h['a_wins']}, ties {h2h['ties']}.", ""]  # fmt: skip
     lines += table(["Task", "A", "B", "Winner"], [[t["task_id"], t["a"], t["b"], t["winner"] or "–"] for t in h2h["tasks"]])
     return "\n".join(lines) + "\n"
