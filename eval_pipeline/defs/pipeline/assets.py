@@ -79,18 +79,19 @@ def _md(frame: pd.DataFrame, limit: int = 10) -> dg.MetadataValue:
     return dg.MetadataValue.md("\n".join(table(list(frame.columns), rows)) if len(frame) else "_none_")
 
 
-def _each_day(context: dg.AssetExecutionContext, work: Callable[[date], dict]) -> dict:
-    """Run `work` for each day in order; one day's figures as they are, a range's summed plus a per-day table."""
-    per_day = {}
+def _each_day(context: dg.AssetExecutionContext, work: Callable[[date], dict]) -> list[dict]:
+    """Run `work` for each day in order; each day's metadata goes on that day's partition only.
+
+    A range (a backfill, the demo) is one run, and Dagster copies a step's own metadata onto every
+    partition it materializes: partition-scoped metadata is what keeps each day's figures its own.
+    """
+    per_day = []
     for day in partition_days(context):
-        per_day[day] = work(day)
-        context.log.info(f"{context.asset_key.to_user_string()} {day}: {per_day[day]}")
-    if len(per_day) == 1:
-        return next(iter(per_day.values()))
-    numbers = {key for figures in per_day.values() for key, value in figures.items() if isinstance(value, int | float)}
-    totals = {key: sum(figures.get(key, 0) for figures in per_day.values()) for key in sorted(numbers)}
-    rows = pd.DataFrame([{"day": day.isoformat(), **{k: f.get(k) for k in totals}} for day, f in per_day.items()])
-    return {**totals, "days": len(per_day), "per_day": _md(rows, limit=len(rows))}
+        metadata = work(day)
+        context.add_asset_metadata(metadata, partition_key=day.isoformat())
+        context.log.info(f"{context.asset_key.to_user_string()} {day}: {metadata}")
+        per_day.append(metadata)
+    return per_day
 
 
 def _in_session(warehouse: Warehouse, work: Callable[[date], dict]) -> Callable[[date], dict]:
@@ -135,8 +136,8 @@ def capture(context: dg.AssetExecutionContext, config: RunScope, warehouse: Ware
         return {"episodes": len(episodes), "reused": 0, **{s: int(statuses.get(s, 0)) for s in ("timeout", "failure")},
                 **({"references_failed": untrusted} if grader else {})}  # fmt: skip
 
-    figures = _each_day(context, run_day)
-    return dg.MaterializeResult(metadata={**figures, "cases": len(cases), "agent": settings.agent_id})
+    _each_day(context, run_day)
+    return dg.MaterializeResult(metadata={"cases": len(cases), "agent": settings.agent_id})
 
 
 @dg.asset(
@@ -165,10 +166,11 @@ def episodes(
             "steps": counts.steps,
             "quarantined": counts.quarantined,
             "records_read": counts.records_read,
+            "dagster/row_count": counts.episodes,
         }
 
-    figures = _each_day(context, load)
-    return dg.MaterializeResult(metadata={**figures, "dagster/row_count": figures["episodes"]})
+    _each_day(context, load)
+    return dg.MaterializeResult()
 
 
 @dg.asset(
@@ -181,8 +183,8 @@ def baselines(
     context: dg.AssetExecutionContext, config: RunScope, warehouse: WarehouseResource, eval_config: EvalConfigResource
 ) -> dg.MaterializeResult:
     policy, wh = eval_config.load().baseline.policy, warehouse.get()
-    figures = _each_day(context, lambda day: {"baselines_contributed": write_baselines(wh, day, policy, config.agent_id)})
-    return dg.MaterializeResult(metadata={**figures, "policy": policy})
+    _each_day(context, lambda day: {"baselines_contributed": write_baselines(wh, day, policy, config.agent_id)})
+    return dg.MaterializeResult(metadata={"policy": policy})
 
 
 @dg.asset(
@@ -201,8 +203,8 @@ def replays(
 ) -> dg.MaterializeResult:
     wh = warehouse.get()
     if replay.mode == "dry":
-        figures = _each_day(context, lambda day: {"replays": write_dry_replays(wh, day, config.agent_id)})
-        return dg.MaterializeResult(metadata={**figures, "mode": "dry", "dagster/row_count": figures["replays"]})
+        _each_day(context, lambda day: {"dagster/row_count": write_dry_replays(wh, day, config.agent_id)})
+        return dg.MaterializeResult(metadata={"mode": "dry"})
     if replay.mode != "live":
         raise dg.Failure(f"EVAL_REPLAY_MODE must be dry or live, not {replay.mode!r}")
     price = eval_config.load().prices.get(replay.candidate_model)
@@ -214,7 +216,7 @@ def replays(
         write_partition(wh, "replays", day, replayed.assign(partition_date=day, mode="live"), config.agent_id)
         statuses = replayed["status"].value_counts()
         return {
-            "replays": len(replayed),
+            "dagster/row_count": len(replayed),
             "diverged": int(statuses.get("diverged", 0)),
             "failed": int(statuses.get("failure", 0)),
             "llm_calls": gateway.usage.calls,
@@ -222,10 +224,8 @@ def replays(
             "cost_usd": gateway.usage.cost_usd if price else None,
         }
 
-    figures = _each_day(context, live)
-    return dg.MaterializeResult(
-        metadata={**figures, "mode": "live", "candidate_model": replay.candidate_model, "dagster/row_count": figures["replays"]}
-    )
+    _each_day(context, live)
+    return dg.MaterializeResult(metadata={"mode": "live", "candidate_model": replay.candidate_model})
 
 
 @dg.asset(
@@ -261,8 +261,8 @@ def judgements(
         )
         return {"llm_calls": outcome.calls, "cache_hits": outcome.cache_hits, **judge_summary(outcome.rubrics, outcome.pairwise)}
 
-    figures = _each_day(context, judge_day)
-    return dg.MaterializeResult(metadata={**figures, "judge_model": judge.model, "rubrics": ", ".join(r.name for r in rubrics)})
+    _each_day(context, judge_day)
+    return dg.MaterializeResult(metadata={"judge_model": judge.model, "rubrics": ", ".join(r.name for r in rubrics)})
 
 
 @dg.asset(
@@ -277,27 +277,24 @@ def assertions(
 ):
     cfg, wh = eval_config.load(), warehouse.get()
     cases = eval_config.cases(cfg)
-    issues_all: list[pd.DataFrame] = []
 
     def assess_day(day: date) -> dict:
         outcome = assess(check_inputs(wh, day, config.agent_id), cases, cfg.checks)
         stamp = {"partition_date": day, "config_version": cfg.version}
         write_checks(wh, day, outcome.assertions.assign(**stamp), outcome.issues.assign(**stamp), config.agent_id)
-        issues_all.append(outcome.issues.assign(partition_date=day.isoformat()))
         with_case = outcome.assertions.groupby("episode_id")["passed"].all()
+        issues = outcome.issues
+        by_check = issues.groupby(["check", "severity"]).size().rename("issues").reset_index() if len(issues) else issues
         return {
             "episodes_with_case": len(with_case),
             "cases_passed": int(with_case.sum()),
             "assertions_failed": int((~outcome.assertions["passed"].astype(bool)).sum()),
-            "issues": len(outcome.issues),
+            "issues": len(issues),
+            "issues_by_check": _md(by_check, 30),
         }
 
-    figures = _each_day(context, _in_session(wh, assess_day))
-    issues = pd.concat(issues_all, ignore_index=True)
-    by_check = issues.groupby(["check", "severity"]).size().rename("issues").reset_index() if len(issues) else issues
-    return dg.MaterializeResult(
-        metadata={**figures, "cases_file": cfg.cases.path or "none", "issues_by_check": _md(by_check, 30)}
-    )
+    _each_day(context, _in_session(wh, assess_day))
+    return dg.MaterializeResult(metadata={"cases_file": cfg.cases.path or "none"})
 
 
 @dg.asset(
@@ -305,34 +302,31 @@ def assertions(
     code_version=_code_version("scores"),
     deps=[replays, baselines, judgements, assertions],
     check_specs=checks.SCORE_CHECKS,
-    description="One row per finished episode: five dimensions, weighted score, and the episode's one verdict "
-    "(passed, and why not).",
+    description="One row per finished episode: every registered dimension, the weighted score, and the episode's one "
+    "verdict (passed, and why not).",
 )
 def scores(context: dg.AssetExecutionContext, config: RunScope, warehouse: WarehouseResource, eval_config: EvalConfigResource):
     cfg, wh = eval_config.load(), warehouse.get()
     tally = checks.ScoreTally()
-    worst: list[pd.DataFrame] = []
 
     def score(day: date) -> dict:
         issues = read_partition(wh, "issues", day, config.agent_id)
         records = score_records(scoring_input(wh, day, cfg.baseline.policy, config.agent_id), issues, cfg)
         write_partition(wh, "scores", day, records, config.agent_id)
         tally.add(records)
-        graded = records[records["weighted_score"].notna()]
-        worst.append(graded.nsmallest(10, "weighted_score")[["partition_date", "episode_id", "agent_id", "weighted_score"]])
+        worst = records[records["weighted_score"].notna()].nsmallest(10, "weighted_score")
         verdicts = VerdictCounts.of(records)
-        return {"rows": len(records), "passed": verdicts.passed, "failed": verdicts.failed,
-                "without_verdict": verdicts.without_verdict, "without_baseline": verdicts.without_baseline}  # fmt: skip
-
-    figures = _each_day(context, _in_session(wh, score))
-    yield dg.MaterializeResult(
-        metadata={
-            **figures,
-            "worst_episodes": _md(pd.concat(worst).nsmallest(10, "weighted_score")),
-            "config_version": cfg.version,
-            "dagster/row_count": figures["rows"],
+        return {
+            "dagster/row_count": len(records),
+            "passed": verdicts.passed,
+            "failed": verdicts.failed,
+            "without_verdict": verdicts.without_verdict,
+            "without_baseline": verdicts.without_baseline,
+            "worst_episodes": _md(worst[["episode_id", "agent_id", "weighted_score", "verdict_reason"]]),
         }
-    )
+
+    _each_day(context, _in_session(wh, score))
+    yield dg.MaterializeResult(metadata={"config_version": cfg.version})
     yield from tally.results()
 
 
@@ -351,7 +345,6 @@ def regression_findings(
     alerts: AlertsResource,
 ):
     cfg, wh, outbox = eval_config.load(), warehouse.get(), alerts.outbox()
-    found_all: list[pd.DataFrame] = []
 
     def find(day: date) -> dict:
         today = read_partition(wh, "scores", day, config.agent_id)
@@ -365,25 +358,20 @@ def regression_findings(
         write_findings(wh, day, found, config.agent_id)
         # announced by the alert sensor, or by `eval-pipeline run` itself; a re-run replaces the day's batch
         outbox.enqueue(finding_alerts(found, context.run.run_id), name=f"{day}-{config.agent_id or 'all-agents'}")
-        found_all.append(found[["finding_id", "partition_date", "severity", "agent_id", "dimension", "episode_id", "message"]])
+        shown = found[["severity", "agent_id", "dimension", "episode_id", "message"]]
         return {
+            "dagster/row_count": len(found),
             "critical": int((found["severity"] == "critical").sum()),
             "warning": int((found["severity"] == "warning").sum()),
-        }
-
-    figures = _each_day(context, _in_session(wh, find))
-    found = pd.concat(found_all, ignore_index=True)
-    yield dg.MaterializeResult(
-        metadata={
-            **figures,
-            "findings": _md(found.drop(columns=["finding_id"]), 20),
+            "findings": _md(shown, 20),
             "finding_ids": dg.MetadataValue.json(
                 found[["finding_id", "severity", "agent_id", "dimension"]].astype(str).to_dict("records")
             ),
-            "dagster/row_count": len(found),
         }
-    )
-    yield checks.no_critical_regressions(figures["critical"], figures["warning"])
+
+    per_day = _each_day(context, _in_session(wh, find))
+    yield dg.MaterializeResult()
+    yield checks.no_critical_regressions(sum(day["critical"] for day in per_day), sum(day["warning"] for day in per_day))
 
 
 @dg.asset(
@@ -401,9 +389,10 @@ def rewards(context: dg.AssetExecutionContext, warehouse: WarehouseResource, eva
         scored = reward_inputs_frame(wh, day, day)
         rows = reward_records(scored, book, book.names)
         write_rewards(wh, day, rows.assign(partition_date=day, config_version=cfg.version))
-        return {"episodes": len(scored), "rewards": len(book.names)}
+        return {"episodes": len(scored), "rewards": len(book.names), "dagster/row_count": len(rows)}
 
-    return dg.MaterializeResult(metadata=_each_day(context, _in_session(wh, compute)))
+    _each_day(context, _in_session(wh, compute))
+    return dg.MaterializeResult()
 
 
 @dg.asset(
@@ -415,7 +404,6 @@ def rewards(context: dg.AssetExecutionContext, warehouse: WarehouseResource, eva
 )
 def pass_at_k(context: dg.AssetExecutionContext, config: RunScope, warehouse: WarehouseResource, eval_config: EvalConfigResource):
     cfg, wh = eval_config.load(), warehouse.get()
-    flaky_all: list[pd.DataFrame] = []
 
     def count(day: date) -> dict:
         trials = trial_inputs(wh, day, config.agent_id)
@@ -423,13 +411,16 @@ def pass_at_k(context: dg.AssetExecutionContext, config: RunScope, warehouse: Wa
         per_k = agent_pass_at_k(per_task)
         stamp = {"partition_date": day, "config_version": cfg.version}
         write_trials(wh, day, per_k.assign(**stamp), per_task.assign(**stamp), config.agent_id)
-        flaky = per_task[per_task["flakiness"] > 0]
-        flaky_all.append(flaky.assign(partition_date=day.isoformat()))
-        return {"tasks": len(per_task), "flaky_tasks": len(flaky), "max_k": int(per_k["k"].max()) if len(per_k) else 0}
+        flaky = per_task[per_task["flakiness"] > 0].sort_values("flakiness", ascending=False)
+        return {
+            "tasks": len(per_task),
+            "flaky_tasks": len(flaky),
+            "max_k": int(per_k["k"].max()) if len(per_k) else 0,
+            "flakiest_tasks": _md(flaky),
+        }
 
-    figures = _each_day(context, _in_session(wh, count))
-    flaky = pd.concat(flaky_all, ignore_index=True).sort_values("flakiness", ascending=False)
-    return dg.MaterializeResult(metadata={**figures, "flakiest_tasks": _md(flaky[["partition_date", *flaky.columns[:-1]]])})
+    _each_day(context, _in_session(wh, count))
+    return dg.MaterializeResult()
 
 
 @dg.asset(
@@ -448,8 +439,6 @@ def eval_report(
 ) -> dg.MaterializeResult:
     cfg, wh = eval_config.load(), warehouse.get()
     notes = [f"Replay mode: {replay.mode}."] + ([f"{judge.off_because}."] if judge.off_because else [])
-    written: list[dict[str, Path]] = []
-
     case_set = eval_config.case_set(cfg)
 
     def report(day: date) -> dict:
@@ -465,24 +454,18 @@ def eval_report(
         )
         paths = write_report_files(content, Path(reports.directory))
         write_report_row(wh, day, paths, content)
-        written.append(paths)
         summary = content["summary"]
         return {
             "critical_alerts": summary["critical_alerts"],
             "warning_alerts": summary["warning_alerts"],
             "episodes": summary["total_episodes"],
             **{key: summary[key] for key in ("passed", "failed", "without_verdict")},
+            "html_report": dg.MetadataValue.url(paths["html"].resolve().as_uri()),
+            "html_path": dg.MetadataValue.path(str(paths["html"])),
+            "markdown_path": dg.MetadataValue.path(str(paths["md"])),
+            "json_path": dg.MetadataValue.path(str(paths["json"])),
+            "summary": dg.MetadataValue.md(paths["md"].read_text().split("## Episode Scores")[0]),
         }
 
-    figures = _each_day(context, _in_session(wh, report))
-    latest = written[-1]
-    return dg.MaterializeResult(
-        metadata={
-            **figures,
-            "html_report": dg.MetadataValue.url(latest["html"].resolve().as_uri()),
-            "html_path": dg.MetadataValue.path(str(latest["html"])),
-            "markdown_path": dg.MetadataValue.path(str(latest["md"])),
-            "json_path": dg.MetadataValue.path(str(latest["json"])),
-            "summary": dg.MetadataValue.md(latest["md"].read_text().split("## Episode Scores")[0]),
-        }
-    )
+    _each_day(context, _in_session(wh, report))
+    return dg.MaterializeResult()

@@ -1,0 +1,64 @@
+"""In a ranged run (the demo, any backfill), each partition shows its own day in the Dagster UI.
+
+A user opened partition 2026-11-01 of `eval_report` after the demo's 3-day run and saw the range's
+totals (20 critical alerts, 148 episodes) and a link to the 2026-11-03 report.
+"""
+
+import dagster as dg
+import pytest
+
+from eval_pipeline.cli import main
+from eval_pipeline.episodes.samples import SAMPLE_DAYS, write_samples
+
+pytestmark = pytest.mark.slow
+
+ASSETS = (
+    "episodes",
+    "baselines",
+    "replays",
+    "assertions",
+    "scores",
+    "regression_findings",
+    "rewards",
+    "pass_at_k",
+    "eval_report",
+)
+
+
+def partition_metadata(root, asset: str, day: str) -> dict[str, str]:
+    """What the UI shows on `asset`'s latest materialization of `day`, with the project's directory as ROOT."""
+    with dg.DagsterInstance.from_config(str(root / "dagster_home")) as instance:
+        records = instance.fetch_materializations(
+            dg.AssetRecordsFilter(asset_key=dg.AssetKey(asset), asset_partitions=[day]), limit=1
+        ).records
+    assert records, f"{asset} has no materialization of {day}"
+    metadata = records[0].asset_materialization.metadata
+    return {key: str(value.value).replace(str(root), "ROOT") for key, value in metadata.items()}
+
+
+def use_project(root, monkeypatch):
+    monkeypatch.chdir(root)
+    for name, path in (("EVAL_EPISODE_SOURCE", "episodes"), ("EVAL_DUCKDB_PATH", "eval.duckdb"),
+                       ("EVAL_REPORTS_DIR", "reports"), ("DAGSTER_HOME", "dagster_home")):  # fmt: skip
+        monkeypatch.setenv(name, str(root / path))
+    write_samples(root / "episodes")
+
+
+def test_a_three_day_run_gives_each_partition_what_a_run_of_that_day_gives(project_env, monkeypatch, capsys, tmp_path_factory):
+    ranged, daily = project_env, tmp_path_factory.mktemp("daily")
+    days = [day.isoformat() for day in SAMPLE_DAYS]
+    use_project(ranged, monkeypatch)
+    assert main(["run", "--start", days[0], "--end", days[-1], "--fail-on", "never"]) == 0
+    use_project(daily, monkeypatch)
+    for day in days:
+        assert main(["run", "--date", day, "--fail-on", "never"]) == 0
+    capsys.readouterr()
+
+    for asset in ASSETS:
+        for day in days:
+            assert partition_metadata(ranged, asset, day) == partition_metadata(daily, asset, day), (asset, day)
+    first = partition_metadata(ranged, "eval_report", days[0])
+    assert (first["critical_alerts"], first["episodes"]) == ("0", "48")  # that day's, not the range's 20 and 148
+    assert first["html_path"] == f"ROOT/reports/eval-report-{days[0]}.html"
+    assert partition_metadata(ranged, "scores", days[1])["dagster/row_count"] == "48"
+    assert partition_metadata(ranged, "regression_findings", days[0])["dagster/row_count"] == "0"
