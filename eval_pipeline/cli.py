@@ -19,12 +19,13 @@ from datetime import date
 from pathlib import Path
 
 from eval_pipeline import jsonout
+from eval_pipeline.errors import UserInputError
 
 EXIT_OK, EXIT_FINDINGS, EXIT_USAGE, EXIT_INFRA = 0, 1, 2, 3
 
 
-class UsageError(Exception):
-    pass
+class UsageError(UserInputError):
+    """The command line asks for something that cannot be done."""
 
 
 def _date(text: str) -> date:
@@ -207,15 +208,13 @@ def _version() -> str:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)  # exits 2 on a usage error
-    from eval_pipeline.config import ConfigError
-    from eval_pipeline.errors import InfrastructureError
-    from eval_pipeline.settings import resolve_environment
+    from eval_pipeline.errors import InfrastructureError, UserInputError
+    from eval_pipeline.settings import Settings
 
-    settings = resolve_environment()
     handler = globals()[f"_cmd_{args.command.replace('-', '_')}"]
     try:
-        return handler(args, settings)
-    except (UsageError, ConfigError) as exc:
+        return handler(args, Settings.from_environment())  # settings are read and checked once, before anything runs
+    except UserInputError as exc:
         print(f"eval-pipeline: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
     except (InfrastructureError, OSError) as exc:
@@ -244,16 +243,14 @@ def _days(args) -> list[date]:
     return days_between(args.start, args.end)
 
 
-def _check_partitions(days: list[date]) -> None:
+def _check_partitions(days: list[date], first: date) -> None:
     from datetime import UTC, datetime, timedelta
 
-    from eval_pipeline.defs.partitions import HISTORY_START
-
     last = datetime.now(UTC).date() + timedelta(days=1)
-    outside = [day for day in days if not HISTORY_START <= day < last]
+    outside = [day for day in days if not first <= day < last]
     if outside:
         raise UsageError(
-            f"{outside[0]} is outside the partitions ({HISTORY_START} to today, UTC); set EVAL_HISTORY_START for older history"
+            f"{outside[0]} is outside the partitions ({first} to today, UTC); set EVAL_HISTORY_START for older history"
         )
 
 
@@ -272,7 +269,7 @@ def _evaluate(
     from eval_pipeline.warehouse.connection import Warehouse
     from eval_pipeline.warehouse.reports import report_rows
 
-    _check_partitions(days)
+    _check_partitions(days, settings.history_start)
     config = load_config(settings.config_path)  # a bad config is the user's to fix: say so before any run starts
     span = str(days[0]) if len(days) == 1 else f"{days[0]}..{days[-1]} ({len(days)} days, one run)"
     try:
@@ -821,7 +818,7 @@ def _cmd_ui(args, settings) -> int:
     dagster = Path(sys.executable).with_name("dagster")
     command = [str(dagster), "dev", "-w", str(PROJECT_ROOT / "workspace.yaml"), "--host", args.host, "--port", str(args.port)]
     print(f"DAGSTER_HOME={settings.dagster_home}\n{' '.join(command)}", flush=True)
-    os.execv(command[0], command)
+    os.execve(command[0], command, {**os.environ, **settings.as_environment()})  # the webserver resolves the same paths
     return EXIT_OK  # not reached
 
 

@@ -14,8 +14,9 @@ from pathlib import Path
 from typing import Annotated, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from eval_pipeline.errors import UserInputError
 from eval_pipeline.scoring.dimensions import Direction, dimensions, judged_dimensions
 
 PASS_RATE = "pass_rate"  # a threshold of per-agent aggregates only
@@ -104,6 +105,15 @@ class AutomationConfig(_Strict):
     nightly_cron: str = "0 2 * * *"  # UTC; evaluates the day before
     first_tick_lookback_days: int = Field(7, ge=0)  # days the new-episodes sensor requests on its very first tick
     store_window_days: int = Field(3, ge=1)  # trailing days whose store fingerprints the sensor watches
+
+    @field_validator("nightly_cron")
+    @classmethod
+    def _a_cron_schedule(cls, value: str) -> str:
+        from dagster._utils.schedules import is_valid_cron_string  # the parser the schedule itself uses
+
+        if not is_valid_cron_string(value):
+            raise ValueError(f"{value!r} is not a cron schedule (five fields: minute hour day month weekday, e.g. '0 2 * * *')")
+        return value
 
 
 class SourceHealthConfig(_Strict):
@@ -428,7 +438,7 @@ def beside_config(config_path: Path | None, path: str) -> Path:
     return (config_path.parent if config_path else Path.cwd()) / path
 
 
-class ConfigError(ValueError):
+class ConfigError(UserInputError):
     """The config file is unreadable or invalid; the message names the file and the field."""
 
 

@@ -1,4 +1,8 @@
-"""Errors that end a command with exit code 3: the infrastructure failed, not the user's input."""
+"""The two kinds of error a command ends with: the user's input (exit 2) or the infrastructure (exit 3)."""
+
+
+class UserInputError(Exception):
+    """A value the user gave (an argument, a variable, the config) cannot be used; the message says which and why."""
 
 
 class InfrastructureError(Exception):

@@ -11,6 +11,7 @@ import uuid
 import warnings
 from collections.abc import Callable
 from datetime import date, timedelta
+from pathlib import Path
 
 import dagster as dg
 from dagster import DagsterEventType
@@ -79,7 +80,7 @@ def open_instance(settings: Settings) -> dg.DagsterInstance:
     """
     ensure_dagster_home(settings.dagster_home)
     with FileLock(str(settings.dagster_home / ".instance-init.lock"), timeout=300):
-        return dg.DagsterInstance.get()
+        return dg.DagsterInstance.from_config(str(settings.dagster_home))
 
 
 Progress = Callable[[int, int, str], None]  # (steps finished, steps in all, the step that finished)
@@ -90,15 +91,15 @@ class _StepWatcher(threading.Thread):
 
     Reads through its own instance handle: the run's own stays with the thread executing it."""
 
-    def __init__(self, run_id: str, total: int, progress: Progress):
+    def __init__(self, home: Path, run_id: str, total: int, progress: Progress):
         super().__init__(daemon=True)
-        self.run_id, self.total, self.progress = run_id, total, progress
+        self.home, self.run_id, self.total, self.progress = home, run_id, total, progress
         self.stop = threading.Event()
 
     def run(self) -> None:
         seen: set[str] = set()
         kinds = {DagsterEventType.STEP_SUCCESS, DagsterEventType.STEP_FAILURE}
-        with dg.DagsterInstance.get() as instance:
+        with dg.DagsterInstance.from_config(str(self.home)) as instance:
             while True:
                 finished = self.stop.is_set()  # read before the last look, so no step is missed
                 for record in instance.get_records_for_run(self.run_id, of_type=kinds).records:
@@ -142,7 +143,7 @@ def run_days(
         warnings.simplefilter("ignore", category=dg.PreviewWarning)
         job = defs().resolve_job_def(EVALUATE_JOB)
         run_id = str(uuid.uuid4())
-        watcher = _StepWatcher(run_id, len(job.graph.node_dict), progress) if progress else None
+        watcher = _StepWatcher(settings.dagster_home, run_id, len(job.graph.node_dict), progress) if progress else None
         with open_instance(settings) as instance:
             if watcher:
                 watcher.start()

@@ -1,40 +1,88 @@
-"""Where things live: the environment variables of DESIGN §2, resolved once to absolute paths.
+"""Where things live and how a run behaves: the environment variables of DESIGN §2, read once.
 
-The CLI, the Dagster code server and the daemon must agree on every path, so relative values
-are resolved against the directory the first command runs in and written back to the
-environment, which child processes inherit.
+`Settings.from_environment` reads the variables (never writes them), resolves relative paths against
+the directory the command runs in, and validates every value before anything runs: a bad value
+raises `SettingsError`, which names the variable and what it accepts. The CLI builds the settings
+once and passes them on; the Dagster code location builds its own from the same variables; a child
+process (`eval-pipeline ui`) gets the resolved values in its own environment (`as_environment`).
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
+from datetime import date
 from pathlib import Path
+from typing import Literal, get_args
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict
+
+from eval_pipeline.errors import UserInputError
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 
+ReplayMode = Literal["dry", "live"]
 _PATH_DEFAULTS = {
     "EVAL_DUCKDB_PATH": "data/eval.duckdb",
     "EVAL_REPORTS_DIR": "data/reports",
     "DAGSTER_HOME": "data/dagster_home",
 }
 _SOURCE_DEFAULT = "data/episodes"
+_HISTORY_START_DEFAULT = "2025-01-01"
+
+
+class SettingsError(UserInputError):
+    """An environment variable holds a value we cannot use; the message names it and what it accepts."""
 
 
 class Settings(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
     episode_source: str
     duckdb_path: Path
     reports_dir: Path
     dagster_home: Path
     config_path: Path | None
-    replay_mode: str
+    replay_mode: ReplayMode
     ui_base_url: str
+    history_start: date  # the first daily partition
     alert_webhook_url: str | None  # a secret (Slack's URLs carry a token): never print it
 
     @property
     def source_is_store(self) -> bool:
         return self.episode_source.startswith(("http://", "https://"))
+
+    @classmethod
+    def from_environment(cls, environ: Mapping[str, str] | None = None, cwd: Path | None = None) -> Settings:
+        """The settings `environ` (default: this process's environment) gives, relative paths under `cwd`."""
+        env, cwd = os.environ if environ is None else environ, cwd or Path.cwd()
+        paths = {name: _absolute(env.get(name) or default, cwd) for name, default in _PATH_DEFAULTS.items()}
+        source = env.get("EVAL_EPISODE_SOURCE") or _SOURCE_DEFAULT
+        config = env.get("EVAL_CONFIG") or _default_config_path(cwd)
+        return cls(
+            episode_source=source if source.startswith(("http://", "https://")) else _absolute(source, cwd),
+            duckdb_path=Path(paths["EVAL_DUCKDB_PATH"]),
+            reports_dir=Path(paths["EVAL_REPORTS_DIR"]),
+            dagster_home=Path(paths["DAGSTER_HOME"]),
+            config_path=Path(_absolute(config, cwd)) if config else None,
+            replay_mode=_replay_mode(env.get("EVAL_REPLAY_MODE") or "dry"),
+            ui_base_url=_url("EVAL_UI_BASE_URL", env.get("EVAL_UI_BASE_URL") or "http://127.0.0.1:3000"),
+            history_start=_day("EVAL_HISTORY_START", env.get("EVAL_HISTORY_START") or _HISTORY_START_DEFAULT),
+            alert_webhook_url=env.get("EVAL_ALERT_WEBHOOK_URL") or None,
+        )
+
+    def as_environment(self) -> dict[str, str]:
+        """The variables that give these settings in a child process, whatever its working directory."""
+        resolved = {
+            "EVAL_EPISODE_SOURCE": self.episode_source,
+            "EVAL_DUCKDB_PATH": str(self.duckdb_path),
+            "EVAL_REPORTS_DIR": str(self.reports_dir),
+            "DAGSTER_HOME": str(self.dagster_home),
+            "EVAL_REPLAY_MODE": self.replay_mode,
+            "EVAL_UI_BASE_URL": self.ui_base_url,
+            "EVAL_HISTORY_START": self.history_start.isoformat(),
+        }
+        return resolved | ({"EVAL_CONFIG": str(self.config_path)} if self.config_path else {})
 
 
 def _absolute(value: str, cwd: Path) -> str:
@@ -50,31 +98,23 @@ def _default_config_path(cwd: Path) -> str | None:
     return None
 
 
-def resolve_environment(cwd: Path | None = None) -> Settings:
-    """Fill in defaults for unset variables, make paths absolute, export them, return them."""
-    cwd = cwd or Path.cwd()
-    env = os.environ
-    for name, default in _PATH_DEFAULTS.items():
-        env[name] = _absolute(env.get(name) or default, cwd)
-    source = env.get("EVAL_EPISODE_SOURCE") or _SOURCE_DEFAULT
-    if not source.startswith(("http://", "https://")):
-        source = _absolute(source, cwd)
-    env["EVAL_EPISODE_SOURCE"] = source
-    config = env.get("EVAL_CONFIG") or _default_config_path(cwd)
-    if config:
-        env["EVAL_CONFIG"] = _absolute(config, cwd)
-    env.setdefault("EVAL_REPLAY_MODE", "dry")
-    env.setdefault("EVAL_UI_BASE_URL", "http://127.0.0.1:3000")
-    return Settings(
-        episode_source=source,
-        duckdb_path=Path(env["EVAL_DUCKDB_PATH"]),
-        reports_dir=Path(env["EVAL_REPORTS_DIR"]),
-        dagster_home=Path(env["DAGSTER_HOME"]),
-        config_path=Path(env["EVAL_CONFIG"]) if config else None,
-        replay_mode=env["EVAL_REPLAY_MODE"],
-        ui_base_url=env["EVAL_UI_BASE_URL"],
-        alert_webhook_url=env.get("EVAL_ALERT_WEBHOOK_URL") or None,
-    )
+def _replay_mode(value: str) -> ReplayMode:
+    if value not in get_args(ReplayMode):
+        raise SettingsError(f"EVAL_REPLAY_MODE must be one of {', '.join(get_args(ReplayMode))}, not {value!r}")
+    return value  # type: ignore[return-value]
+
+
+def _day(name: str, value: str) -> date:
+    try:
+        return date.fromisoformat(value)
+    except ValueError:
+        raise SettingsError(f"{name} must be a date as YYYY-MM-DD, not {value!r}") from None
+
+
+def _url(name: str, value: str) -> str:
+    if not value.startswith(("http://", "https://")):
+        raise SettingsError(f"{name} must be an http:// or https:// URL, not {value!r}")
+    return value.rstrip("/")
 
 
 def ensure_dagster_home(home: Path) -> None:

@@ -7,8 +7,8 @@ config here, once; every run still loads it afresh through `EvalConfigResource`.
 from importlib.metadata import version
 
 from eval_pipeline.config import load_config
-from eval_pipeline.settings import resolve_environment
+from eval_pipeline.settings import Settings
 
-SETTINGS = resolve_environment()
+SETTINGS = Settings.from_environment()
 CONFIG = load_config(SETTINGS.config_path)
 PACKAGE_VERSION = version("eval_pipeline")

@@ -3,12 +3,13 @@
 Today is included, for late-day reruns; the first day bounds how far back a backfill can go.
 """
 
-import os
 from datetime import date
 
 import dagster as dg
 
-HISTORY_START = date.fromisoformat(os.environ.get("EVAL_HISTORY_START") or "2025-01-01")
+from eval_pipeline.defs.loaded import SETTINGS
+
+HISTORY_START = SETTINGS.history_start
 
 daily_partitions = dg.DailyPartitionsDefinition(start_date=HISTORY_START.isoformat(), timezone="UTC", end_offset=1)
 

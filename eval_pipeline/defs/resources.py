@@ -16,7 +16,7 @@ from eval_pipeline.episodes.source import open_source
 from eval_pipeline.episodes.store import EpisodeStore
 from eval_pipeline.llm.gateway import Gateway, GatewayError
 from eval_pipeline.scoring.cases import Case, CasesError, load_cases
-from eval_pipeline.settings import resolve_environment
+from eval_pipeline.settings import Settings
 from eval_pipeline.warehouse.connection import Warehouse
 
 
@@ -145,35 +145,39 @@ def _from_env(name: str) -> dg.EnvVar | str:
     return dg.EnvVar(name) if os.environ.get(name) else ""
 
 
-def resources_from_environment() -> dict[str, dg.ConfigurableResource]:
-    """Bind every resource to the variables `settings.resolve_environment` has made absolute."""
+def _as_given(name: str, resolved: str) -> dg.EnvVar | str:
+    """The variable itself where it already holds the resolved value (a store URL may carry a token, so it
+    stays out of the UI), else the resolved value (a relative path made absolute, or the default)."""
+    return dg.EnvVar(name) if os.environ.get(name) == resolved else resolved
+
+
+def resources_for(settings: Settings) -> dict[str, dg.ConfigurableResource]:
+    """Every resource, bound to the settings (secrets to their variables)."""
+    duckdb_path = str(settings.duckdb_path)
     return {
-        "warehouse": WarehouseResource(duckdb_path=dg.EnvVar("EVAL_DUCKDB_PATH")),
+        "warehouse": WarehouseResource(duckdb_path=duckdb_path),
         "episode_source": EpisodeSourceResource(
-            location=dg.EnvVar("EVAL_EPISODE_SOURCE"), index_path=source_index_path(os.environ["EVAL_DUCKDB_PATH"])
+            location=_as_given("EVAL_EPISODE_SOURCE", settings.episode_source), index_path=source_index_path(duckdb_path)
         ),
-        "eval_config": EvalConfigResource(path=dg.EnvVar("EVAL_CONFIG"))
-        if os.environ.get("EVAL_CONFIG")
-        else EvalConfigResource(),
+        "eval_config": EvalConfigResource(path=str(settings.config_path)) if settings.config_path else EvalConfigResource(),
         "replay": ReplayResource(
-            mode=dg.EnvVar("EVAL_REPLAY_MODE"),
+            mode=settings.replay_mode,
             base_url=_from_env("OPENAI_BASE_URL"),
             api_key=_from_env("OPENAI_API_KEY"),
             candidate_model=_from_env("EVAL_CANDIDATE_MODEL"),
         ),
-        "reports": ReportsResource(directory=dg.EnvVar("EVAL_REPORTS_DIR")),
+        "reports": ReportsResource(directory=str(settings.reports_dir)),
         "judge": JudgeResource(
             base_url=_from_env("OPENAI_BASE_URL"), api_key=_from_env("OPENAI_API_KEY"), model=_from_env("EVAL_JUDGE_MODEL")
         ),
         "alerts": AlertsResource(
-            directory=str(alerts_directory(Path(os.environ["EVAL_DUCKDB_PATH"]))),
+            directory=str(alerts_directory(settings.duckdb_path)),
             webhook_url=_from_env("EVAL_ALERT_WEBHOOK_URL"),
-            ui_base_url=dg.EnvVar("EVAL_UI_BASE_URL"),
+            ui_base_url=settings.ui_base_url,
         ),
     }
 
 
 @dg.definitions
 def resources() -> dg.Definitions:
-    resolve_environment()
-    return dg.Definitions(resources=resources_from_environment())
+    return dg.Definitions(resources=resources_for(Settings.from_environment()))

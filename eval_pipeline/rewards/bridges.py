@@ -21,9 +21,9 @@ from eval_pipeline.scoring.cases import Case, load_cases
 @cache
 def _project_config() -> tuple[EvalConfig, dict[str, Case]]:
     """The config `EVAL_CONFIG` (or the project's eval.toml) names, and its cases file, read once."""
-    from eval_pipeline.settings import resolve_environment
+    from eval_pipeline.settings import Settings
 
-    settings = resolve_environment()
+    settings = Settings.from_environment()
     config = load_config(settings.config_path)
     cases = load_cases(beside_config(settings.config_path, config.cases.path) if config.cases.path else None)
     return config, cases
