@@ -2,6 +2,8 @@
 
 from pathlib import Path
 
+import dagster as dg
+
 from eval_pipeline.defs.pipeline import assets as pipeline
 from eval_pipeline.defs.resources import (
     AlertsResource,
@@ -47,3 +49,9 @@ def local_resources(
         "judge": judge or JudgeResource(),
         "alerts": AlertsResource(directory=str(root / "alerts"), webhook_url=webhook_url, ui_base_url="http://ui.test:3000"),
     }
+
+
+def table_metadata(result: dg.ExecuteInProcessResult, table: str) -> dict:
+    """The metadata of `table`'s materialization in a one-partition run (a step may write several tables)."""
+    [materialization] = [m for m in result.get_asset_materialization_events() if m.asset_key == dg.AssetKey(table)]
+    return materialization.materialization.metadata

@@ -7,7 +7,7 @@ import pytest
 
 from eval_pipeline.episodes.samples import write_samples
 from eval_pipeline.warehouse.connection import Warehouse
-from eval_pipeline_tests.defs.graph import GRAPH, local_resources
+from eval_pipeline_tests.defs.graph import GRAPH, local_resources, table_metadata
 
 pytestmark = pytest.mark.slow
 
@@ -29,7 +29,7 @@ def test_a_cases_file_decides_correctness_even_without_a_baseline(tmp_path):
     resources = local_resources(tmp_path, config=tmp_path / "eval.toml")
     result = dg.materialize(GRAPH, partition_key="2026-11-01", resources=resources, instance=dg.DagsterInstance.ephemeral())
     assert result.success
-    metadata = result.asset_materializations_for_node("assertions")[0].metadata
+    metadata = table_metadata(result, "assertions")
     assert (metadata["episodes_with_case"].value, metadata["cases_passed"].value) == (6, 3)
 
     verdicts = rows(

@@ -14,7 +14,7 @@ pytestmark = pytest.mark.slow
 PRINT_VERSIONS = """
 import json
 from eval_pipeline.definitions import defs
-print(json.dumps({a.key.to_user_string(): v for a in defs().assets for v in a.code_versions_by_key.values()}))
+print(json.dumps({key.to_user_string(): v for a in defs().assets for key, v in a.code_versions_by_key.items()}))
 """
 
 

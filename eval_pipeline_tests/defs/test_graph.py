@@ -9,7 +9,7 @@ import pytest
 
 from eval_pipeline.episodes.samples import EXPECTED_REGRESSIONS, SAMPLE_DAYS, write_samples
 from eval_pipeline.warehouse.connection import Warehouse
-from eval_pipeline_tests.defs.graph import GRAPH, local_resources
+from eval_pipeline_tests.defs.graph import GRAPH, local_resources, table_metadata
 
 pytestmark = pytest.mark.slow
 
@@ -123,11 +123,11 @@ def test_checks_flag_the_bad_day_without_blocking_the_report(project):
 
 def test_materializations_carry_useful_metadata(project):
     _, _, _, results = project
-    scores = results[date(2026, 11, 2)].asset_materializations_for_node("scores")[0].metadata
+    scores = table_metadata(results[date(2026, 11, 2)], "scores")
     assert (scores["passed"].value, scores["failed"].value, scores["without_verdict"].value) == (30, 18, 0)
     assert scores["dagster/row_count"].value == 48 and "worst_episodes" in scores
-    episodes = results[date(2026, 11, 2)].asset_materializations_for_node("episodes")[0].metadata
-    assert episodes["quarantined"].value == 2
+    quarantine = table_metadata(results[date(2026, 11, 2)], "quarantine")
+    assert quarantine["dagster/row_count"].value == 2
 
 
 def test_a_day_without_episodes_is_a_source_health_finding(tmp_path):

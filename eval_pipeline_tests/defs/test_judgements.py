@@ -6,7 +6,7 @@ import pytest
 from eval_pipeline.defs.resources import JudgeResource
 from eval_pipeline.episodes.samples import write_samples
 from eval_pipeline.warehouse.connection import Warehouse
-from eval_pipeline_tests.defs.graph import GRAPH, local_resources
+from eval_pipeline_tests.defs.graph import GRAPH, local_resources, table_metadata
 
 pytestmark = pytest.mark.slow
 SECRET_KEY = "sk-judge-" + "s3cr3t" * 5
@@ -26,7 +26,7 @@ def test_every_episode_judged_on_both_rubrics_and_a_rerun_costs_nothing(tmp_path
     [(cached_before,)] = rows(tmp_path, "SELECT count(*) FROM llm_cache")
     fake_openai.requests.clear()
     first = dg.materialize(GRAPH, partition_key="2026-11-02", resources=resources, instance=instance)
-    metadata = first.asset_materializations_for_node("judgements")[0].metadata
+    metadata = table_metadata(first, "judgements")
     assert rows(
         tmp_path,
         "SELECT rubric, count(*), min(score) >= 1, max(score) <= 5 FROM judgements "
@@ -55,7 +55,7 @@ def test_every_episode_judged_on_both_rubrics_and_a_rerun_costs_nothing(tmp_path
 
     calls, spent = len(fake_openai.requests), metadata["tokens"].value
     second = dg.materialize(GRAPH, partition_key="2026-11-02", resources=resources, instance=instance)
-    metadata = second.asset_materializations_for_node("judgements")[0].metadata
+    metadata = table_metadata(second, "judgements")
     assert len(fake_openai.requests) == calls and metadata["llm_calls"].value == 0
     assert metadata["tokens"].value == 0 and metadata["tokens_saved_by_cache"].value >= spent > 0
     assert rows(tmp_path, "SELECT count(*), bool_and(cached) FROM judgements WHERE partition_date = '2026-11-02'") == [(96, True)]
@@ -107,7 +107,7 @@ def test_judge_verdicts_enter_the_weighted_score_only_when_weighted(tmp_path, fa
 
 def test_model_calling_steps_share_the_llm_pool():
     """The pool caps LLM work across runs on a deployed instance (dagster.yaml sets its default limit)."""
-    assert {a.key.to_user_string(): a.op.pool for a in GRAPH if a.op.pool} == {"replays": "llm", "judgements": "llm"}
+    assert {a.op.name: a.op.pool for a in GRAPH if a.op.pool} == {"replays": "llm", "judgements": "llm"}
 
 
 def test_offline_the_judge_is_skipped_and_the_report_says_so(tmp_path):
@@ -116,8 +116,5 @@ def test_offline_the_judge_is_skipped_and_the_report_says_so(tmp_path):
         GRAPH, partition_key="2026-11-01", resources=local_resources(tmp_path), instance=dg.DagsterInstance.ephemeral()
     )
     assert result.success
-    assert (
-        "LLM judge off: OPENAI_BASE_URL and EVAL_JUDGE_MODEL not set"
-        in result.asset_materializations_for_node("judgements")[0].metadata["judge"].value
-    )
+    assert "LLM judge off: OPENAI_BASE_URL and EVAL_JUDGE_MODEL not set" in table_metadata(result, "judgements")["judge"].value
     assert "LLM judge off" in (tmp_path / "reports" / "eval-report-2026-11-01.md").read_text()

@@ -14,13 +14,19 @@ pytestmark = pytest.mark.slow
 
 ASSETS = (
     "episodes",
+    "episode_steps",
+    "quarantine",
     "baselines",
     "replays",
+    "judgements",
+    "pairwise_judgements",
     "assertions",
+    "issues",
     "scores",
     "regression_findings",
     "rewards",
     "pass_at_k",
+    "task_trials",
     "eval_report",
 )
 

@@ -6,7 +6,7 @@ its days in date order; each day's write is one transaction.
 """
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import asdict
 from datetime import date, timedelta
 from itertools import chain
@@ -61,12 +61,9 @@ from eval_pipeline.warehouse.trials import trial_inputs, write_trials
 
 LLM_POOL = "llm"  # caps concurrent model-calling steps across runs: `dagster instance concurrency set llm N`
 
-_COMMON = {
-    "partitions_def": daily_partitions,
-    "backfill_policy": dg.BackfillPolicy.single_run(),
-    "group_name": "evaluation",
-    "kinds": {"duckdb"},
-}
+_PARTITIONED = {"partitions_def": daily_partitions, "backfill_policy": dg.BackfillPolicy.single_run()}
+_LABELS = {"group_name": "evaluation", "kinds": {"duckdb"}}
+_COMMON = {**_PARTITIONED, **_LABELS}
 
 
 def _code_version(stage: str) -> str:
@@ -79,25 +76,45 @@ def _md(frame: pd.DataFrame, limit: int = 10) -> dg.MetadataValue:
     return dg.MetadataValue.md("\n".join(table(list(frame.columns), rows)) if len(frame) else "_none_")
 
 
-def _each_day(context: dg.AssetExecutionContext, work: Callable[[date], dict]) -> list[dict]:
-    """Run `work` for each day in order; each day's metadata goes on that day's partition only.
+def _tables(code_version: str, deps: list[str], tables: dict[str, str]) -> list[dg.AssetSpec]:
+    """One asset per table a step writes, each depending on the tables the step reads.
+
+    The lineage the UI draws is then what the step does: no asset writes a table it does not declare.
+    """
+    return [
+        dg.AssetSpec(name, deps=deps, description=text, code_version=code_version, **_LABELS) for name, text in tables.items()
+    ]
+
+
+DayMetadata = dict[str, dict]  # per table the step wrote, the figures of one day
+
+
+def _each_day(context: dg.AssetExecutionContext, work: Callable[[date], DayMetadata]) -> list[DayMetadata]:
+    """Run `work` for each day in order; each table's metadata of a day goes on that table's partition only.
 
     A range (a backfill, the demo) is one run, and Dagster copies a step's own metadata onto every
     partition it materializes: partition-scoped metadata is what keeps each day's figures its own.
     """
     per_day = []
     for day in partition_days(context):
-        metadata = work(day)
-        context.add_asset_metadata(metadata, partition_key=day.isoformat())
-        context.log.info(f"{context.asset_key.to_user_string()} {day}: {metadata}")
-        per_day.append(metadata)
+        by_table = work(day)
+        for name, metadata in by_table.items():
+            context.add_asset_metadata(metadata, asset_key=name, partition_key=day.isoformat())
+            context.log.info(f"{name} {day}: {metadata}")
+        per_day.append(by_table)
     return per_day
 
 
-def _in_session(warehouse: Warehouse, work: Callable[[date], dict]) -> Callable[[date], dict]:
+def _materialized(context: dg.AssetExecutionContext, metadata: dict | None = None) -> Iterator[dg.MaterializeResult]:
+    """The step's result for every table it wrote; `metadata` is about the whole run, not a day."""
+    for key in context.selected_asset_keys:
+        yield dg.MaterializeResult(asset_key=key, metadata=metadata)
+
+
+def _in_session(warehouse: Warehouse, work: Callable[[date], DayMetadata]) -> Callable[[date], DayMetadata]:
     """One warehouse connection for all of a day's reads and writes."""
 
-    def run(day: date) -> dict:
+    def run(day: date) -> DayMetadata:
         with warehouse.session():
             return work(day)
 
@@ -123,28 +140,36 @@ def capture(context: dg.AssetExecutionContext, config: RunScope, warehouse: Ware
     directory = captures_directory(Path(warehouse.duckdb_path))
     grader, timeout = anchored(settings.grader, eval_config.relative), settings.grader_timeout_seconds
 
-    def run_day(day: date) -> dict:
+    def run_day(day: date) -> DayMetadata:
         stored = directory / f"{day.isoformat()}.jsonl"
         if stored.exists() and not config.recapture:
-            return {"episodes": sum(1 for _ in stored.open()), "reused": 1}
+            return {"capture": {"episodes": sum(1 for _ in stored.open()), "reused": 1}}
         references = reference_verdicts(grader, cases, timeout, directory / "references" / day.isoformat()) if grader else {}
         runs = run_all(agent, cases, config.trials or settings.trials, directory / "runs" / day.isoformat())
         episodes = list(captured_episodes(runs, settings.agent_id, day, grader, timeout, references))
         write_capture(stored, episodes)
         statuses = pd.Series([e["status"] for e in episodes]).value_counts()
         untrusted = sum(reference_failure(verdict) is not None for verdict in references.values())
-        return {"episodes": len(episodes), "reused": 0, **{s: int(statuses.get(s, 0)) for s in ("timeout", "failure")},
-                **({"references_failed": untrusted} if grader else {})}  # fmt: skip
+        counts = {"episodes": len(episodes), "reused": 0, **{s: int(statuses.get(s, 0)) for s in ("timeout", "failure")}}
+        return {"capture": {**counts, **({"references_failed": untrusted} if grader else {})}}
 
     _each_day(context, run_day)
     return dg.MaterializeResult(metadata={"cases": len(cases), "agent": settings.agent_id})
 
 
-@dg.asset(
-    **_COMMON,
-    code_version=_code_version("episodes"),
-    deps=[capture],
-    description="Canonical episodes of the day (from the source and the day's capture), their steps, and quarantined records.",
+@dg.multi_asset(
+    name="episodes",
+    **_PARTITIONED,
+    specs=_tables(
+        _code_version("episodes"),
+        ["capture"],
+        {
+            "episodes": "Canonical episodes of the day, from the source and the day's capture.",
+            "episode_steps": "Every LLM and tool call of the day's episodes, in order.",
+            "quarantine": "The day's records that were rejected, with their location and reason.",
+        },
+    ),
+    description="Reads the day's records from the source and the capture: episodes, their steps, and what was rejected.",
 )
 def episodes(
     context: dg.AssetExecutionContext,
@@ -152,45 +177,43 @@ def episodes(
     warehouse: WarehouseResource,
     episode_source: EpisodeSourceResource,
     eval_config: EvalConfigResource,
-) -> dg.MaterializeResult:
+) -> Iterator[dg.MaterializeResult]:
     cfg = eval_config.load()
     source, wh = episode_source.open(cfg.sources, cfg.prices), warehouse.get()
     captures = captures_directory(Path(warehouse.duckdb_path))
     undated_day = date.fromisoformat(config.undated_day) if config.undated_day else None
 
-    def load(day: date) -> dict:
+    def load(day: date) -> DayMetadata:
         records = chain(source.records_for(day, undated_day), captured_records(captures, day))  # a store's answer is spooled
         counts = load_episodes(wh, day, records, config.agent_id)
         return {
-            "episodes": counts.episodes,
-            "steps": counts.steps,
-            "quarantined": counts.quarantined,
-            "records_read": counts.records_read,
-            "dagster/row_count": counts.episodes,
+            "episodes": {"records_read": counts.records_read, "dagster/row_count": counts.episodes},
+            "episode_steps": {"dagster/row_count": counts.steps},
+            "quarantine": {"records_read": counts.records_read, "dagster/row_count": counts.quarantined},
         }
 
     _each_day(context, load)
-    return dg.MaterializeResult()
+    yield from _materialized(context)
 
 
 @dg.asset(
     **_COMMON,
     code_version=_code_version("baselines"),
-    deps=[episodes],
+    deps=["episodes"],
     description="The episode each (agent, task) is compared with, valid from a day on.",
 )
 def baselines(
     context: dg.AssetExecutionContext, config: RunScope, warehouse: WarehouseResource, eval_config: EvalConfigResource
 ) -> dg.MaterializeResult:
     policy, wh = eval_config.load().baseline.policy, warehouse.get()
-    _each_day(context, lambda day: {"baselines_contributed": write_baselines(wh, day, policy, config.agent_id)})
+    _each_day(context, lambda day: {"baselines": {"dagster/row_count": write_baselines(wh, day, policy, config.agent_id)}})
     return dg.MaterializeResult(metadata={"policy": policy})
 
 
 @dg.asset(
     **_COMMON,
     code_version=f"{_code_version('replays')}-{SETTINGS.replay_mode}",
-    deps=[episodes],
+    deps=["episodes", "episode_steps"],
     pool=LLM_POOL,
     description="One candidate run per finished episode (dry: the recording itself).",
 )
@@ -203,38 +226,46 @@ def replays(
 ) -> dg.MaterializeResult:
     wh = warehouse.get()
     if replay.mode == "dry":
-        _each_day(context, lambda day: {"dagster/row_count": write_dry_replays(wh, day, config.agent_id)})
+        _each_day(context, lambda day: {"replays": {"dagster/row_count": write_dry_replays(wh, day, config.agent_id)}})
         return dg.MaterializeResult(metadata={"mode": "dry"})
     if replay.mode != "live":
         raise dg.Failure(f"EVAL_REPLAY_MODE must be dry or live, not {replay.mode!r}")
     price = eval_config.load().prices.get(replay.candidate_model)
 
-    def live(day: date) -> dict:
+    def live(day: date) -> DayMetadata:
         recordings = recordings_from_steps(recorded_steps(wh, day, config.agent_id))
         gateway = replay.gateway(price)
         replayed = pd.DataFrame([asdict(r) for r in replay_all(gateway, recordings, price)], columns=LIVE_REPLAY_COLUMNS)
         write_partition(wh, "replays", day, replayed.assign(partition_date=day, mode="live"), config.agent_id)
         statuses = replayed["status"].value_counts()
         return {
-            "dagster/row_count": len(replayed),
-            "diverged": int(statuses.get("diverged", 0)),
-            "failed": int(statuses.get("failure", 0)),
-            "llm_calls": gateway.usage.calls,
-            "tokens": gateway.usage.tokens.total,
-            "cost_usd": gateway.usage.cost_usd if price else None,
+            "replays": {
+                "dagster/row_count": len(replayed),
+                "diverged": int(statuses.get("diverged", 0)),
+                "failed": int(statuses.get("failure", 0)),
+                "llm_calls": gateway.usage.calls,
+                "tokens": gateway.usage.tokens.total,
+                "cost_usd": gateway.usage.cost_usd if price else None,
+            }
         }
 
     _each_day(context, live)
     return dg.MaterializeResult(metadata={"mode": "live", "candidate_model": replay.candidate_model})
 
 
-@dg.asset(
-    **_COMMON,
-    code_version=f"{_code_version('judgements')}-{os.environ.get('EVAL_JUDGE_MODEL', 'off')}",
-    deps=[replays, baselines],
+@dg.multi_asset(
+    name="judgements",
+    **_PARTITIONED,
     pool=LLM_POOL,
-    description="The LLM judge's rubric verdicts (1-5 with reasoning) and pairwise comparisons with the baseline's "
-    "answer (writes `judgements`, `pairwise_judgements`); skipped, and said so, when it is off.",
+    specs=_tables(
+        f"{_code_version('judgements')}-{os.environ.get('EVAL_JUDGE_MODEL', 'off')}",
+        ["replays", "episode_steps", "baselines"],
+        {
+            "judgements": "The LLM judge's rubric verdicts (1-5 with reasoning) of each replay.",
+            "pairwise_judgements": "The LLM judge's comparison of each answer with its baseline's answer.",
+        },
+    ),
+    description="Asks the LLM judge (answers are cached in `llm_cache`); skipped, and said so, when it is off.",
 )
 def judgements(
     context: dg.AssetExecutionContext,
@@ -242,14 +273,15 @@ def judgements(
     warehouse: WarehouseResource,
     eval_config: EvalConfigResource,
     judge: JudgeResource,
-) -> dg.MaterializeResult:
+) -> Iterator[dg.MaterializeResult]:
     if judge.off_because:
         context.log.info(judge.off_because)
-        return dg.MaterializeResult(metadata={"judge": judge.off_because})
+        yield from _materialized(context, {"judge": judge.off_because})
+        return
     cfg, wh = eval_config.load(), warehouse.get()
     rubrics = configured_rubrics(cfg.judge.rubrics, cfg.judge.custom)
 
-    def judge_day(day: date) -> dict:
+    def judge_day(day: date) -> DayMetadata:
         gateway = judge.gateway(cfg.judge, cfg.prices)
         candidates = judge_inputs(wh, day, cfg.baseline.policy, config.agent_id)
         outcome = judge_partition(
@@ -259,26 +291,37 @@ def judgements(
         write_judgements(
             wh, day, outcome.rubrics.assign(**stamp), outcome.pairwise.assign(**stamp), outcome.new_cache, config.agent_id
         )
-        return {"llm_calls": outcome.calls, "cache_hits": outcome.cache_hits, **judge_summary(outcome.rubrics, outcome.pairwise)}
+        summary = judge_summary(outcome.rubrics, outcome.pairwise)
+        return {
+            "judgements": {"llm_calls": outcome.calls, "cache_hits": outcome.cache_hits, **summary,
+                           "dagster/row_count": len(outcome.rubrics)},
+            "pairwise_judgements": {"dagster/row_count": len(outcome.pairwise)},
+        }  # fmt: skip
 
     _each_day(context, judge_day)
-    return dg.MaterializeResult(metadata={"judge_model": judge.model, "rubrics": ", ".join(r.name for r in rubrics)})
+    yield from _materialized(context, {"judge_model": judge.model, "rubrics": ", ".join(r.name for r in rubrics)})
 
 
-@dg.asset(
-    **_COMMON,
-    code_version=_code_version("assertions"),
-    deps=[replays],
-    description="Per episode: its case's assertions, where it has a case (writes `assertions`), and the "
-    "deterministic checks' issues (writes `issues`).",
+@dg.multi_asset(
+    name="assertions",
+    **_PARTITIONED,
+    specs=_tables(
+        _code_version("assertions"),
+        ["replays", "episodes", "episode_steps"],
+        {
+            "assertions": "Each expectation of an episode's case, passed or not (episodes that have a case).",
+            "issues": "What the deterministic checks found in each episode, with its severity.",
+        },
+    ),
+    description="Checks each episode against its case's assertions and the deterministic checks.",
 )
 def assertions(
     context: dg.AssetExecutionContext, config: RunScope, warehouse: WarehouseResource, eval_config: EvalConfigResource
-):
+) -> Iterator[dg.MaterializeResult]:
     cfg, wh = eval_config.load(), warehouse.get()
     cases = eval_config.cases(cfg)
 
-    def assess_day(day: date) -> dict:
+    def assess_day(day: date) -> DayMetadata:
         outcome = assess(check_inputs(wh, day, config.agent_id), cases, cfg.checks)
         stamp = {"partition_date": day, "config_version": cfg.version}
         write_checks(wh, day, outcome.assertions.assign(**stamp), outcome.issues.assign(**stamp), config.agent_id)
@@ -286,21 +329,23 @@ def assertions(
         issues = outcome.issues
         by_check = issues.groupby(["check", "severity"]).size().rename("issues").reset_index() if len(issues) else issues
         return {
-            "episodes_with_case": len(with_case),
-            "cases_passed": int(with_case.sum()),
-            "assertions_failed": int((~outcome.assertions["passed"].astype(bool)).sum()),
-            "issues": len(issues),
-            "issues_by_check": _md(by_check, 30),
+            "assertions": {
+                "episodes_with_case": len(with_case),
+                "cases_passed": int(with_case.sum()),
+                "assertions_failed": int((~outcome.assertions["passed"].astype(bool)).sum()),
+                "dagster/row_count": len(outcome.assertions),
+            },
+            "issues": {"issues_by_check": _md(by_check, 30), "dagster/row_count": len(issues)},
         }
 
     _each_day(context, _in_session(wh, assess_day))
-    return dg.MaterializeResult(metadata={"cases_file": cfg.cases.path or "none"})
+    yield from _materialized(context, {"cases_file": cfg.cases.path or "none"})
 
 
 @dg.asset(
     **_COMMON,
     code_version=_code_version("scores"),
-    deps=[replays, baselines, judgements, assertions],
+    deps=["replays", "episodes", "baselines", "judgements", "assertions", "issues"],
     check_specs=checks.SCORE_CHECKS,
     description="One row per finished episode: every registered dimension, the weighted score, and the episode's one "
     "verdict (passed, and why not).",
@@ -309,7 +354,7 @@ def scores(context: dg.AssetExecutionContext, config: RunScope, warehouse: Wareh
     cfg, wh = eval_config.load(), warehouse.get()
     tally = checks.ScoreTally()
 
-    def score(day: date) -> dict:
+    def score(day: date) -> DayMetadata:
         issues = read_partition(wh, "issues", day, config.agent_id)
         records = score_records(scoring_input(wh, day, cfg.baseline.policy, config.agent_id), issues, cfg)
         write_partition(wh, "scores", day, records, config.agent_id)
@@ -317,12 +362,14 @@ def scores(context: dg.AssetExecutionContext, config: RunScope, warehouse: Wareh
         worst = records[records["weighted_score"].notna()].nsmallest(10, "weighted_score")
         verdicts = VerdictCounts.of(records)
         return {
-            "dagster/row_count": len(records),
-            "passed": verdicts.passed,
-            "failed": verdicts.failed,
-            "without_verdict": verdicts.without_verdict,
-            "without_baseline": verdicts.without_baseline,
-            "worst_episodes": _md(worst[["episode_id", "agent_id", "weighted_score", "verdict_reason"]]),
+            "scores": {
+                "dagster/row_count": len(records),
+                "passed": verdicts.passed,
+                "failed": verdicts.failed,
+                "without_verdict": verdicts.without_verdict,
+                "without_baseline": verdicts.without_baseline,
+                "worst_episodes": _md(worst[["episode_id", "agent_id", "weighted_score", "verdict_reason"]]),
+            }
         }
 
     _each_day(context, _in_session(wh, score))
@@ -333,7 +380,7 @@ def scores(context: dg.AssetExecutionContext, config: RunScope, warehouse: Wareh
 @dg.asset(
     **_COMMON,
     code_version=_code_version("regression_findings"),
-    deps=[scores],
+    deps=["scores", "issues", "episodes", "quarantine"],
     check_specs=[checks.NO_CRITICAL_REGRESSIONS],
     description="Threshold breaches per episode and per agent (writes the `findings` table).",
 )
@@ -346,7 +393,7 @@ def regression_findings(
 ):
     cfg, wh, outbox = eval_config.load(), warehouse.get(), alerts.outbox()
 
-    def find(day: date) -> dict:
+    def find(day: date) -> DayMetadata:
         today = read_partition(wh, "scores", day, config.agent_id)
         trailing = read_days(
             wh, "scores", day - timedelta(days=cfg.statistics.trailing_days), day - timedelta(days=1), config.agent_id
@@ -360,16 +407,18 @@ def regression_findings(
         outbox.enqueue(finding_alerts(found, context.run.run_id), name=f"{day}-{config.agent_id or 'all-agents'}")
         shown = found[["severity", "agent_id", "dimension", "episode_id", "message"]]
         return {
-            "dagster/row_count": len(found),
-            "critical": int((found["severity"] == "critical").sum()),
-            "warning": int((found["severity"] == "warning").sum()),
-            "findings": _md(shown, 20),
-            "finding_ids": dg.MetadataValue.json(
-                found[["finding_id", "severity", "agent_id", "dimension"]].astype(str).to_dict("records")
-            ),
+            "regression_findings": {
+                "dagster/row_count": len(found),
+                "critical": int((found["severity"] == "critical").sum()),
+                "warning": int((found["severity"] == "warning").sum()),
+                "findings": _md(shown, 20),
+                "finding_ids": dg.MetadataValue.json(
+                    found[["finding_id", "severity", "agent_id", "dimension"]].astype(str).to_dict("records")
+                ),
+            }
         }
 
-    per_day = _each_day(context, _in_session(wh, find))
+    per_day = [day["regression_findings"] for day in _each_day(context, _in_session(wh, find))]
     yield dg.MaterializeResult()
     yield checks.no_critical_regressions(sum(day["critical"] for day in per_day), sum(day["warning"] for day in per_day))
 
@@ -377,7 +426,7 @@ def regression_findings(
 @dg.asset(
     **_COMMON,
     code_version=_code_version("rewards"),
-    deps=[scores],
+    deps=["scores", "episodes", "issues"],
     description="Every configured reward of each scored episode, with its breakdown (writes `rewards`): "
     "the training signal is computed from the same scores the alerts come from, every night.",
 )
@@ -385,27 +434,35 @@ def rewards(context: dg.AssetExecutionContext, warehouse: WarehouseResource, eva
     cfg, wh = eval_config.load(), warehouse.get()
     book = RewardBook(cfg.rewards)
 
-    def compute(day: date) -> dict:  # always the whole day: an agent-scoped run still leaves every reward current
+    def compute(day: date) -> DayMetadata:  # always the whole day: an agent-scoped run still leaves every reward current
         scored = reward_inputs_frame(wh, day, day)
         rows = reward_records(scored, book, book.names)
         write_rewards(wh, day, rows.assign(partition_date=day, config_version=cfg.version))
-        return {"episodes": len(scored), "rewards": len(book.names), "dagster/row_count": len(rows)}
+        return {"rewards": {"episodes": len(scored), "rewards": len(book.names), "dagster/row_count": len(rows)}}
 
     _each_day(context, _in_session(wh, compute))
     return dg.MaterializeResult()
 
 
-@dg.asset(
-    **_COMMON,
-    code_version=_code_version("pass_at_k"),
-    deps=[regression_findings],
-    description="Repeated trials per agent and task: pass@k and pass^k per k (writes `pass_at_k`) and "
-    "each task's trials, passes and flakiness (writes `task_trials`).",
+@dg.multi_asset(
+    name="pass_at_k",
+    **_PARTITIONED,
+    specs=_tables(
+        _code_version("pass_at_k"),
+        ["scores"],
+        {
+            "pass_at_k": "Per agent and k: pass@k and pass^k over its tasks' repeated trials.",
+            "task_trials": "Per agent and task: trials, passes and flakiness.",
+        },
+    ),
+    description="Counts each task's repeated trials by their verdicts.",
 )
-def pass_at_k(context: dg.AssetExecutionContext, config: RunScope, warehouse: WarehouseResource, eval_config: EvalConfigResource):
+def pass_at_k(
+    context: dg.AssetExecutionContext, config: RunScope, warehouse: WarehouseResource, eval_config: EvalConfigResource
+) -> Iterator[dg.MaterializeResult]:
     cfg, wh = eval_config.load(), warehouse.get()
 
-    def count(day: date) -> dict:
+    def count(day: date) -> DayMetadata:
         trials = trial_inputs(wh, day, config.agent_id)
         per_task = task_trials(trials)
         per_k = agent_pass_at_k(per_task)
@@ -413,21 +470,23 @@ def pass_at_k(context: dg.AssetExecutionContext, config: RunScope, warehouse: Wa
         write_trials(wh, day, per_k.assign(**stamp), per_task.assign(**stamp), config.agent_id)
         flaky = per_task[per_task["flakiness"] > 0].sort_values("flakiness", ascending=False)
         return {
-            "tasks": len(per_task),
-            "flaky_tasks": len(flaky),
-            "max_k": int(per_k["k"].max()) if len(per_k) else 0,
-            "flakiest_tasks": _md(flaky),
+            "pass_at_k": {"max_k": int(per_k["k"].max()) if len(per_k) else 0, "dagster/row_count": len(per_k)},
+            "task_trials": {"flaky_tasks": len(flaky), "flakiest_tasks": _md(flaky), "dagster/row_count": len(per_task)},
         }
 
     _each_day(context, _in_session(wh, count))
-    return dg.MaterializeResult()
+    yield from _materialized(context)
+
+
+_REPORT_READS = ["regression_findings", "scores", "episodes", "episode_steps", "replays", "quarantine", "judgements",
+                 "pairwise_judgements", "assertions", "pass_at_k", "task_trials"]  # fmt: skip
 
 
 @dg.asset(
     **_COMMON,
     code_version=_code_version("eval_report"),
-    deps=[regression_findings, pass_at_k],
-    description="JSON and Markdown report files of the day (writes `reports`).",
+    deps=_REPORT_READS,
+    description="JSON, Markdown and HTML report files of the day (writes `reports`).",
 )
 def eval_report(
     context: dg.AssetExecutionContext,
@@ -441,7 +500,7 @@ def eval_report(
     notes = [f"Replay mode: {replay.mode}."] + ([f"{judge.off_because}."] if judge.off_because else [])
     case_set = eval_config.case_set(cfg)
 
-    def report(day: date) -> dict:
+    def report(day: date) -> DayMetadata:
         content = build_report(
             day,
             **report_inputs(wh, day, TREND_DAYS),
@@ -456,15 +515,18 @@ def eval_report(
         write_report_row(wh, day, paths, content)
         summary = content["summary"]
         return {
-            "critical_alerts": summary["critical_alerts"],
-            "warning_alerts": summary["warning_alerts"],
-            "episodes": summary["total_episodes"],
-            **{key: summary[key] for key in ("passed", "failed", "without_verdict")},
-            "html_report": dg.MetadataValue.url(paths["html"].resolve().as_uri()),
-            "html_path": dg.MetadataValue.path(str(paths["html"])),
-            "markdown_path": dg.MetadataValue.path(str(paths["md"])),
-            "json_path": dg.MetadataValue.path(str(paths["json"])),
-            "summary": dg.MetadataValue.md(paths["md"].read_text().split("## Episode Scores")[0]),
+            "eval_report": {
+                "critical_alerts": summary["critical_alerts"],
+                "warning_alerts": summary["warning_alerts"],
+                "episodes": summary["total_episodes"],
+                **{key: summary[key] for key in ("passed", "failed", "without_verdict")},
+                "html_report": dg.MetadataValue.url(paths["html"].resolve().as_uri()),
+                "html_path": dg.MetadataValue.path(str(paths["html"])),
+                "markdown_path": dg.MetadataValue.path(str(paths["md"])),
+                "json_path": dg.MetadataValue.path(str(paths["json"])),
+                "summary": dg.MetadataValue.md(paths["md"].read_text().split("## Episode Scores")[0]),
+                "dagster/row_count": 1,
+            }
         }
 
     _each_day(context, _in_session(wh, report))
