@@ -10,6 +10,7 @@ import threading
 import uuid
 import warnings
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import date, timedelta
 from pathlib import Path
 
@@ -24,7 +25,7 @@ from eval_pipeline.defs.pipeline.jobs import EVALUATE_JOB
 from eval_pipeline.errors import InfrastructureError
 from eval_pipeline.settings import Settings, ensure_dagster_home
 
-ASSET_NAMES = (
+SCOPED_STEPS = (
     "capture",
     "episodes",
     "baselines",
@@ -34,7 +35,7 @@ ASSET_NAMES = (
     "scores",
     "regression_findings",
     "pass_at_k",
-)  # those scoped by RunScope
+)  # the steps `--agent` narrows (rewards are always recomputed for the whole day)
 
 
 class RunFailed(InfrastructureError):
@@ -50,15 +51,32 @@ def days_between(start: date, end: date) -> list[date]:
     return [start + timedelta(days=offset) for offset in range((end - start).days + 1)]
 
 
-def _run_config(agent_id: str | None, undated_day: date | None, recapture: bool = False, trials: int | None = None) -> dict:
-    scope = {"agent_id": agent_id} if agent_id else {}
-    ops = {name: {"config": dict(scope)} for name in ASSET_NAMES} if scope else {}
-    if undated_day:
-        ops.setdefault("episodes", {"config": dict(scope)})["config"]["undated_day"] = undated_day.isoformat()
-    if recapture or trials:
-        capture = ops.setdefault("capture", {"config": dict(scope)})["config"]
-        capture.update({"recapture": recapture, **({"trials": trials} if trials else {})})
-    return {"ops": ops, "loggers": {"console": {"config": {"log_level": "CRITICAL"}}}}
+@dataclass(frozen=True)
+class RunRequest:
+    """What to materialize: which days (a contiguous range, oldest first), for whom, and which assets."""
+
+    days: list[date]
+    agent_id: str | None = None
+    undated_day: date | None = None  # where records without a timestamp go (`run --date`)
+    recapture: bool = False
+    trials: int | None = None
+    assets: tuple[str, ...] | None = None  # None: the whole graph
+    rewards: tuple[str, ...] | None = None  # the rewards step recomputes only these (`reward --name`)
+
+    def run_config(self) -> dict:
+        """The ops' `RunScope`s: only what differs from a whole-graph, all-agent run."""
+        scope = {"agent_id": self.agent_id} if self.agent_id else {}
+        ops = {name: {"config": dict(scope)} for name in SCOPED_STEPS} if scope else {}
+        if self.undated_day:
+            ops.setdefault("episodes", {"config": dict(scope)})["config"]["undated_day"] = self.undated_day.isoformat()
+        if self.recapture or self.trials:
+            capture = ops.setdefault("capture", {"config": dict(scope)})["config"]
+            capture.update({"recapture": self.recapture, **({"trials": self.trials} if self.trials else {})})
+        if self.rewards:
+            ops["rewards"] = {"config": {"rewards": list(self.rewards)}}
+        if self.assets is not None:
+            ops = {name: op for name, op in ops.items() if name in self.assets}
+        return {"ops": ops, "loggers": {"console": {"config": {"log_level": "CRITICAL"}}}}
 
 
 def _root_cause(result: dg.ExecuteInProcessResult) -> str:
@@ -112,18 +130,9 @@ class _StepWatcher(threading.Thread):
                 self.stop.wait(0.5)
 
 
-def run_days(
-    settings: Settings,
-    days: list[date],
-    agent_id: str | None = None,
-    undated_day: date | None = None,
-    progress: Progress | None = None,
-    recapture: bool = False,
-    trials: int | None = None,
-) -> str:
-    """Materialize the graph for `days` (a contiguous range) as one run; return its id.
+def run_days(settings: Settings, request: RunRequest, progress: Progress | None = None) -> str:
+    """Materialize the request's assets for its days as one run; return its id.
 
-    Records without a timestamp (transcripts) go to `undated_day` when given (`run --date`);
     `progress` hears of each step as it finishes.
 
     One run pays Dagster's per-run overhead once, and each asset walks the days oldest first,
@@ -131,7 +140,8 @@ def run_days(
     """
     from eval_pipeline.definitions import defs
 
-    first, last = min(days), max(days)
+    first, last = min(request.days), max(request.days)
+    agent_id = request.agent_id
     tags = {"eval_pipeline/launched_by": "cli", **({"eval_pipeline/agent": agent_id} if agent_id else {})}
     if first == last:
         partition = {"partition_key": first.isoformat()}
@@ -142,15 +152,18 @@ def run_days(
         warnings.simplefilter("ignore", category=dg.BetaWarning)
         warnings.simplefilter("ignore", category=dg.PreviewWarning)
         job = defs().resolve_job_def(EVALUATE_JOB)
+        selection = [dg.AssetKey(name) for name in request.assets] if request.assets is not None else None
+        steps = len(request.assets) if request.assets is not None else len(job.graph.node_dict)
         run_id = str(uuid.uuid4())
-        watcher = _StepWatcher(settings.dagster_home, run_id, len(job.graph.node_dict), progress) if progress else None
+        watcher = _StepWatcher(settings.dagster_home, run_id, steps, progress) if progress else None
         with open_instance(settings) as instance:
             if watcher:
                 watcher.start()
             try:
                 result = job.execute_in_process(
                     instance=instance,
-                    run_config=_run_config(agent_id, undated_day, recapture, trials),
+                    run_config=request.run_config(),
+                    asset_selection=selection,
                     tags=tags,
                     raise_on_error=False,
                     run_id=run_id,

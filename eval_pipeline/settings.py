@@ -15,7 +15,7 @@ from datetime import date
 from pathlib import Path
 from typing import Literal, get_args
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, SecretStr
 
 from eval_pipeline.errors import UserInputError
 
@@ -47,6 +47,9 @@ class Settings(BaseModel):
     ui_base_url: str
     history_start: date  # the first daily partition
     alert_webhook_url: str | None  # a secret (Slack's URLs carry a token): never print it
+    llm_base_url: str | None  # any OpenAI-compatible server, for the judge and live replays
+    llm_api_key: SecretStr | None  # a secret: never print it
+    judge_model: str | None  # the LLM judge is off without it
 
     @property
     def source_is_store(self) -> bool:
@@ -69,6 +72,9 @@ class Settings(BaseModel):
             ui_base_url=_url("EVAL_UI_BASE_URL", env.get("EVAL_UI_BASE_URL") or "http://127.0.0.1:3000"),
             history_start=_day("EVAL_HISTORY_START", env.get("EVAL_HISTORY_START") or _HISTORY_START_DEFAULT),
             alert_webhook_url=env.get("EVAL_ALERT_WEBHOOK_URL") or None,
+            llm_base_url=_url("OPENAI_BASE_URL", env["OPENAI_BASE_URL"]) if env.get("OPENAI_BASE_URL") else None,
+            llm_api_key=SecretStr(env["OPENAI_API_KEY"]) if env.get("OPENAI_API_KEY") else None,
+            judge_model=env.get("EVAL_JUDGE_MODEL") or None,
         )
 
     def as_environment(self) -> dict[str, str]:

@@ -296,12 +296,13 @@ def test_junit_xml_for_ci(project_env, capsys):
 def test_a_run_reports_each_step_as_it_finishes(project_env):
     from datetime import date
 
-    from eval_pipeline.runner import run_days
+    from eval_pipeline.runner import RunRequest, run_days
     from eval_pipeline.settings import Settings
 
     write_samples(project_env / "episodes")
     heard: list[tuple[int, int, str]] = []
-    run_days(Settings.from_environment(), [date(2026, 11, 1), date(2026, 11, 2)], progress=lambda *step: heard.append(step))
+    request = RunRequest([date(2026, 11, 1), date(2026, 11, 2)])
+    run_days(Settings.from_environment(), request, progress=lambda *step: heard.append(step))
     done = [count for count, _, _ in heard]
     assert done == sorted(done) and heard[-1][0] == heard[-1][1] == 12  # twelve assets, each heard once
     assert {step for _, _, step in heard} >= {"episodes", "scores", "eval_report"}

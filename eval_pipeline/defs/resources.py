@@ -15,6 +15,7 @@ from eval_pipeline.episodes.files import FileSource
 from eval_pipeline.episodes.source import open_source
 from eval_pipeline.episodes.store import EpisodeStore
 from eval_pipeline.llm.gateway import Gateway, GatewayError
+from eval_pipeline.llm.judge import judge_gateway, judge_off_because
 from eval_pipeline.scoring.cases import Case, CasesError, load_cases
 from eval_pipeline.settings import Settings
 from eval_pipeline.warehouse.connection import Warehouse
@@ -114,26 +115,24 @@ class JudgeResource(_LLMEndpoint):
     @property
     def off_because(self) -> str | None:
         """Why the judge does not run, in one plain line; None when it does."""
-        missing = [name for name, value in (("OPENAI_BASE_URL", self.base_url), ("EVAL_JUDGE_MODEL", self.model)) if not value]
-        return f"LLM judge off: {' and '.join(missing)} not set" if missing else None
+        return judge_off_because(self.base_url, self.model)
 
     def gateway(self, judge: JudgeConfig, prices: dict[str, Price]) -> Gateway:
         """A gateway within the config's budget, pricing the judge's own calls."""
         try:
-            return self._gateway(
-                self.model, max_calls=judge.max_calls_per_run, max_dollars=judge.max_dollars_per_run, price=prices.get(self.model)
-            )
+            return judge_gateway(self.base_url, self.api_key, self.model, judge, prices, self.concurrency)
         except GatewayError as exc:
             raise dg.Failure(str(exc)) from None
 
 
 class RunScope(dg.Config):
-    """Narrow a run to one agent (`eval-pipeline run --agent`); only its rows are replaced."""
+    """Narrow a run to one agent (`eval-pipeline run --agent`), whose rows alone are replaced, or to some rewards."""
 
     agent_id: str | None = None
     recapture: bool = False  # capture only: run the agent again even when the day's capture is stored
     trials: int | None = None  # capture only: trials per case, over the config's
     undated_day: str | None = None  # episodes only: the day records without a timestamp belong to (`run --date`)
+    rewards: list[str] | None = None  # rewards only: recompute only these (`eval-pipeline reward --name`)
 
 
 def source_index_path(duckdb_path: str) -> str:

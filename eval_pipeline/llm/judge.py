@@ -9,10 +9,31 @@ from dataclasses import dataclass
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field
 
-from eval_pipeline.config import ConfigError, Price, RubricSpec
+from eval_pipeline.config import ConfigError, JudgeConfig, Price, RubricSpec
 from eval_pipeline.llm.asking import Item, Outcome, Request, ask_items, cache_key, missing_reason, settle
 from eval_pipeline.llm.gateway import BudgetExhausted, Gateway
 from eval_pipeline.llm.pairwise import pairwise_items, pairwise_rows
+
+
+def judge_off_because(base_url: str | None, model: str | None) -> str | None:
+    """Why the judge cannot run, in one plain line; None when it can."""
+    missing = [name for name, value in (("OPENAI_BASE_URL", base_url), ("EVAL_JUDGE_MODEL", model)) if not value]
+    return f"LLM judge off: {' and '.join(missing)} not set" if missing else None
+
+
+def judge_gateway(
+    base_url: str, api_key: str, model: str, judge: JudgeConfig, prices: dict[str, Price], concurrency: int = 16
+) -> Gateway:
+    """The judge's gateway within the config's budget, pricing its own calls (the nightly step and `judge` alike)."""
+    return Gateway(
+        base_url=base_url,
+        api_key=api_key,
+        model=model,
+        concurrency=concurrency,
+        max_calls=judge.max_calls_per_run,
+        max_dollars=judge.max_dollars_per_run,
+        price=prices.get(model),
+    )
 
 
 class Rubric(BaseModel):

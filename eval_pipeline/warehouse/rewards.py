@@ -37,3 +37,17 @@ def write_rewards(warehouse: Warehouse, day: date, rows: pd.DataFrame, names: li
     """Replace `day`'s rows of the rewards `names` (all of the day's rows when None) with `rows`, in one transaction."""
     with warehouse.transaction() as con:
         return replace_partition(con, "rewards", day, rows, within=("reward_name", names) if names is not None else None)
+
+
+def reward_summary(warehouse: Warehouse, first: date, last: date, names: list[str]) -> pd.DataFrame:
+    """Per day and reward: episodes, how many have a value, and mean/min/max of the values (rounded to 3 places)."""
+    return warehouse.read_frame(
+        """
+        SELECT strftime(partition_date, '%Y-%m-%d') AS partition_date, reward_name, count(*) AS episodes,
+               count(value) AS with_value, round(avg(value), 3) AS mean, round(min(value), 3) AS min,
+               round(max(value), 3) AS max
+        FROM rewards WHERE partition_date BETWEEN $first AND $last AND list_contains($names, reward_name)
+        GROUP BY partition_date, reward_name ORDER BY partition_date, list_position($names, reward_name)
+        """,
+        {"first": first, "last": last, "names": names},
+    )

@@ -430,15 +430,17 @@ def regression_findings(
     description="Every configured reward of each scored episode, with its breakdown (writes `rewards`): "
     "the training signal is computed from the same scores the alerts come from, every night.",
 )
-def rewards(context: dg.AssetExecutionContext, warehouse: WarehouseResource, eval_config: EvalConfigResource):
+def rewards(context: dg.AssetExecutionContext, config: RunScope, warehouse: WarehouseResource, eval_config: EvalConfigResource):
     cfg, wh = eval_config.load(), warehouse.get()
     book = RewardBook(cfg.rewards)
+    only = config.rewards or None  # `eval-pipeline reward --name`: replace only those rewards' rows
+    names = only or book.names
 
     def compute(day: date) -> DayMetadata:  # always the whole day: an agent-scoped run still leaves every reward current
         scored = reward_inputs_frame(wh, day, day)
-        rows = reward_records(scored, book, book.names)
-        write_rewards(wh, day, rows.assign(partition_date=day, config_version=cfg.version))
-        return {"rewards": {"episodes": len(scored), "rewards": len(book.names), "dagster/row_count": len(rows)}}
+        rows = reward_records(scored, book, names)
+        write_rewards(wh, day, rows.assign(partition_date=day, config_version=cfg.version), only)
+        return {"rewards": {"episodes": len(scored), "rewards": len(names), "dagster/row_count": len(rows)}}
 
     _each_day(context, _in_session(wh, compute))
     return dg.MaterializeResult()

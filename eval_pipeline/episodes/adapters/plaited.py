@@ -207,8 +207,23 @@ def _parsed(text: str | None) -> Any:
         return text
 
 
-def to_capture(episode: dict, score: dict | None) -> dict:
-    """One of our episodes (with its `steps`, in order) as a CaptureResult, our scores as its `score`.
+def _grader_result(episode: dict) -> dict | None:
+    """The episode's one verdict as plaited's GraderResult; None for an episode without a verdict yet."""
+    if episode.get("passed") is None:
+        return None
+    passed, weighted = bool(episode["passed"]), episode.get("weighted_score")
+    reasoning = "passed" if passed else f"failed: {episode.get('verdict_reason') or 'see the report'}"
+    if weighted is not None:
+        reasoning += f" (weighted score {weighted:.3f})"
+    return {
+        "pass": passed,
+        "score": weighted if weighted is not None else float(passed),
+        "reasoning": f"eval_pipeline: {reasoning}",
+    }
+
+
+def to_capture(episode: dict) -> dict:
+    """One of our episodes (with its `steps`, in order, and its verdict) as a CaptureResult, the verdict as its `score`.
 
     What plaited has no field for (episode id, agent, trial, status, tokens) rides in `metadata`,
     so importing the export gives the same episodes back."""
@@ -250,6 +265,7 @@ def to_capture(episode: dict, score: dict | None) -> dict:
         },
         "toolErrors": any(t["type"] == "tool_call" and t["status"] == "failed" for t in trajectory),
     }
+    score = _grader_result(episode)
     if score is not None:
         capture["score"] = score
     return capture

@@ -1,0 +1,128 @@
+"""What every command is and shares: its declaration, the exit codes, and the helpers for days and output.
+
+Command modules import only this and the standard library at load time; what a command needs is
+imported when it runs, so `eval-pipeline query` does not pay for Dagster.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import date
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from eval_pipeline.errors import UserInputError
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from eval_pipeline.settings import Settings
+    from eval_pipeline.warehouse.connection import Warehouse
+
+EXIT_OK, EXIT_FINDINGS, EXIT_USAGE, EXIT_INFRA = 0, 1, 2, 3
+
+
+class UsageError(UserInputError):
+    """The command line asks for something that cannot be done."""
+
+
+@dataclass(frozen=True)
+class Command:
+    """One subcommand: listed once in `eval_pipeline.cli.COMMANDS`, from which the parser is built."""
+
+    name: str
+    help: str
+    arguments: Callable[[argparse.ArgumentParser], None]
+    run: Callable[[argparse.Namespace, Settings], int]
+    examples: tuple[str, ...]
+    description: str | None = None
+
+
+def no_arguments(parser: argparse.ArgumentParser) -> None:
+    """For commands that take none."""
+
+
+def date_argument(text: str) -> date:
+    try:
+        return date.fromisoformat(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a date (YYYY-MM-DD): {text!r}") from None
+
+
+def add_days(parser: argparse.ArgumentParser) -> None:
+    """`--date D`, or `--start D1 --end D2`: read back with `days`."""
+    parser.add_argument("--date", type=date_argument, help="one partition (YYYY-MM-DD)")
+    parser.add_argument("--start", type=date_argument, help="first day of a range")
+    parser.add_argument("--end", type=date_argument, help="last day of a range (inclusive)")
+
+
+def days(args: argparse.Namespace) -> list[date]:
+    from eval_pipeline.runner import days_between
+
+    if args.date and (args.start or args.end):
+        raise UsageError("give --date or --start/--end, not both")
+    if args.date:
+        return [args.date]
+    if not (args.start and args.end):
+        raise UsageError("give --date D, or --start D1 --end D2")
+    if args.end < args.start:
+        raise UsageError(f"--end {args.end} is before --start {args.start}")
+    return days_between(args.start, args.end)
+
+
+def existing_warehouse(settings: Settings, first: str = "run `eval-pipeline run` first") -> Warehouse:
+    """The warehouse, or a usage error saying what to do `first` when there is none yet."""
+    from eval_pipeline.warehouse.connection import Warehouse
+
+    if not settings.duckdb_path.exists():
+        raise UsageError(f"no warehouse at {settings.duckdb_path}; {first}")
+    return Warehouse(settings.duckdb_path)
+
+
+def emit(text: str, output: Path | None) -> int:
+    """Write `text` to `output` (saying so), or print it."""
+    if output:
+        output.write_text(text)
+        print(f"wrote {output}")
+    else:
+        sys.stdout.write(text)
+    return EXIT_OK
+
+
+def print_table(frame: pd.DataFrame, title: str | None = None) -> None:
+    """A rich table on a terminal; plain aligned text when piped, so scripts and logs read it as before."""
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console()
+    if frame.empty:
+        print(f"{title}: (no rows)" if title else "(no rows)")
+        return
+    cells = frame.astype(object).map(_cell)
+    if not console.is_terminal:
+        if title:
+            print(f"\n{title}")
+        print(cells.to_string(index=False, max_colwidth=200))
+        return
+    table = Table(title=title, title_justify="left", header_style="bold")
+    for column in frame.columns:
+        table.add_column(str(column), justify="right" if frame[column].dtype.kind in "iuf" else "left", no_wrap=True)
+    for row in cells.itertuples(index=False):
+        table.add_row(*row)
+    console.print(table)
+
+
+def _cell(value: Any) -> str:
+    import numpy as np
+    import pandas as pd
+
+    if isinstance(value, list | tuple | dict | np.ndarray):
+        return str(value.tolist() if isinstance(value, np.ndarray) else value)
+    if value is None or pd.isna(value):
+        return "–"
+    if isinstance(value, pd.Timestamp) and value == value.normalize():
+        return value.date().isoformat()  # a DATE column, read through pandas
+    return str(value)

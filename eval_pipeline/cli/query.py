@@ -1,0 +1,49 @@
+"""`eval-pipeline query`: read-only SQL over the warehouse."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import TYPE_CHECKING
+
+from eval_pipeline import jsonout
+from eval_pipeline.cli.command import EXIT_OK, Command, UsageError, existing_warehouse, print_table
+
+if TYPE_CHECKING:
+    from eval_pipeline.settings import Settings
+
+
+def _arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("sql")
+    parser.add_argument("--format", choices=["table", "csv", "json"], default="table")
+
+
+def _run(args: argparse.Namespace, settings: Settings) -> int:
+    import duckdb
+
+    from eval_pipeline.warehouse.query import run_read_only
+
+    warehouse = existing_warehouse(settings, "run `eval-pipeline demo` or `eval-pipeline run` first")
+    try:
+        frame = run_read_only(warehouse, args.sql)
+    except duckdb.Error as exc:
+        raise UsageError(str(exc).splitlines()[0]) from None
+    if args.format == "csv":
+        frame.to_csv(sys.stdout, index=False)
+    elif args.format == "json":
+        print(jsonout.dumps(frame.astype(object).to_dict(orient="records")))
+    else:
+        print_table(frame)
+    return EXIT_OK
+
+
+COMMAND = Command(
+    "query",
+    "read-only SQL over the warehouse",
+    _arguments,
+    _run,
+    (
+        'query "SELECT * FROM agent_daily ORDER BY partition_date DESC LIMIT 20"',
+        'query "SELECT dimension, count(*) FROM latest_findings GROUP BY ALL" --format csv',
+    ),
+)

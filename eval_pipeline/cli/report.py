@@ -1,0 +1,58 @@
+"""`eval-pipeline report`: print, write or open the report a run wrote for a day."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from eval_pipeline.cli.command import EXIT_OK, Command, UsageError, date_argument, emit
+
+if TYPE_CHECKING:
+    from eval_pipeline.settings import Settings
+
+
+def _arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--date", type=date_argument, required=True)
+    parser.add_argument("--format", choices=["md", "json", "html"], default="md")
+    parser.add_argument("--output", type=Path, help="write to this file instead of printing")
+    parser.add_argument("--open", action="store_true", help="print the HTML report's path and open it where a browser can")
+
+
+def _run(args: argparse.Namespace, settings: Settings) -> int:
+    from eval_pipeline.warehouse.connection import Warehouse
+    from eval_pipeline.warehouse.reports import report_rows
+
+    rows = report_rows(Warehouse(settings.duckdb_path), [args.date]) if settings.duckdb_path.exists() else None
+    if rows is None or rows.empty:
+        raise UsageError(f"no report for {args.date}; run `eval-pipeline run --date {args.date}` first")
+    row = rows.iloc[0]
+    if args.open:
+        if not row["html_path"]:
+            raise UsageError(f"the report of {args.date} predates HTML reports; run `eval-pipeline run --date {args.date}` again")
+        html = Path(row["html_path"])
+        print(html)
+        if sys.platform == "darwin" or os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"):
+            import webbrowser
+
+            webbrowser.open(html.resolve().as_uri())
+        return EXIT_OK
+    path = {"md": row["markdown_path"], "json": row["json_path"], "html": row["html_path"]}[args.format]
+    if not path:
+        raise UsageError(f"no {args.format} report for {args.date}; run `eval-pipeline run --date {args.date}` again")
+    return emit(Path(path).read_text(), args.output)
+
+
+COMMAND = Command(
+    "report",
+    "print or write the day's report",
+    _arguments,
+    _run,
+    (
+        "report --date 2026-11-02",
+        "report --date 2026-11-02 --format json --output report.json",
+        "report --date 2026-11-02 --open",
+    ),
+)

@@ -1,0 +1,153 @@
+"""`eval-pipeline run`: launch the graph for a day or a range, then answer with one exit code."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import UTC, date, datetime, timedelta
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from eval_pipeline.cli.command import EXIT_FINDINGS, EXIT_OK, Command, UsageError, add_days, days
+
+if TYPE_CHECKING:
+    from eval_pipeline.runner import Progress, RunRequest
+    from eval_pipeline.settings import Settings
+
+
+def _arguments(parser: argparse.ArgumentParser) -> None:
+    add_days(parser)
+    parser.add_argument("--agent", help="evaluate (and replace the rows of) this agent only")
+    parser.add_argument(
+        "--fail-on",
+        choices=["critical", "warning", "never"],
+        default="critical",
+        help="exit 1 when an episode failed or findings at or above this severity exist, only --agent's when given "
+        "(default: critical; never: always 0)",
+    )
+    parser.add_argument("--junit", type=Path, metavar="PATH", help="also write JUnit XML: one test case per episode")
+    parser.add_argument("--recapture", action="store_true", help="run the case-set agent again even where a capture is stored")
+    parser.add_argument("--trials", type=int, help="trials per case for the case-set agent (over [capture] trials)")
+
+
+def _run(args: argparse.Namespace, settings: Settings) -> int:
+    from eval_pipeline.config import SEVERITY_RANK
+    from eval_pipeline.runner import RunRequest
+    from eval_pipeline.warehouse.connection import Warehouse
+    from eval_pipeline.warehouse.reports import run_outcome
+
+    selected = days(args)
+    if args.trials is not None and args.trials < 1:
+        raise UsageError("--trials must be at least 1")
+    request = RunRequest(selected, args.agent, undated_day=args.date, recapture=args.recapture, trials=args.trials)
+    evaluate(settings, request)  # records without a timestamp go to --date
+    if args.junit:
+        from eval_pipeline.reports.junit import write_junit
+        from eval_pipeline.warehouse.reports import junit_inputs
+
+        write_junit(args.junit, *junit_inputs(Warehouse(settings.duckdb_path), selected, args.agent))
+        print(f"JUnit XML: {args.junit}")
+    if args.fail_on == "never":
+        return EXIT_OK
+    outcome = run_outcome(Warehouse(settings.duckdb_path), selected, args.agent)
+    floor = SEVERITY_RANK[args.fail_on]
+    severe = any(SEVERITY_RANK.get(severity, 0) >= floor and n for severity, n in outcome.findings.items())
+    return EXIT_FINDINGS if outcome.failed_episodes or severe else EXIT_OK
+
+
+COMMAND = Command(
+    "run",
+    "evaluate one day or an inclusive range of days",
+    _arguments,
+    _run,
+    (
+        "run --date 2026-11-21",
+        "run --start 2026-10-01 --end 2026-10-31          # a backfill, oldest day first",
+        "run --date 2026-11-21 --agent support-bot --fail-on warning --junit results.xml",
+    ),
+)
+
+
+def check_partitions(selected: list[date], first: date) -> None:
+    last = datetime.now(UTC).date() + timedelta(days=1)
+    outside = [day for day in selected if not first <= day < last]
+    if outside:
+        raise UsageError(
+            f"{outside[0]} is outside the partitions ({first} to today, UTC); set EVAL_HISTORY_START for older history"
+        )
+
+
+def launch(settings: Settings, request: RunRequest, what: str = "evaluating") -> str:
+    """Run the graph (or the request's part of it) for the request's days, then deliver the alerts it raised."""
+    from eval_pipeline.config import load_config
+    from eval_pipeline.runner import run_days
+
+    check_partitions(request.days, settings.history_start)
+    config = load_config(settings.config_path)  # a bad config is the user's to fix: say so before any run starts
+    first, last = request.days[0], request.days[-1]
+    span = str(first) if first == last else f"{first}..{last} ({len(request.days)} days, one run)"
+    try:
+        with _progress(f"{what} {span}") as progress:
+            return run_days(settings, request, progress)
+    finally:  # without a daemon nobody else announces what this run found, or that it failed
+        _deliver_alerts(settings, config.policies.secret_patterns)
+
+
+def evaluate(settings: Settings, request: RunRequest) -> None:
+    """Run the whole graph for the days and print one line per day, then where to look."""
+    from eval_pipeline.reports.markdown import verdict_line
+    from eval_pipeline.warehouse.connection import Warehouse
+    from eval_pipeline.warehouse.reports import report_rows
+
+    run_id = launch(settings, request)
+    for row in report_rows(Warehouse(settings.duckdb_path), request.days).itertuples():
+        s = json.loads(row.summary)
+        pass_rate = "–" if s["pass_rate"] is None else f"{s['pass_rate']:.0%}"
+        print(
+            f"{row.partition_date:%Y-%m-%d}  {s['total_episodes']:>5} episodes  {s['passed']:>5} passed  "
+            f"{s['failed']:>5} failed  {s['without_verdict']:>5} without a verdict  pass rate {pass_rate:>4}  "
+            f"{s['critical_alerts']} critical, {s['warning_alerts']} warning  {s['quarantined']} quarantined  "
+            f"{row.html_path or row.markdown_path}"
+        )
+        if s["without_verdict"]:
+            print(f"            {verdict_line(s)}")
+    print(f"run in the UI: {settings.ui_base_url}/runs/{run_id}")
+
+
+@contextmanager
+def _progress(text: str) -> Iterator[Progress | None]:
+    """A progress bar over the run's steps on a terminal; nothing at all in cron or CI logs."""
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    console = Console(stderr=True)
+    if not console.is_terminal:
+        yield None
+        return
+    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+    with Progress(*columns, console=console, transient=True) as bar:
+        task = bar.add_task(text, total=None)
+
+        def advance(done: int, total: int, step: str) -> None:
+            bar.update(task, completed=done, total=total, description=f"{text}: {step} done")
+
+        yield advance
+
+
+def _deliver_alerts(settings: Settings, secret_patterns: list[str]) -> None:
+    from eval_pipeline.alerts.delivery import alerts_directory, deliver_pending, destination
+    from eval_pipeline.alerts.outbox import AlertOutbox
+
+    outbox = AlertOutbox(alerts_directory(settings.duckdb_path))
+    report = deliver_pending(outbox, settings.alert_webhook_url, settings.ui_base_url, secret_patterns)
+    if report.delivered:
+        print(f"alerts: {report.delivered} delivered to {destination(outbox, settings.alert_webhook_url)}")
+    if report.pending:
+        print(
+            f"alerts: {report.pending} not delivered ({report.errors[0]}); they stay in the outbox for the next run "
+            "or the alert sensor",
+            file=sys.stderr,
+        )

@@ -1,0 +1,61 @@
+"""`eval-pipeline status`: where things live, source health, partitions in the warehouse, the latest run."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from eval_pipeline import jsonout
+from eval_pipeline.cli.command import EXIT_OK, Command, no_arguments, print_table
+
+if TYPE_CHECKING:
+    from eval_pipeline.settings import Settings
+
+
+def _run(args: argparse.Namespace, settings: Settings) -> int:
+    from eval_pipeline.config import load_config
+    from eval_pipeline.defs.resources import source_index_path
+    from eval_pipeline.episodes.source import open_source, source_health
+    from eval_pipeline.warehouse.connection import Warehouse
+    from eval_pipeline.warehouse.partitions import partition_counts
+
+    print(f"episode source   {settings.episode_source}")
+    print(f"warehouse        {settings.duckdb_path}")
+    print(f"reports          {settings.reports_dir}")
+    print(f"config           {settings.config_path or '(built-in defaults)'}")
+    print(f"DAGSTER_HOME     {settings.dagster_home}")
+    sources = load_config(settings.config_path).sources
+    index = Path(source_index_path(str(settings.duckdb_path)))
+    health = source_health(open_source(settings.episode_source, index, sources))
+    print(
+        f"\nsource health    {jsonout.dumps(health.get('health', {k: v for k, v in health.items() if k != 'episodes_per_day'}))}"
+    )
+    for day, count in health.get("episodes_per_day", {}).items():
+        print(f"  {day}  {count} records")
+    if settings.duckdb_path.exists():
+        counts = partition_counts(Warehouse(settings.duckdb_path))
+        print_table(
+            counts.fillna(0).astype({c: int for c in counts.columns if c != "partition_date"}), "partitions in the warehouse"
+        )
+    else:
+        print("\nno warehouse yet: run `eval-pipeline demo` or `eval-pipeline run --date D`")
+    _print_latest_run(settings)
+    return EXIT_OK
+
+
+def _print_latest_run(settings: Settings) -> None:
+    if not (settings.dagster_home / "dagster.yaml").exists():
+        return
+    from eval_pipeline.runner import open_instance
+
+    with open_instance(settings) as instance:
+        runs = instance.get_runs(limit=1)
+        if runs:
+            run = runs[0]
+            partition = run.tags.get("dagster/partition", "-")
+            print(f"\nlatest run       {run.run_id} {run.job_name} partition {partition}: {run.status.value}")
+            print(f"                 {settings.ui_base_url}/runs/{run.run_id}")
+
+
+COMMAND = Command("status", "source health, partitions in the warehouse, latest run", no_arguments, _run, ("status",))
