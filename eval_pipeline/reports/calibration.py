@@ -25,9 +25,11 @@ def calibration_sample(failed: pd.DataFrame, day: date, size: int, secret_patter
             return None
         return excerpt(str(value), secret_patterns, TEXT_CHARS)
 
-    trials = [
-        {key: text(row.get(key)) for key in ("episode_id", "agent_id", "task_id", "input", "output", "hint", "reasoning")}
-        | {"trial": None if pd.isna(row.get("trial")) else int(row["trial"])}
+    trials: list[dict[str, str | int | None]] = [
+        {
+            **{key: text(row.get(key)) for key in ("episode_id", "agent_id", "task_id", "input", "output", "hint", "reasoning")},
+            "trial": None if pd.isna(row.get("trial")) else int(row["trial"]),
+        }
         for row in sorted(chosen, key=lambda row: row["episode_id"])
     ]
     return {"failed": len(rows), "trials": trials}

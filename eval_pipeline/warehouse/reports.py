@@ -12,6 +12,7 @@ import pandas as pd
 
 from eval_pipeline import jsonout
 from eval_pipeline.warehouse.connection import Warehouse, replace_partition
+from eval_pipeline.warehouse.rows import one_row
 
 
 def report_inputs(warehouse: Warehouse, day: date, trend_days: int) -> dict[str, Any]:
@@ -33,7 +34,7 @@ def report_inputs(warehouse: Warehouse, day: date, trend_days: int) -> dict[str,
         statuses = con.execute(
             "SELECT status, count(*) FROM episodes WHERE partition_date = $day GROUP BY ALL", params
         ).fetchall()
-        quarantined = con.execute("SELECT count(*) FROM quarantine WHERE partition_date = $day", params).fetchone()[0]
+        quarantined = one_row(con, "SELECT count(*) FROM quarantine WHERE partition_date = $day", params)[0]
         judgements = con.execute("SELECT * FROM judgements WHERE partition_date = $day", params).df()
         pairwise = con.execute("SELECT * FROM pairwise_judgements WHERE partition_date = $day", params).df()
         pass_at_k = con.execute("SELECT * FROM pass_at_k WHERE partition_date = $day", params).df()
