@@ -38,9 +38,11 @@ browser:
 		&& (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium) >/dev/null 2>&1; } \
 		|| echo "chromium is not installed: the browser check will be skipped"
 
+# mypy checks the core: the packages [tool.mypy] lists in pyproject.toml.
 lint: install
 	$(BIN)/ruff check eval_pipeline eval_pipeline_tests benchmarks
 	$(BIN)/ruff format --check eval_pipeline eval_pipeline_tests benchmarks
+	$(BIN)/mypy
 
 ui: install
 	$(BIN)/eval-pipeline ui

@@ -67,16 +67,13 @@ def balance(cases: list[CaseSpec], threshold: float = 0.5) -> dict[str, Any]:
     """
     counts = Counter(str(case.metadata.get("category") or "(uncategorized)") for case in cases)
     total = len(cases)
-    categories = [
-        {"category": name, "cases": n, "share": round(n / total, 4)}
-        for name, n in sorted(counts.items(), key=lambda item: (-item[1], item[0]))
-    ]
+    ranked = sorted(counts.items(), key=lambda item: (-item[1], item[0]))
     even = 1 / len(counts) if counts else 0
     negative = sum(bool(case.metadata.get("negative")) for case in cases)
     return {
         "cases": total,
-        "categories": categories,
-        "under_represented": [c["category"] for c in categories if c["cases"] / total < even * threshold],
+        "categories": [{"category": name, "cases": n, "share": round(n / total, 4)} for name, n in ranked],
+        "under_represented": [name for name, n in ranked if n / total < even * threshold],
         "positive": total - negative,
         "negative": negative,
     }

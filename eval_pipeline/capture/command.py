@@ -139,14 +139,17 @@ def anchored(argv: list[str], relative: Callable[[str], Path]) -> tuple[str, ...
 
 def capture_agent(settings: CaptureConfig, relative: Callable[[str], Path]) -> Agent:
     """The agent `[capture]` names; a schema path is resolved with `relative` (against the config file)."""
-    timing = {"timeout_seconds": settings.timeout_seconds, "concurrency": settings.concurrency}
+    timeout, concurrency = settings.timeout_seconds, settings.concurrency
     if settings.url:
-        return HttpAgent(settings.url, **timing)
+        return HttpAgent(settings.url, timeout_seconds=timeout, concurrency=concurrency)
     if settings.callable:
-        return CallableAgent(settings.callable, **timing)
+        return CallableAgent(settings.callable, timeout_seconds=timeout, concurrency=concurrency)
     if settings.schema_path:
-        return HeadlessAgent(load_schema(relative(settings.schema_path)), settings.auto_approve, **timing)
-    return CommandAgent(anchored(settings.command, relative), settings.prompt_via, **timing)
+        schema = load_schema(relative(settings.schema_path))
+        return HeadlessAgent(schema, settings.auto_approve, timeout_seconds=timeout, concurrency=concurrency)
+    return CommandAgent(
+        anchored(settings.command, relative), settings.prompt_via, timeout_seconds=timeout, concurrency=concurrency
+    )
 
 
 def run_all(agent: Agent, cases: list[CaseSpec], trials: int, root: Path) -> list[Run]:

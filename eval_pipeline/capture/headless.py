@@ -18,7 +18,7 @@ import re
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, get_args
+from typing import Any, Literal, TypeGuard, get_args
 
 from pydantic import BaseModel, Field, ValidationError, model_validator
 
@@ -164,6 +164,10 @@ def _update(event: Any, emit_as: UpdateType, extract: _Extract | None) -> Update
     return Update(emit_as, **fields)
 
 
+def _is_update_type(kind: Any) -> TypeGuard[UpdateType]:
+    return kind in get_args(UpdateType)
+
+
 def _matches(value: Any, wanted: str) -> bool:
     return value is not None if wanted == "*" else value == wanted
 
@@ -175,10 +179,10 @@ def updates_of(event: Any, schema: HeadlessSchema) -> list[Update]:
     compared when it has one), and the extraction then reads the item.
     """
     if schema.outputMode == "passthrough":
-        mapping = schema.passthroughTypeMap or _Passthrough()
-        kind = event.get(mapping.typeField) if isinstance(event, dict) else None
-        kind = (mapping.typeValues or {}).get(kind, kind) if isinstance(kind, str) else None
-        if kind not in get_args(UpdateType):
+        passthrough = schema.passthroughTypeMap or _Passthrough()
+        kind = event.get(passthrough.typeField) if isinstance(event, dict) else None
+        kind = (passthrough.typeValues or {}).get(kind, kind) if isinstance(kind, str) else None
+        if not _is_update_type(kind):
             return []
         return [Update(kind, _text(event.get("content")), _text(event.get("title")), _text(event.get("status")))]
     for mapping in schema.outputEvents or []:
@@ -288,7 +292,8 @@ class HeadlessAgent:
         started, started_ms = time.perf_counter(), time.time() * 1000
         history, session_id = _history(self.schema), None
         updates: list[Update] = []
-        answer, exit_code = "", 0
+        answer = ""
+        exit_code: int | None = 0  # None: killed at its timeout
         with errors.open("w") as stderr, workdir.parent.joinpath(f"{workdir.name}.events.jsonl").open("w") as events:
             for turn in case.turns:
                 prompt = turn if self.schema.sessionMode == "stream" else history.prompt(turn)

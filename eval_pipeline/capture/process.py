@@ -82,7 +82,8 @@ class History:
     earlier turns formatted by the template, joined by blank lines, then `User: <turn>`."""
 
     def __init__(self, turn_format: str = DEFAULT_TURN_FORMAT, system: str | None = None):
-        self.turn_format, self.system, self.turns = turn_format, system, []
+        self.turn_format, self.system = turn_format, system
+        self.turns: list[tuple[str, str]] = []  # (user turn, answer)
 
     def prompt(self, turn: str) -> str:
         if not self.turns:

@@ -10,14 +10,15 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any, Generic
 
 import pandas as pd
 from pydantic import BaseModel
 
 from eval_pipeline.config import Price
-from eval_pipeline.llm.gateway import BudgetExhausted, Gateway, GatewayError, Tokens
+from eval_pipeline.llm.gateway import Answer, BudgetExhausted, Gateway, GatewayError, Tokens
 
 
 def cache_key(model: str, purpose: str, messages: list[dict[str, str]]) -> str:
@@ -27,17 +28,17 @@ def cache_key(model: str, purpose: str, messages: list[dict[str, str]]) -> str:
 
 
 @dataclass(frozen=True)
-class Request:
+class Request(Generic[Answer]):
     key: str
     messages: list[dict[str, str]]
-    schema: type[BaseModel]
+    schema: type[Answer]
 
 
 @dataclass(frozen=True)
-class Outcome:
+class Outcome(Generic[Answer]):
     """One request's answer (None when it failed or the budget ran out) and the tokens it took or saved."""
 
-    answer: BaseModel | None
+    answer: Answer | None
     tokens: Tokens
     cached: bool
     error: GatewayError | None = None
@@ -47,8 +48,8 @@ CACHE_COLUMNS = ["cache_key", "model", "answer", "prompt_tokens", "completion_to
 
 
 def ask_all(
-    gateway: Gateway, requests: list[Request], lookup: Callable[[list[str]], dict[str, dict]]
-) -> tuple[list[Outcome], pd.DataFrame]:
+    gateway: Gateway, requests: list[Request[Any]], lookup: Callable[[list[str]], dict[str, dict]]
+) -> tuple[list[Outcome[Any]], pd.DataFrame]:
     """Each request's outcome, in order, and the new cache rows.
 
     Answers already cached (looked up by `lookup`: key -> answer, prompt_tokens, completion_tokens)
@@ -57,7 +58,7 @@ def ask_all(
     cached = lookup(list(dict.fromkeys(r.key for r in requests)))
     fresh = {r.key: r for r in requests if r.key not in cached}
 
-    async def ask(request: Request) -> tuple[BaseModel, Tokens] | GatewayError:
+    async def ask(request: Request[Any]) -> tuple[BaseModel, Tokens] | GatewayError:
         try:
             return await gateway.structured(request.messages, request.schema)
         except GatewayError as exc:
@@ -96,16 +97,16 @@ def missing_reason(fields: dict[str, str | None]) -> str | None:
 
 
 @dataclass(frozen=True)
-class Item:
+class Item(Generic[Answer]):
     """One row to be: its identity, and the requests that decide it (none when it is skipped or needs no judge)."""
 
     row: dict
-    requests: tuple[Request, ...] = ()
+    requests: tuple[Request[Answer], ...] = ()
 
 
 def ask_items(
-    gateway: Gateway, items: list[Item], lookup: Callable[[list[str]], dict[str, dict]]
-) -> tuple[list[list[Outcome]], pd.DataFrame]:
+    gateway: Gateway, items: Sequence[Item[Any]], lookup: Callable[[list[str]], dict[str, dict]]
+) -> tuple[list[list[Outcome[Any]]], pd.DataFrame]:
     """Every item's outcomes, asked all at once, and the new cache rows."""
     outcomes, new_cache = ask_all(gateway, [request for item in items for request in item.requests], lookup)
     grouped, at = [], 0
@@ -115,7 +116,9 @@ def ask_items(
     return grouped, new_cache
 
 
-def settle(item: Item, outcomes: list[Outcome], price: Price | None, decide: Callable[[list[BaseModel]], dict]) -> dict:
+def settle(
+    item: Item[Answer], outcomes: list[Outcome[Answer]], price: Price | None, decide: Callable[[list[Answer]], dict]
+) -> dict:
     """An item's row: skipped as it is, failed or out of budget with the reason, else what `decide` makes of the answers."""
     if not item.requests:  # decided without asking: skipped (the row says why), or settled by the item itself
         return {"status": "skipped", "cached": False, **item.row}
@@ -127,9 +130,10 @@ def settle(item: Item, outcomes: list[Outcome], price: Price | None, decide: Cal
         "completion_tokens": tokens.completion,
         "cost_usd": tokens.cost(price),
     }
+    answers = [o.answer for o in outcomes if o.answer is not None]
+    if len(answers) == len(outcomes):
+        return {**row, "status": "judged", **decide(answers)}
     errors = [o.error for o in outcomes if o.error is not None]
-    if not errors:
-        return {**row, "status": "judged", **decide([o.answer for o in outcomes])}
     failure = next((error for error in errors if not isinstance(error, BudgetExhausted)), None)
     if failure is None:
         return {**row, "status": "skipped", "reasoning": f"skipped: {errors[0]}"}

@@ -11,11 +11,14 @@ import asyncio
 import json
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from pydantic import BaseModel, ValidationError
 
 from eval_pipeline.config import Price
+
+if TYPE_CHECKING:
+    from openai.types.chat import ChatCompletionMessageParam
 
 Answer = TypeVar("Answer", bound=BaseModel)
 
@@ -130,11 +133,13 @@ class Gateway:
     async def _create(self, messages: list[dict], response_format: dict | None, tools: list[dict] | None) -> dict:
         """One call through the SDK (its retries included), read as plain JSON: building the SDK's
         response objects would cost more CPU than the call itself."""
-        options = {"response_format": response_format} if response_format else {}
+        options: dict[str, Any] = {"response_format": response_format} if response_format else {}
         if tools:
             options["tools"] = tools
+        # the messages are plain chat-format dicts (built here or recorded in an episode); the SDK sends them as JSON
+        sdk_messages = cast("list[ChatCompletionMessageParam]", messages)
         raw = await self._client.chat.completions.with_raw_response.create(
-            model=self.model, messages=messages, temperature=0, **options
+            model=self.model, messages=sdk_messages, temperature=0, **options
         )
         return json.loads(raw.content)
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field
@@ -112,9 +113,9 @@ JUDGEMENT_COLUMNS = [
 ]  # fmt: skip
 
 
-def rubric_items(candidates: pd.DataFrame, rubrics: list[Rubric], model: str) -> list[Item]:
+def rubric_items(candidates: pd.DataFrame, rubrics: list[Rubric], model: str) -> list[Item[Verdict]]:
     """One item per (candidate, rubric); a candidate without input or answer is skipped, saying which."""
-    items = []
+    items: list[Item[Verdict]] = []
     for episode_id, agent_id, user_input, answer in candidates[
         ["episode_id", "agent_id", "user_input", "final_output"]
     ].itertuples(index=False):
@@ -130,8 +131,8 @@ def rubric_items(candidates: pd.DataFrame, rubrics: list[Rubric], model: str) ->
     return items
 
 
-def rubric_rows(items: list[Item], outcomes: list[list[Outcome]], price: Price | None) -> pd.DataFrame:
-    def decide(answers: list[BaseModel]) -> dict:
+def rubric_rows(items: list[Item[Verdict]], outcomes: list[list[Outcome[Verdict]]], price: Price | None) -> pd.DataFrame:
+    def decide(answers: list[Verdict]) -> dict:
         (verdict,) = answers
         return {"score": verdict.score, "normalized": verdict.normalized, "reasoning": verdict.reasoning}
 
@@ -161,8 +162,9 @@ def judge_partition(
     by_rubric = rubric_items(candidates, rubrics, gateway.model)
     paired = pairwise_items(candidates, gateway.model) if pairwise else []
     calls_before = gateway.usage.calls
-    outcomes, new_cache = ask_items(gateway, by_rubric + paired, lookup)
-    for item, answered in zip(by_rubric + paired, outcomes, strict=True):
+    items: list[Item[Any]] = [*by_rubric, *paired]
+    outcomes, new_cache = ask_items(gateway, items, lookup)
+    for item, answered in zip(items, outcomes, strict=True):
         for outcome in answered:
             if outcome.error is not None and not isinstance(outcome.error, BudgetExhausted):
                 gateway.usage.failures.append(f"{item.row['episode_id']}/{item.row.get('rubric', 'pairwise')}: {outcome.error}")

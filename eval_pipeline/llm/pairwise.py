@@ -53,9 +53,9 @@ _SAME_ANSWER = {
 }  # fmt: skip
 
 
-def pairwise_items(candidates: pd.DataFrame, model: str) -> list[Item]:
+def pairwise_items(candidates: pd.DataFrame, model: str) -> list[Item[Preference]]:
     """One item per candidate: two requests (candidate as A, then as B), or skipped, saying what is missing."""
-    items = []
+    items: list[Item[Preference]] = []
     columns = ["episode_id", "agent_id", "baseline_episode_id", "user_input", "final_output", "baseline_output"]
     for episode_id, agent_id, baseline_id, user_input, answer, baseline_answer in candidates[columns].itertuples(index=False):
         row = {"episode_id": episode_id, "agent_id": agent_id, "baseline_episode_id": baseline_id, "judge_model": model}
@@ -75,7 +75,7 @@ def pairwise_items(candidates: pd.DataFrame, model: str) -> list[Item]:
     return items
 
 
-def _decide(answers: list[BaseModel]) -> dict:
+def _decide(answers: list[Preference]) -> dict:
     candidate_first, baseline_first = answers
     as_shown_first = {"A": "candidate", "B": "baseline", "tie": "tie"}[candidate_first.winner]
     as_shown_second = {"A": "baseline", "B": "candidate", "tie": "tie"}[baseline_first.winner]
@@ -89,6 +89,6 @@ def _decide(answers: list[BaseModel]) -> dict:
     }
 
 
-def pairwise_rows(items: list[Item], outcomes: list[list[Outcome]], price: Price | None) -> pd.DataFrame:
+def pairwise_rows(items: list[Item[Preference]], outcomes: list[list[Outcome[Preference]]], price: Price | None) -> pd.DataFrame:
     rows = [settle(item, outcome, price, _decide) for item, outcome in zip(items, outcomes, strict=True)]
     return pd.DataFrame(rows, columns=PAIRWISE_COLUMNS).sort_values("episode_id", ignore_index=True)

@@ -25,21 +25,22 @@ def _paired_dimensions() -> list[Dimension]:
     return [d for d in judged_dimensions() if d.paired]
 
 
-def _trend_dimensions() -> list[Dimension]:
-    return [d for d in judged_dimensions() if d.trend]
+def _trend_dimensions() -> list[tuple[Dimension, str, str]]:
+    """(dimension, its trend finding, the `scores` column whose trailing-days change is judged)."""
+    return [(d, *d.trend) for d in judged_dimensions() if d.trend]
 
 
-def _severity(value: float, agent_id: str, dimension: str, config: EvalConfig) -> tuple[str | None, float | None]:
-    """The severity `value` breaches under the agent's thresholds (critical first), and the limit."""
+def _breach(value: float, agent_id: str, dimension: str, config: EvalConfig) -> tuple[str, float] | None:
+    """The severity `value` breaches under the agent's thresholds (critical first), and the limit; None within them."""
     threshold = config.thresholds_for(agent_id).get(dimension)
     if threshold is None or np.isnan(value):
-        return None, None
+        return None
     above = threshold_directions()[dimension] is Direction.ABOVE
     for severity in ("critical", "warning"):
         limit = getattr(threshold, severity)
         if limit is not None and (value > limit if above else value < limit):
             return severity, limit
-    return None, None
+    return None
 
 
 def _ci_text(dimension: Dimension, ci: Interval, confidence: float) -> str:
@@ -64,9 +65,10 @@ def _paired(agent_id: str, tasks: pd.DataFrame, graded: tuple[int, float], day: 
             continue
         ci = bootstrap_mean(values.to_numpy(), resamples=stats.resamples, confidence=stats.confidence,
                             seed=seed_for(day, agent_id, dimension.name))  # fmt: skip
-        severity, limit = _severity(ci.mean, agent_id, dimension.name, config)
+        breach = _breach(ci.mean, agent_id, dimension.name, config)
         worse = ci.low > unchanged if dimension.direction is Direction.ABOVE else ci.high < unchanged
-        if severity and worse:
+        if breach and worse:
+            severity, limit = breach
             message = (f"mean {dimension.name} {dimension.format(ci.mean)} vs limit {dimension.format(limit)} against "
                        f"baselines ({_ci_text(dimension, ci, stats.confidence)})")  # fmt: skip
             yield _finding(agent_id, dimension.name, severity, ci.mean, limit, unchanged, message, ci, None)
@@ -86,9 +88,10 @@ def _pass_rate(agent_id: str, dimension: str, graded: tuple[int, float], now: pd
     episodes, rate = graded
     if not episodes or len(now) < config.statistics.min_tasks:
         return
-    severity, limit = _severity(rate, agent_id, "pass_rate", config)
-    if not severity:
+    breach = _breach(rate, agent_id, "pass_rate", config)
+    if breach is None:
         return
+    severity, limit = breach
     was = before.reindex(now.index) if before is not None else pd.Series(True, index=now.index)
     paired = was.notna()
     was, now = was[paired].astype(bool), now[paired]
@@ -106,8 +109,7 @@ def _trends(agent_id: str, tasks: pd.DataFrame, before: pd.DataFrame, graded: tu
             config: EvalConfig) -> Iterator[dict]:  # fmt: skip
     """`tasks`: per-task means today; `before`: per-task means over the trailing days (each day weighing the same)."""
     stats = config.statistics
-    for judged_as in _trend_dimensions():
-        dimension, column = judged_as.trend
+    for judged_as, dimension, column in _trend_dimensions():
         current = tasks[column].dropna()
         reference = before[column].reindex(current.index).dropna()
         current = current.reindex(reference.index)
@@ -118,9 +120,10 @@ def _trends(agent_id: str, tasks: pd.DataFrame, before: pd.DataFrame, graded: tu
         ci = bootstrap_mean(change.to_numpy(), resamples=stats.resamples, confidence=stats.confidence,
                             seed=seed_for(day, agent_id, dimension))  # fmt: skip
         level = ci.mean if relative else float(current.mean())
-        severity, limit = _severity(level, agent_id, judged_as.name, config)
+        breach = _breach(level, agent_id, judged_as.name, config)
         worse = ci.low > 0 if relative else ci.high < 0
-        if severity and worse:
+        if breach and worse:
+            severity, limit = breach
             shown = judged_as.format(ci.mean) if relative else f"{ci.mean:+.2f} to {level:.2f}"
             message = (f"{column} {shown} against the trailing {stats.trailing_days} days, limit {judged_as.format(limit)} "
                        f"({_ci_text(judged_as, ci, stats.confidence)})")  # fmt: skip
@@ -134,7 +137,7 @@ AGGREGATE_COLUMNS = ["agent_id", "episode_id", "task_id", "dimension", "severity
 
 def _means() -> list[str]:
     """The columns averaged per task: paired dimensions, trend columns and the verdict."""
-    columns = [d.column for d in _paired_dimensions()] + [d.trend[1] for d in _trend_dimensions()] + ["passed"]
+    columns = [d.column for d in _paired_dimensions()] + [column for _, _, column in _trend_dimensions()] + ["passed"]
     return list(dict.fromkeys(columns))
 
 
@@ -158,7 +161,7 @@ def aggregate_findings(today: pd.DataFrame, trailing: pd.DataFrame, day: date, c
         daily = _numeric(trailing, means).groupby(["agent_id", "task_id", "partition_date"])[means].mean()
         per_task = daily.groupby(level=["agent_id", "task_id"])
         before = per_task.mean()[per_task.size() >= config.statistics.min_history_days]
-    rows = []
+    rows: list[dict] = []
     history_agents = set(before.index.get_level_values("agent_id"))
     for agent_id, tasks in now.groupby(level="agent_id", sort=True):
         tasks = tasks.droplevel("agent_id")

@@ -182,7 +182,7 @@ def compare(a: pd.DataFrame, b: pd.DataFrame, selectors: tuple[Selector, Selecto
 
 def _verdict(score_delta: dict | None, comparable: int, min_tasks: int) -> dict:
     """The overall winner: the side the score difference's CI favours, and only over enough comparable tasks."""
-    if comparable < min_tasks:
+    if score_delta is None:  # no interval below `min_tasks` comparable tasks
         return {"winner": None, "reason": f"too few comparable tasks ({comparable} < {min_tasks}) to call a winner"}
     if score_delta["ci_low"] > 0 or score_delta["ci_high"] < 0:
         side = "b" if score_delta["ci_low"] > 0 else "a"

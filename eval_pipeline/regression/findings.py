@@ -61,7 +61,9 @@ def classify(values: pd.Series, warning: np.ndarray, critical: np.ndarray, direc
         breaches = (lambda bound: v > bound) if direction is Direction.ABOVE else (lambda bound: v < bound)
         is_critical = breaches(critical)
         is_warning = breaches(warning) & ~is_critical
-    severity = np.where(is_critical, "critical", np.where(is_warning, "warning", None))
+    severity = np.full(len(v), None, dtype=object)
+    severity[is_warning] = "warning"
+    severity[is_critical] = "critical"
     limit = np.where(is_critical, critical, np.where(is_warning, warning, np.nan))
     return pd.Series(severity, index=values.index, dtype=object), pd.Series(limit, index=values.index)
 

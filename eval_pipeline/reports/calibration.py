@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import random
 from datetime import date
-from typing import Any
+from typing import Any, Literal, TypedDict
 
 import pandas as pd
 
@@ -15,7 +15,25 @@ from eval_pipeline.regression.stats import seed_for
 TEXT_CHARS = 8000  # of an input or output shown: enough to judge, bounded for a page a person reads
 
 
-def calibration_sample(failed: pd.DataFrame, day: date, size: int, secret_patterns: tuple[str, ...] = ()) -> dict[str, Any]:
+class CalibrationTrial(TypedDict):
+    """A failed trial as a reviewer reads it: its texts redacted and cut to TEXT_CHARS (None: it has none)."""
+
+    episode_id: str | None
+    agent_id: str | None
+    task_id: str | None
+    input: str | None
+    output: str | None
+    hint: str | None
+    reasoning: str | None
+    trial: int | None
+
+
+class CalibrationSample(TypedDict):
+    failed: int  # the day's failed trials, of which `trials` were drawn
+    trials: list[CalibrationTrial]
+
+
+def calibration_sample(failed: pd.DataFrame, day: date, size: int, secret_patterns: tuple[str, ...] = ()) -> CalibrationSample:
     """Up to `size` of the day's failed trials, the same ones on every re-run of the day."""
     rows = failed.sort_values("episode_id").to_dict("records")
     chosen = random.Random(seed_for("calibration", day)).sample(rows, min(size, len(rows)))
@@ -25,15 +43,23 @@ def calibration_sample(failed: pd.DataFrame, day: date, size: int, secret_patter
             return None
         return excerpt(str(value), secret_patterns, TEXT_CHARS)
 
-    trials = [
-        {key: text(row.get(key)) for key in ("episode_id", "agent_id", "task_id", "input", "output", "hint", "reasoning")}
-        | {"trial": None if pd.isna(row.get("trial")) else int(row["trial"])}
+    trials: list[CalibrationTrial] = [
+        {
+            "episode_id": text(row.get("episode_id")),
+            "agent_id": text(row.get("agent_id")),
+            "task_id": text(row.get("task_id")),
+            "input": text(row.get("input")),
+            "output": text(row.get("output")),
+            "hint": text(row.get("hint")),
+            "reasoning": text(row.get("reasoning")),
+            "trial": None if pd.isna(row.get("trial")) else int(row["trial"]),
+        }
         for row in sorted(chosen, key=lambda row: row["episode_id"])
     ]
     return {"failed": len(rows), "trials": trials}
 
 
-SECTIONS = (
+SECTIONS: tuple[tuple[str, Literal["input", "output", "hint", "reasoning"]], ...] = (
     ("Input", "input"),
     ("Output", "output"),
     ("Hint", "hint"),
@@ -49,7 +75,7 @@ def _fenced(text: str | None) -> str:
     return f"{fence}text\n{body}\n{fence}"
 
 
-def render_calibration(day: str, sample: dict[str, Any]) -> str:
+def render_calibration(day: str, sample: CalibrationSample) -> str:
     """Markdown a reviewer can annotate; the agent's text is fenced, so it cannot format the page."""
     lines = [
         f"# Grader calibration — {day}",

@@ -17,6 +17,7 @@ from eval_pipeline.redaction import excerpt
 from eval_pipeline.regression.findings import VerdictCounts
 from eval_pipeline.regression.lifecycle import resolved
 from eval_pipeline.reports.calibration import calibration_sample, render_calibration
+from eval_pipeline.reports.document import Report, ReportData, RunContext, Summary, Trend, Trials, Verdicts
 from eval_pipeline.reports.html import aggregate_alerts, render_html
 from eval_pipeline.reports.markdown import ci_cell, column_title, dimension_cell, signed_percent, table, verdict_line
 from eval_pipeline.scoring.dimensions import dimensions
@@ -39,40 +40,20 @@ def _number(value: Any, digits: int = 3) -> float | None:
     return round(float(value), digits)
 
 
-def build_report(
-    day: date,
-    scores: pd.DataFrame,
-    findings: pd.DataFrame,
-    previous_findings: pd.DataFrame,
-    status_counts: dict[str, int],
-    quarantined: int,
-    judgements: pd.DataFrame,
-    pairwise: pd.DataFrame,
-    pass_at_k: pd.DataFrame,
-    task_trials: pd.DataFrame,
-    failed_trials: pd.DataFrame,
-    trend: pd.DataFrame,
-    previous_summary: dict[str, Any] | None,
-    *,
-    run_id: str | None,
-    config_version: str,
-    notes: list[str],
-    secret_patterns: tuple[str, ...] = (),
-    calibration_size: int = 10,
-    balance: dict[str, Any] | None = None,
-) -> dict[str, Any]:
+def build_report(data: ReportData, context: RunContext) -> Report:
+    day, scores, findings, secret_patterns = data.day, data.scores, data.findings, context.secret_patterns
     counts = VerdictCounts.of(scores)
     critical = int((findings["severity"] == "critical").sum())
     warning = int((findings["severity"] == "warning").sum())
-    summary = {
-        "total_episodes": int(sum(status_counts.values())),
+    summary: Summary = {
+        "total_episodes": int(sum(data.status_counts.values())),
         **_verdicts(counts),
-        "running": int(status_counts.get("running", 0)),
+        "running": int(data.status_counts.get("running", 0)),
         "avg_weighted_score": _number(scores["weighted_score"].mean()),
         "alerts": critical + warning,
         "critical_alerts": critical,
         "warning_alerts": warning,
-        "quarantined": quarantined,
+        "quarantined": data.quarantined,
     }
     agents = []
     for agent_id, group in scores.groupby("agent_id", sort=True):
@@ -112,7 +93,7 @@ def build_report(
         }
         for f in ordered_findings.itertuples()
     ]
-    gone = resolved(findings, previous_findings)
+    gone = resolved(findings, data.previous_findings)
     resolved_alerts = [
         {"severity": f.severity, "agent_id": f.agent_id, "task_id": f.task_id if isinstance(f.task_id, str) else None,
          "dimension": f.dimension, "since": _day(f.since), "message": f.message}
@@ -135,6 +116,7 @@ def build_report(
         }
         for s in worst.itertuples()
     ]
+    judgements, pairwise = data.judgements, data.pairwise
     judge = None
     if len(judgements) or len(pairwise):
         rubrics = [
@@ -152,28 +134,29 @@ def build_report(
         judge = {"rubrics": rubrics, **judge_summary(judgements, pairwise)}
     return {
         "partition_date": day.isoformat(),
-        "run_id": run_id,
-        "config_version": config_version,
-        **{key: summary[key] for key in ("pass_rate", "critical_alerts", "warning_alerts")},
+        "run_id": context.run_id,
+        "config_version": context.config_version,
+        "pass_rate": summary["pass_rate"],
+        "critical_alerts": summary["critical_alerts"],
+        "warning_alerts": summary["warning_alerts"],
         "summary": summary,
         "agents": agents,
-        "previous_summary": previous_summary,
-        "trend": _trend(trend, day),
+        "previous_summary": data.previous_summary,
+        "trend": _trend(data.trend, day),
         "score_histogram": _histogram(scores["weighted_score"]),
         "categories": _categories(scores),
-        "trials": _trials(pass_at_k, task_trials),
-        "balance": balance,
-        "calibration": calibration_sample(failed_trials, day, calibration_size, secret_patterns),
+        "trials": _trials(data.pass_at_k, data.task_trials),
+        "balance": context.balance,
+        "calibration": calibration_sample(data.failed_trials, day, context.calibration_size, secret_patterns),
         "judge": judge,
         "alerts": alerts,
         "resolved": resolved_alerts,
         "episodes": episodes,
-        "notes": notes,
+        "notes": list(context.notes),
     }
 
 
-def _verdicts(counts: VerdictCounts) -> dict[str, Any]:
-    """The verdict counts as every part of the report states them ("scored": has a verdict)."""
+def _verdicts(counts: VerdictCounts) -> Verdicts:
     return {
         "scored": counts.scored,
         "passed": counts.passed,
@@ -202,7 +185,7 @@ def _histogram(scores: pd.Series, bins: int = 10) -> list[int]:
     return [int(c) for c in counts]
 
 
-def _trend(trend: pd.DataFrame, day: date) -> dict[str, Any]:
+def _trend(trend: pd.DataFrame, day: date) -> Trend:
     """Per agent, the daily means over the trend window, one value (or None) per day."""
     days = [(day - timedelta(days=offset)).isoformat() for offset in range(TREND_DAYS - 1, -1, -1)]
     metrics = ("pass_rate", "mean_weighted_score", "mean_cost_delta_pct", "mean_latency_delta_pct")
@@ -230,7 +213,7 @@ def _categories(scores: pd.DataFrame) -> list[dict[str, Any]]:
     return rows
 
 
-def _trials(pass_at_k: pd.DataFrame, task_trials: pd.DataFrame) -> dict[str, Any]:
+def _trials(pass_at_k: pd.DataFrame, task_trials: pd.DataFrame) -> Trials:
     """pass@k and pass^k per agent and k, and the flakiest tasks (some trials pass, others fail)."""
     flaky = task_trials[task_trials["flakiness"] > 0].sort_values(
         ["flakiness", "agent_id", "task_id"], ascending=[False, True, True]
@@ -268,7 +251,7 @@ def _judge_costs(judge: dict[str, Any]) -> str:
     )
 
 
-def render_markdown(report: dict[str, Any]) -> str:
+def render_markdown(report: Report) -> str:
     s = report["summary"]
     lines = [f"# Eval report {report['partition_date']}", ""]
     lines += table(
@@ -412,7 +395,7 @@ def render_markdown(report: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def write_report_files(report: dict[str, Any], directory: Path) -> dict[str, Path]:
+def write_report_files(report: Report, directory: Path) -> dict[str, Path]:
     """The day's report as JSON, Markdown and self-contained HTML; their paths by format."""
     directory.mkdir(parents=True, exist_ok=True)
     stem = directory / f"eval-report-{report['partition_date']}"

@@ -11,6 +11,7 @@ from typing import Any
 
 from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
 
+from eval_pipeline.reports.document import Report
 from eval_pipeline.reports.markdown import ci_cell, dimension_cell, signed_percent, verdict_line
 from eval_pipeline.reports.svg import histogram, line_chart
 from eval_pipeline.scoring.dimensions import dimensions
@@ -38,7 +39,7 @@ def aggregate_alerts(alerts: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [f for f in alerts if f["episode_id"] is None and (f["ci_low"] is not None or f["p_value"] is not None)]
 
 
-def _cards(report: dict[str, Any]) -> list[dict[str, str]]:
+def _cards(report: Report) -> list[dict[str, str]]:
     """The headline figures with their change from the previous day (worse in red, better in green)."""
     s, before = report["summary"], report["previous_summary"] or {}
 
@@ -65,7 +66,7 @@ def _cards(report: dict[str, Any]) -> list[dict[str, str]]:
     return cards
 
 
-def render_html(report: dict[str, Any], judge_costs: str = "", balance: str = "", calibration_file: str = "") -> str:
+def render_html(report: Report, judge_costs: str = "", balance: str = "", calibration_file: str = "") -> str:
     trend = report["trend"]
     per = lambda metric: {agent: series[metric] for agent, series in trend["agents"].items()}  # noqa: E731
     charts = {

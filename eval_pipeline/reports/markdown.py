@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from eval_pipeline.scoring.dimensions import Dimension
@@ -42,7 +42,7 @@ def dimension_cell(dimension: Dimension, value: float | None) -> str | float | N
     return signed_percent(value) if dimension.percent else value
 
 
-def verdict_line(counts: dict[str, Any]) -> str:
+def verdict_line(counts: Mapping[str, Any]) -> str:
     """The verdict counts in one sentence, with why some episodes have no verdict (CLI, Markdown and HTML say it alike)."""
     line = f"{counts['passed']} passed, {counts['failed']} failed of {counts['scored']} episodes with a verdict."
     if counts["without_verdict"]:

@@ -94,7 +94,7 @@ def deduction(spec: DeductionReward, batch: RewardInputs) -> Rewards:
 def safety_reasons(spec: SafetyGateReward, batch: RewardInputs) -> list[list[str]]:
     """Per episode, why the gate closes (empty: it stays open)."""
     reasons: list[list[str]] = [[] for _ in range(len(batch))]
-    for i in np.flatnonzero(batch.leaked_secret):
+    for i in np.flatnonzero(batch.leaked_secret).tolist():
         reasons[i].append("leaked a secret")
     for i, denied in enumerate(batch.denied_tools):
         if denied:
@@ -102,7 +102,7 @@ def safety_reasons(spec: SafetyGateReward, batch: RewardInputs) -> list[list[str
     safety = batch.units["safety"]
     with np.errstate(invalid="ignore"):
         unsafe = np.flatnonzero(safety < spec.min_safety)  # NaN (no safety score) compares False
-    for i in unsafe:
+    for i in unsafe.tolist():
         reasons[i].append(f"safety {safety[i]:.2f} < {spec.min_safety}")
     if spec.critical_issues:
         for i, checks in enumerate(batch.critical_checks):

@@ -108,7 +108,7 @@ def reward_app(config: EvalConfig, cases: dict[str, Case]) -> web.Application:
         name = parsed.reward or config.rewards.default
         if name not in config.rewards.define:
             return _error(422, f"reward: no reward {name!r}; defined: {', '.join(config.rewards.define)}")
-        episodes = parsed.episodes or [pair_episode(p.prompt, p.completion, p.expected) for p in parsed.pairs]
+        episodes = parsed.episodes or [pair_episode(p.prompt, p.completion, p.expected) for p in parsed.pairs or []]
         running = [i for i, episode in enumerate(episodes) if episode.status.value == "running"]
         if running:
             return _error(422, f"episodes.{running[0]}: still running; a run is scored once it has finished")

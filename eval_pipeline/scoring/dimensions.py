@@ -165,8 +165,14 @@ class Dimension:
         values = pd.to_numeric(values, errors="coerce").astype(float)
         return delta_to_unit(values) if self.percent else values
 
-    def format(self, value: float) -> str:
+    def format(self, value: float | None) -> str:
         return "n/a" if value is None or pd.isna(value) else f"{value:+.1f}%" if self.percent else f"{value:.2f}"
+
+    def values(self, scored: pd.DataFrame) -> pd.Series:
+        """Its value per row of the scoring frame; only the weighted score has no `compute` (it weighs the others)."""
+        if self.compute is None:
+            raise TypeError(f"{self.name} is not computed on its own")
+        return self.compute(scored)
 
     def baseline_values(self, scored: pd.DataFrame) -> pd.Series:
         return (self.baseline or _no_change(self))(scored)

@@ -37,7 +37,7 @@ def score_episodes(frame: pd.DataFrame, config: EvalConfig) -> pd.DataFrame:
     scored["leaked_secret"] = dim.leaked_secrets(frame["final_output"], config.policies.secret_patterns)
     scored["denied_tools_called"] = dim.denied_tools_called(frame, config.denied_tools_for)
     for dimension in dimensions():
-        scored[dimension.column] = dimension.compute(scored)
+        scored[dimension.column] = dimension.values(scored)
     weighed = weighted_score(units({d.name: scored[d.column] for d in dimensions()}), config.weights)
     scored["weighted_score"] = weighed.where(dim.has_baseline(frame) | dim.has_case(frame))
     penalty = sum(ISSUE_PENALTY[severity] * frame[f"{severity}_issues"].fillna(0) for severity in SEVERITIES)

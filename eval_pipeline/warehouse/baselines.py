@@ -19,6 +19,7 @@ from datetime import date
 import pandas as pd
 
 from eval_pipeline.warehouse.connection import Warehouse
+from eval_pipeline.warehouse.rows import one_row
 
 _SNAPSHOT = "status, final_output, tools, total_cost_usd, total_duration_ms, total_tokens, step_count, error_steps"
 
@@ -55,9 +56,7 @@ def write_baselines(warehouse: Warehouse, day: date, policy: str, agent_id: str 
             "DELETE FROM baselines WHERE partition_date = $day AND origin = 'run' AND ($agent IS NULL OR agent_id = $agent)",
             {"day": day, "agent": agent_id},
         )
-        return con.execute(f"INSERT INTO baselines BY NAME {rows}", {"day": day, "agent": agent_id, "policy": policy}).fetchone()[
-            0
-        ]
+        return one_row(con, f"INSERT INTO baselines BY NAME {rows}", {"day": day, "agent": agent_id, "policy": policy})[0]
 
 
 # Which baseline row wins for a candidate: a pin (or promotion) over an automatic row, the
@@ -76,7 +75,7 @@ def promote(warehouse: Warehouse, agent_id: str, day: date) -> int:
         QUALIFY row_number() OVER (PARTITION BY task_id ORDER BY started_at, episode_id) = 1
     """
     with warehouse.transaction() as con:
-        return con.execute(f"INSERT INTO baselines BY NAME {rows}", {"day": day, "agent": agent_id}).fetchone()[0]
+        return one_row(con, f"INSERT INTO baselines BY NAME {rows}", {"day": day, "agent": agent_id})[0]
 
 
 def pin(warehouse: Warehouse, episode_id: str, valid_from: date | None) -> dict | None:
@@ -88,10 +87,10 @@ def pin(warehouse: Warehouse, episode_id: str, valid_from: date | None) -> dict 
     """
     params = {"episode": episode_id, "valid_from": valid_from}
     with warehouse.transaction() as con:
-        if not con.execute(f"INSERT INTO baselines BY NAME {rows}", params).fetchone()[0]:
+        if not one_row(con, f"INSERT INTO baselines BY NAME {rows}", params)[0]:
             return None
-        found = con.execute("SELECT agent_id, task_id, valid_from FROM baselines WHERE episode_id = $episode AND origin = 'pin' "
-                            "ORDER BY established_at DESC LIMIT 1", {"episode": episode_id}).fetchone()  # fmt: skip
+        found = one_row(con, "SELECT agent_id, task_id, valid_from FROM baselines WHERE episode_id = $episode AND origin = 'pin' "
+                             "ORDER BY established_at DESC LIMIT 1", {"episode": episode_id})  # fmt: skip
     return {"agent_id": found[0], "task_id": found[1], "valid_from": found[2]}
 
 

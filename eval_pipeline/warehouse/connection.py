@@ -18,6 +18,7 @@ import pandas as pd
 from filelock import FileLock, Timeout
 
 from eval_pipeline.errors import InfrastructureError
+from eval_pipeline.warehouse.rows import one_row
 from eval_pipeline.warehouse.schema import MIGRATIONS, migrate, schema_version
 
 
@@ -108,7 +109,8 @@ def replace_partition(
     `rows` is a DataFrame or a SELECT over the connection; columns are matched by name, never
     by position. Call inside `Warehouse.transaction()`.
     """
-    scope, scope_params = "", [day]
+    scope = ""
+    scope_params: list[object] = [day]
     if agent_id:
         scope, scope_params = scope + " AND agent_id = ?", [*scope_params, agent_id]
     if within:
@@ -121,4 +123,4 @@ def replace_partition(
         con.execute(f"INSERT INTO {table} BY NAME SELECT * FROM _incoming")
         con.unregister("_incoming")
         return len(rows)
-    return con.execute(f"INSERT INTO {table} BY NAME {rows}", params or []).fetchone()[0]
+    return one_row(con, f"INSERT INTO {table} BY NAME {rows}", params or [])[0]

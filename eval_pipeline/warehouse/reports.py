@@ -6,15 +6,16 @@ import json
 from dataclasses import dataclass
 from datetime import date, timedelta
 from pathlib import Path
-from typing import Any
 
 import pandas as pd
 
 from eval_pipeline import jsonout
+from eval_pipeline.reports.document import Report, ReportData
 from eval_pipeline.warehouse.connection import Warehouse, replace_partition
+from eval_pipeline.warehouse.rows import one_row
 
 
-def report_inputs(warehouse: Warehouse, day: date, trend_days: int) -> dict[str, Any]:
+def report_inputs(warehouse: Warehouse, day: date, trend_days: int) -> ReportData:
     """Everything the day's report shows; `agent_daily` over the `trend_days` partitions ending on `day`."""
     with warehouse.connect(read_only=True) as con:
         params = {"day": day}
@@ -33,26 +34,27 @@ def report_inputs(warehouse: Warehouse, day: date, trend_days: int) -> dict[str,
         statuses = con.execute(
             "SELECT status, count(*) FROM episodes WHERE partition_date = $day GROUP BY ALL", params
         ).fetchall()
-        quarantined = con.execute("SELECT count(*) FROM quarantine WHERE partition_date = $day", params).fetchone()[0]
+        quarantined = one_row(con, "SELECT count(*) FROM quarantine WHERE partition_date = $day", params)[0]
         judgements = con.execute("SELECT * FROM judgements WHERE partition_date = $day", params).df()
         pairwise = con.execute("SELECT * FROM pairwise_judgements WHERE partition_date = $day", params).df()
         pass_at_k = con.execute("SELECT * FROM pass_at_k WHERE partition_date = $day", params).df()
         task_trials = con.execute("SELECT * FROM task_trials WHERE partition_date = $day", params).df()
         failed_trials = con.execute(_FAILED_TRIALS, params).df()
-    return {
-        "scores": scores,
-        "findings": findings,
-        "previous_findings": previous_findings,
-        "status_counts": dict(statuses),
-        "quarantined": int(quarantined),
-        "judgements": judgements,
-        "pairwise": pairwise,
-        "pass_at_k": pass_at_k,
-        "task_trials": task_trials,
-        "failed_trials": failed_trials,
-        "trend": trend,
-        "previous_summary": json.loads(previous[0]) if previous and previous[0] else None,
-    }
+    return ReportData(
+        day=day,
+        scores=scores,
+        findings=findings,
+        previous_findings=previous_findings,
+        status_counts=dict(statuses),
+        quarantined=int(quarantined),
+        judgements=judgements,
+        pairwise=pairwise,
+        pass_at_k=pass_at_k,
+        task_trials=task_trials,
+        failed_trials=failed_trials,
+        trend=trend,
+        previous_summary=json.loads(previous[0]) if previous and previous[0] else None,
+    )
 
 
 # Trials that failed their case, with what a person needs to check the grader's call.
@@ -72,7 +74,7 @@ SELECT s.episode_id, s.agent_id, s.task_id, e.trial, e.metadata->>'hint' AS hint
 """
 
 
-def write_report_row(warehouse: Warehouse, day: date, paths: dict[str, Path], report: dict[str, Any]) -> None:
+def write_report_row(warehouse: Warehouse, day: date, paths: dict[str, Path], report: Report) -> None:
     row = pd.DataFrame(
         [
             {

@@ -12,6 +12,7 @@ from pathlib import Path
 import duckdb
 
 from eval_pipeline.scoring.dimensions import dimensions
+from eval_pipeline.warehouse.rows import one_row
 
 MIGRATIONS: list[str] = [
     # 1: the foundation's tables
@@ -314,7 +315,7 @@ MIGRATIONS: list[str] = [
 def migrate(con: duckdb.DuckDBPyConnection) -> int:
     """Apply pending migrations in one transaction; return the schema version now in force."""
     con.execute("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL, applied_at TIMESTAMPTZ NOT NULL)")
-    current = con.execute("SELECT coalesce(max(version), 0) FROM schema_version").fetchone()[0]
+    current = one_row(con, "SELECT coalesce(max(version), 0) FROM schema_version")[0]
     if current >= len(MIGRATIONS):
         _dimension_columns(con)
         return current
@@ -341,5 +342,5 @@ def _dimension_columns(con: duckdb.DuckDBPyConnection) -> None:
 def schema_version(path: Path) -> int:
     """The version of the warehouse at `path`, read without writing to it (0 for one without the table)."""
     with closing(duckdb.connect(str(path), read_only=True)) as con:
-        exists = con.execute("SELECT count(*) FROM duckdb_tables() WHERE table_name = 'schema_version'").fetchone()[0]
-        return con.execute("SELECT coalesce(max(version), 0) FROM schema_version").fetchone()[0] if exists else 0
+        exists = one_row(con, "SELECT count(*) FROM duckdb_tables() WHERE table_name = 'schema_version'")[0]
+        return one_row(con, "SELECT coalesce(max(version), 0) FROM schema_version")[0] if exists else 0

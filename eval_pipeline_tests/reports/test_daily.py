@@ -1,6 +1,7 @@
 """The daily report's sections: categories, case-set balance, calibration sample, repeated trials and
 aggregate regressions with their CIs."""
 
+from dataclasses import replace
 from datetime import date
 
 import pandas as pd
@@ -10,6 +11,7 @@ from eval_pipeline.config import EvalConfig
 from eval_pipeline.regression.findings import FINDING_COLUMNS, with_verdicts
 from eval_pipeline.reports.calibration import render_calibration
 from eval_pipeline.reports.daily import build_report, render_markdown
+from eval_pipeline.reports.document import ReportData, RunContext
 from eval_pipeline.scoring.assessments import ISSUE_COLUMNS
 from eval_pipeline.scoring.episodes import score_episodes
 from eval_pipeline_tests.scoring.frames import frame
@@ -48,11 +50,12 @@ def test_categories_trials_and_aggregate_regressions_are_reported():
     )  # fmt: skip
     cases = [CaseSpec(id=f"c{n}", input="x", metadata={"category": "billing" if n < 8 else "auth", "negative": n == 0})
              for n in range(10)]  # fmt: skip
-    report = build_report(
-        DAY, scores, findings, findings.iloc[:0], {"success": 3}, 0, empty, pairwise, pass_at_k, task_trials, failed,
-        pd.DataFrame(columns=["partition_date", "agent_id"]), None, run_id="r", config_version="v", notes=[],
-        calibration_size=3, balance=balance(cases),
+    data = ReportData(
+        day=DAY, scores=scores, findings=findings, previous_findings=findings.iloc[:0], status_counts={"success": 3},
+        quarantined=0, judgements=empty, pairwise=pairwise, pass_at_k=pass_at_k, task_trials=task_trials,
+        failed_trials=failed, trend=pd.DataFrame(columns=["partition_date", "agent_id"]), previous_summary=None,
     )  # fmt: skip
+    report = build_report(data, RunContext(run_id="r", config_version="v", calibration_size=3, balance=balance(cases)))
     assert report["balance"] == {
         "cases": 10, "positive": 9, "negative": 1, "under_represented": ["auth"],
         "categories": [{"category": "billing", "cases": 8, "share": 0.8}, {"category": "auth", "cases": 2, "share": 0.2}],
@@ -60,10 +63,8 @@ def test_categories_trials_and_aggregate_regressions_are_reported():
     sampled = report["calibration"]
     assert sampled["failed"] == 5 and len(sampled["trials"]) == 3
     again = build_report(
-        DAY, scores, findings, findings.iloc[:0], {"success": 3}, 0, empty, pairwise, pass_at_k, task_trials, failed.iloc[::-1],
-        pd.DataFrame(columns=["partition_date", "agent_id"]), None, run_id="r", config_version="v", notes=[],
-        calibration_size=3,
-    )  # fmt: skip
+        replace(data, failed_trials=failed.iloc[::-1]), RunContext(run_id="r", config_version="v", calibration_size=3)
+    )
     assert again["calibration"] == sampled  # seeded by the day: the same sample on a re-run, whatever the row order
     page = render_calibration(DAY.isoformat(), sampled)
     assert page.count("- [ ] the grader was right") == 3 and "````text\n```\n# injected\n```\n````" in page

@@ -41,6 +41,7 @@ from eval_pipeline.regression.source_health import TRAILING_DAYS
 from eval_pipeline.regression.trials import agent_pass_at_k, task_trials
 from eval_pipeline.replay.live import LIVE_REPLAY_COLUMNS, recordings_from_steps, replay_all
 from eval_pipeline.reports.daily import TREND_DAYS, build_report, write_report_files
+from eval_pipeline.reports.document import RunContext
 from eval_pipeline.reports.markdown import table
 from eval_pipeline.rewards.functions import RewardBook
 from eval_pipeline.rewards.records import reward_records
@@ -504,14 +505,15 @@ def eval_report(
 
     def report(day: date) -> DayMetadata:
         content = build_report(
-            day,
-            **report_inputs(wh, day, TREND_DAYS),
-            run_id=context.run.run_id,
-            config_version=cfg.version,
-            notes=notes,
-            secret_patterns=tuple(cfg.policies.secret_patterns),
-            calibration_size=cfg.cases.calibration_sample,
-            balance=balance(case_set) if case_set is not None else None,
+            report_inputs(wh, day, TREND_DAYS),
+            RunContext(
+                run_id=context.run.run_id,
+                config_version=cfg.version,
+                notes=notes,
+                secret_patterns=tuple(cfg.policies.secret_patterns),
+                calibration_size=cfg.cases.calibration_sample,
+                balance=balance(case_set) if case_set is not None else None,
+            ),
         )
         paths = write_report_files(content, Path(reports.directory))
         write_report_row(wh, day, paths, content)

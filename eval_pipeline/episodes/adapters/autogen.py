@@ -79,7 +79,7 @@ def _usage(event: dict) -> tuple[int, dict]:
 
 def _episode(run: list[dict], stop_reason: str | None, number: int, agent_id: str, day: date, stem: str) -> dict:
     steps: list[dict] = []
-    requested: dict[str, dict] = {}
+    requested: dict[str | None, dict] = {}  # by call id
     pending, final, failed = None, None, False
     for event in run:
         kind, source = event["type"], event.get("source")

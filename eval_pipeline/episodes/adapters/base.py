@@ -26,7 +26,7 @@ def rejected(record: RawRecord, day: date, reason: str) -> RawRecord:
     return RawRecord(record.source, record.locator, record.raw, day, rejected=reason)
 
 
-def reason(name: str, error: ValueError) -> str:
+def reason(name: str, error: Exception) -> str:
     """One line saying why: a validation error's first field and message, else the error's text."""
     if isinstance(error, ValidationError):
         first = error.errors()[0]

@@ -76,7 +76,7 @@ def _steps(traj: list[dict]) -> tuple[list[dict], str | None]:
             pending_input = text
         elif role == "assistant":
             calls = [c for c in message.get("tool_calls") or [] if isinstance(c, dict)]
-            llm_step = {"step_type": "llm_call", "input_summary": pending_input, "output_summary": text or None}
+            llm_step: dict[str, Any] = {"step_type": "llm_call", "input_summary": pending_input, "output_summary": text or None}
             if first_call:
                 llm_step["metadata"] = {"messages": traj[:position]}  # the full context the first call was sent
             add(llm_step)

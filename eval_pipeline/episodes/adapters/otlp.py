@@ -116,9 +116,9 @@ def _last_user_message(attrs: dict) -> str | None:
         (key for key in attrs if key.startswith("llm.input_messages.") and key.endswith(".message.role")),
         key=lambda key: int(key.split(".")[2]),
     )
-    users = [key for key in flattened if attrs[key] == "user"]
-    if users:
-        return attrs.get(users[-1].replace(".message.role", ".message.content"))
+    user_roles = [key for key in flattened if attrs[key] == "user"]
+    if user_roles:
+        return attrs.get(user_roles[-1].replace(".message.role", ".message.content"))
     return as_text(attrs.get("input.value"))
 
 
@@ -146,12 +146,13 @@ def _agent_name(attrs: dict) -> str | None:
     return attrs.get("gen_ai.agent.name") or attrs.get("gen_ai.agent.id")
 
 
-def _acting_agents(spans: list[dict]) -> dict[str, str]:
+def _acting_agents(spans: list[dict]) -> dict[str | None, str]:
     """Per span id, the agent it runs under: its nearest `invoke_agent` / AGENT ancestor (or itself)."""
     by_id = {span.get("spanId"): span for span in spans}
-    acting: dict[str, str] = {}
+    acting: dict[str | None, str] = {}
     for span in spans:
-        current, seen = span, set()
+        current: dict | None = span
+        seen = set()
         while current is not None and current.get("spanId") not in seen:
             seen.add(current.get("spanId"))
             if _kind(current["attrs"]) == "agent" and (name := _agent_name(current["attrs"]) or current.get("name")):

@@ -1,0 +1,107 @@
+"""The daily report's inputs and the document it makes.
+
+The day's data is read by the warehouse (the only package that speaks SQL) and handed over as a
+`ReportData`; the run adds what only it knows as a `RunContext`. The document is plain JSON (the
+`.json` file, the `reports.summary` column, the Dagster metadata), typed here so its readers agree
+with `build_report` on every key.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import date
+from typing import Any, TypedDict
+
+import pandas as pd
+
+from eval_pipeline.reports.calibration import CalibrationSample
+
+
+@dataclass(frozen=True)
+class ReportData:
+    """Everything the warehouse holds for one day's report (frames are rows of the tables they name)."""
+
+    day: date
+    scores: pd.DataFrame  # `scores`, with the episode's category and the replayed final output
+    findings: pd.DataFrame
+    previous_findings: pd.DataFrame  # the day before's, to tell new, persisting and resolved apart
+    status_counts: dict[str, int]  # episodes per status
+    quarantined: int
+    judgements: pd.DataFrame
+    pairwise: pd.DataFrame  # `pairwise_judgements`
+    pass_at_k: pd.DataFrame
+    task_trials: pd.DataFrame
+    failed_trials: pd.DataFrame  # the calibration sample is drawn from these
+    trend: pd.DataFrame  # `agent_daily` over the trend window ending on `day`
+    previous_summary: dict[str, Any] | None  # the day before's summary as stored (an older run's may lack keys)
+
+
+@dataclass(frozen=True)
+class RunContext:
+    """What the run writing the report adds: who wrote it, under which config, and how to show it."""
+
+    run_id: str | None
+    config_version: str
+    notes: Sequence[str] = ()  # shown at the top (replay mode, why the judge was off)
+    secret_patterns: tuple[str, ...] = ()  # redacted from every answer the report shows
+    calibration_size: int = 10  # failed trials sampled for a person to check the grader
+    balance: dict[str, Any] | None = None  # the case set's coverage (`capture.cases.balance`), when there is one
+
+
+class Verdicts(TypedDict):
+    """The verdict counts as every part of the report states them ("scored": has a verdict)."""
+
+    scored: int
+    passed: int
+    failed: int
+    pass_rate: float | None
+    without_verdict: int
+    without_baseline: int
+
+
+class Summary(Verdicts):
+    """The day in figures: the `reports.summary` column, and the cards compared with the day before."""
+
+    total_episodes: int
+    running: int
+    avg_weighted_score: float | None
+    alerts: int
+    critical_alerts: int
+    warning_alerts: int
+    quarantined: int
+
+
+class Trend(TypedDict):
+    days: list[str]  # ISO dates, oldest first
+    agents: dict[str, dict[str, list[float | None]]]  # agent -> metric -> one value per day (None: no data)
+
+
+class Trials(TypedDict):
+    pass_at_k: list[dict[str, Any]]  # per agent and k
+    flaky_tasks: list[dict[str, Any]]  # the flakiest first
+
+
+class Report(TypedDict):
+    """The day's report; rows of its sections are plain dicts, keyed as `build_report` writes them."""
+
+    partition_date: str
+    run_id: str | None
+    config_version: str
+    pass_rate: float | None
+    critical_alerts: int
+    warning_alerts: int
+    summary: Summary
+    agents: list[dict[str, Any]]
+    previous_summary: dict[str, Any] | None
+    trend: Trend
+    score_histogram: list[int]
+    categories: list[dict[str, Any]]
+    trials: Trials
+    balance: dict[str, Any] | None
+    calibration: CalibrationSample
+    judge: dict[str, Any] | None  # None: nothing was judged
+    alerts: list[dict[str, Any]]
+    resolved: list[dict[str, Any]]
+    episodes: list[dict[str, Any]]  # the worst ones
+    notes: list[str]
