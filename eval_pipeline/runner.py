@@ -65,8 +65,8 @@ class RunRequest:
 
     def run_config(self) -> dict:
         """The ops' `RunScope`s: only what differs from a whole-graph, all-agent run."""
-        scope = {"agent_id": self.agent_id} if self.agent_id else {}
-        ops = {name: {"config": dict(scope)} for name in SCOPED_STEPS} if scope else {}
+        scope: dict[str, object] = {"agent_id": self.agent_id} if self.agent_id else {}
+        ops: dict[str, dict[str, dict[str, object]]] = {name: {"config": dict(scope)} for name in SCOPED_STEPS} if scope else {}
         if self.undated_day:
             ops.setdefault("episodes", {"config": dict(scope)})["config"]["undated_day"] = self.undated_day.isoformat()
         if self.recapture or self.trials:
@@ -87,7 +87,7 @@ def _root_cause(result: dg.ExecuteInProcessResult) -> str:
                 error = error.cause  # unwrap Dagster's step wrapper down to our own exception
             message = error.message.strip().splitlines()[0] if error.message.strip() else ""
             prefix, _, rest = message.partition(": ")
-            return rest if prefix.endswith(error.cls_name or "\0") and rest else message or error.cls_name
+            return rest if prefix.endswith(error.cls_name or "\0") and rest else message or error.cls_name or "unknown error"
     return "the run failed without a step error (see the run in the UI)"
 
 
@@ -143,10 +143,8 @@ def run_days(settings: Settings, request: RunRequest, progress: Progress | None 
     first, last = min(request.days), max(request.days)
     agent_id = request.agent_id
     tags = {"eval_pipeline/launched_by": "cli", **({"eval_pipeline/agent": agent_id} if agent_id else {})}
-    if first == last:
-        partition = {"partition_key": first.isoformat()}
-    else:
-        partition = {}
+    partition_key = first.isoformat() if first == last else None  # a range is named by its tags
+    if partition_key is None:
         tags |= {"dagster/asset_partition_range_start": first.isoformat(), "dagster/asset_partition_range_end": last.isoformat()}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", category=dg.BetaWarning)
@@ -167,7 +165,7 @@ def run_days(settings: Settings, request: RunRequest, progress: Progress | None 
                     tags=tags,
                     raise_on_error=False,
                     run_id=run_id,
-                    **partition,
+                    partition_key=partition_key,
                 )
             finally:
                 if watcher:

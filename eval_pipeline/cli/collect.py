@@ -27,7 +27,7 @@ def _run(args: argparse.Namespace, settings: Settings) -> int:
         server = serve(TraceSink(directory), args.host, args.port)
     except OSError as exc:
         raise UsageError(f"cannot listen on {args.host}:{args.port}: {exc}") from None
-    host, port = server.server_address[:2]
+    host, port = str(server.server_address[0]), server.server_address[1]
     print(f"collecting OTLP/HTTP traces on http://{host}:{port}/v1/traces into {directory}", flush=True)
     try:
         server.serve_forever(poll_interval=0.2)

@@ -31,11 +31,11 @@ def _run(args: argparse.Namespace, settings: Settings) -> int:
     except SelectorError as exc:
         raise UsageError(str(exc)) from None
     warehouse = existing_warehouse(settings)
-    runs = [selected_runs(warehouse, side) for side in sides]
+    runs = (selected_runs(warehouse, sides[0]), selected_runs(warehouse, sides[1]))
     for side, name, frame in zip(sides, "ab", runs, strict=True):
         if frame.empty:
             raise UsageError(f"--{name} {side} selects no finished episode")
-    comparison = compare(*runs, sides, load_config(settings.config_path).statistics)
+    comparison = compare(runs[0], runs[1], sides, load_config(settings.config_path).statistics)
     text = jsonout.dumps(comparison, indent=2) + "\n" if args.format == "json" else render_comparison(comparison)
     return emit(text, args.output)
 
