@@ -24,7 +24,12 @@ class CaseSpec(BaseModel):
     hint: str | None = None
     reference: str | None = None
     metadata: dict[str, Any] = Field(default_factory=dict)
-    timeout: float | None = Field(None, gt=0)  # seconds; the runner's default when unset
+    timeout: float | None = Field(None, gt=0, description="this case's time limit in milliseconds, as plaited has it")
+
+    @property
+    def timeout_seconds(self) -> float | None:
+        """The case's own time limit in seconds, None when it sets none."""
+        return self.timeout / 1000 if self.timeout else None
 
     @property
     def turns(self) -> list[str]:

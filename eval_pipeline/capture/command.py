@@ -39,7 +39,7 @@ class CommandAgent:
     def run(self, case: CaseSpec, trial: int, workdir: Path) -> Run:
         """Each turn in a new process; the case's timeout bounds the whole session."""
         errors = prepared(workdir)
-        budget = case.timeout or self.timeout_seconds
+        budget = case.timeout_seconds or self.timeout_seconds
         history, outputs, prompts = History(), [], []
         started = time.perf_counter()
         exit_code: int | None = 0
@@ -76,7 +76,7 @@ class HttpAgent:
         body = {"id": case.id, "input": case.input, "hint": case.hint, "metadata": case.metadata, "trial": trial}
         started = time.perf_counter()
         try:
-            response = httpx.post(self.url, json=body, timeout=case.timeout or self.timeout_seconds)
+            response = httpx.post(self.url, json=body, timeout=case.timeout_seconds or self.timeout_seconds)
             errors.write_text("" if response.is_success else f"HTTP {response.status_code}: {response.text[:STDERR_KEPT]}")
             code: int | None = 0 if response.is_success else 1
             text = response.text if response.is_success else ""
@@ -110,7 +110,7 @@ class CallableAgent:
         single = ThreadPoolExecutor(max_workers=1)
         future = single.submit(function, {**case.model_dump(), "trial": trial, "cwd": str(workdir)})
         try:
-            result = future.result(timeout=case.timeout or self.timeout_seconds)
+            result = future.result(timeout=case.timeout_seconds or self.timeout_seconds)
             text, code = (result if isinstance(result, str) else json.dumps(result)), 0
             errors.write_text("")
         except Timeout:

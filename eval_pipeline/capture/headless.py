@@ -288,7 +288,7 @@ class HeadlessAgent:
 
     def run(self, case: CaseSpec, trial: int, workdir: Path) -> Run:
         errors = prepared(workdir)
-        budget = case.timeout or (self.schema.timeout / 1000 if self.schema.timeout else self.timeout_seconds)
+        budget = case.timeout_seconds or (self.schema.timeout / 1000 if self.schema.timeout else self.timeout_seconds)
         started, started_ms = time.perf_counter(), time.time() * 1000
         history, session_id = _history(self.schema), None
         updates: list[Update] = []

@@ -25,14 +25,14 @@ def test_trials_timeouts_crashes_and_isolation(tmp_path):
     agent = CommandAgent(AGENT, prompt_via="stdin", timeout_seconds=20, concurrency=2)
     specs = cases(
         {"id": "greet", "input": "hello", "metadata": {"category": "smalltalk"}, "expected_output_contains": ["hello"]},
-        {"id": "stuck", "input": "please hang", "timeout": 1.5},
+        {"id": "stuck", "input": "please hang", "timeout": 1500},
         {"id": "broken", "input": "crash now"},
         {"id": "files", "input": "write a note"},
     )
     started = time.perf_counter()
     runs = run_all(agent, specs, trials=3, root=tmp_path / "runs")
     elapsed = time.perf_counter() - started
-    assert len(runs) == 12 and elapsed < 45  # the hanging trials (60 s) were killed at their 1.5 s timeout
+    assert len(runs) == 12 and elapsed < 45  # the hanging trials (60 s) were killed at their 1500 ms timeout
     episodes = [episode_of(run, "echo-agent", DAY, now=datetime(2026, 11, 22, 9, 30, tzinfo=UTC)) for run in runs]
     for episode in episodes:
         Episode.model_validate(episode)  # every run is a valid canonical episode
@@ -51,6 +51,17 @@ def test_trials_timeouts_crashes_and_isolation(tmp_path):
     written = by_case["files"]
     assert all(e["metadata"]["final_output"] == "wrote notes.txt; found []" for e in written)  # each trial's own directory
     assert len({e["metadata"]["workdir"] for e in written}) == 3
+
+
+def test_a_case_timeout_is_in_milliseconds_as_plaited_writes_it(tmp_path):
+    prompts = tmp_path / "prompts.jsonl"
+    prompts.write_text(json.dumps({"id": "stuck", "input": "please hang", "timeout": 5000}) + "\n")  # five seconds
+    agent = CommandAgent(AGENT, timeout_seconds=300, concurrency=1)
+    started = time.perf_counter()
+    [run] = run_all(agent, load_case_set(prompts), trials=1, root=tmp_path / "runs")
+    elapsed = time.perf_counter() - started
+    print(f"the hanging agent was killed after {elapsed:.2f} s")
+    assert run.exit_code is None and 4.5 <= elapsed < 30  # the agent would sleep 60 s; loose bounds, a shared machine
 
 
 @pytest.mark.parametrize("via", ["stdin", "env", "argv"])
@@ -120,7 +131,7 @@ def test_a_python_callable_agent(tmp_path):
 
     agent = CallableAgent(f"{__name__}:answer_or_fail", timeout_seconds=20, concurrency=2)
     specs = cases(
-        {"id": "fine", "input": "hi"}, {"id": "fails", "input": "boom"}, {"id": "slow", "input": "slow", "timeout": 0.5}
+        {"id": "fine", "input": "hi"}, {"id": "fails", "input": "boom"}, {"id": "slow", "input": "slow", "timeout": 500}
     )
     started = time.perf_counter()
     runs = run_all(agent, specs, trials=2, root=tmp_path)

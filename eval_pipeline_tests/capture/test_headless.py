@@ -124,7 +124,7 @@ def test_gemini_schema_replays_the_conversation_into_each_new_process(tmp_path, 
 
 def test_a_hanging_headless_agent_is_killed_at_the_case_timeout_and_its_earlier_turns_kept(tmp_path, agents_on_path):
     schema = load_schema(SCHEMAS / "claude-headless.json")
-    case = CaseSpec(id="h", input=["Where is my order A-1?", "please hang"], timeout=3)
+    case = CaseSpec(id="h", input=["Where is my order A-1?", "please hang"], timeout=3000)
     [run] = run_all(HeadlessAgent(schema, timeout_seconds=20), [case], 1, tmp_path)
     episode = episode_of(run, "claude-code", DAY)
     Episode.model_validate(episode)
