@@ -27,6 +27,7 @@ from eval_pipeline.episodes.records import RawRecord, record_days
 from eval_pipeline.errors import InfrastructureError
 
 EPISODE_FILE_SUFFIXES = (".jsonl", ".ndjson", ".json")
+INDEX_VERSION = 2  # raised when the days of a format are read differently: every file's days are read again
 _CHUNK = 1 << 20
 
 
@@ -111,6 +112,7 @@ class IndexedFile(BaseModel):
 
 class FileIndex(BaseModel):
     source: str
+    version: int = 1
     files: dict[str, IndexedFile] = {}
 
 
@@ -161,10 +163,11 @@ class FileSource:
         with FileLock(f"{self.index_path}.lock", timeout=60):
             index = self._read_index()
             fresh: dict[str, IndexedFile] = {}
+            current = index.version == INDEX_VERSION
             for path in self.episode_files():
                 stat = path.stat()
                 known = index.files.get(str(path))
-                if known and (known.mtime_ns, known.size) == (stat.st_mtime_ns, stat.st_size):
+                if known and current and (known.mtime_ns, known.size) == (stat.st_mtime_ns, stat.st_size):
                     fresh[str(path)] = known
                     continue
                 days: Counter[date] = Counter()
@@ -178,7 +181,7 @@ class FileSource:
                 fresh[str(path)] = IndexedFile(
                     mtime_ns=stat.st_mtime_ns, size=stat.st_size, days=dict(days), first_seen=first_seen
                 )
-            index = FileIndex(source=str(self.root), files=fresh)
+            index = FileIndex(source=str(self.root), version=INDEX_VERSION, files=fresh)
             tmp = self.index_path.with_suffix(".tmp")
             tmp.write_text(index.model_dump_json())
             os.replace(tmp, self.index_path)
@@ -188,8 +191,8 @@ class FileSource:
         try:
             index = FileIndex.model_validate_json(self.index_path.read_text())
         except (OSError, ValueError):
-            return FileIndex(source=str(self.root))
-        return index if index.source == str(self.root) else FileIndex(source=str(self.root))
+            return FileIndex(source=str(self.root), version=INDEX_VERSION)
+        return index if index.source == str(self.root) else FileIndex(source=str(self.root), version=INDEX_VERSION)
 
     def records_for(self, day: date, undated_day: date | None = None) -> Iterator[RawRecord]:
         """Every record of the files that hold `day` (the warehouse keeps that day's only).

@@ -3,6 +3,7 @@
 import json
 from datetime import date
 
+from eval_pipeline.episodes.adapters import plaited
 from eval_pipeline.episodes.files import FileSource
 from eval_pipeline.warehouse.connection import Warehouse
 from eval_pipeline.warehouse.ingest import load_episodes
@@ -88,3 +89,66 @@ def test_captures_and_trials_become_episodes_judged_by_their_grader(tmp_path):
         ("llm_call", None, "Now commit it", "Fixed and committed.", None),
     ]
     assert reason == "plaited: output: Field required"  # the first thing wrong with it, on one line
+
+
+def test_relative_timestamps_are_offsets_and_a_record_without_an_absolute_time_takes_the_runs_day(tmp_path):
+    """As plaited writes them: a step's `timestamp` is milliseconds since `timing.start`; a TrialResult has no timing."""
+    capture = {
+        "id": "ceo", "input": "Find the CEO of Anthropic", "output": "Dario Amodei.", "hint": "Dario",
+        "trajectory": [{"type": "thought", "content": "I'll search", "timestamp": 100},
+                       {"type": "tool_call", "name": "WebSearch", "status": "completed", "input": {"q": "CEO"},
+                        "output": {"hits": 3}, "duration": 500},
+                       {"type": "message", "content": "Dario Amodei.", "timestamp": 700}],
+        "metadata": {"category": "search"},
+        "timing": {"start": START, "end": START + 1234, "total": 1234, "sessionCreation": 234},
+        "toolErrors": False,
+    }  # fmt: skip
+    trials = {
+        "id": "search-001", "input": "Find the CEO", "k": 2,
+        "trials": [{"trialNum": n, "output": "Dario", "duration": 800, "pass": n == 1, "score": float(n == 1),
+                    "trajectory": [{"type": "tool_call", "name": "WebSearch", "status": "completed", "timestamp": 100},
+                                   {"type": "message", "content": "Dario", "timestamp": 700}]} for n in (1, 2)],
+    }  # fmt: skip
+    assert plaited.days(json.dumps(capture)) == {DAY} and plaited.days(json.dumps(trials)) == set()
+    source_dir = tmp_path / "src"
+    source_dir.mkdir()
+    (source_dir / "captures.jsonl").write_text(json.dumps(capture) + "\n")
+    (source_dir / "trials.jsonl").write_text(json.dumps(trials) + "\n")
+    source = FileSource(source_dir, tmp_path / "index.json")
+    run_day = date(2026, 11, 9)  # `eval-pipeline run --date 2026-11-09`: where the undated trials go
+    warehouse = Warehouse(tmp_path / "eval.duckdb")
+    assert load_episodes(warehouse, DAY, source.records_for(DAY, undated_day=run_day)).episodes == 1
+    assert load_episodes(warehouse, run_day, source.records_for(run_day, undated_day=run_day)).episodes == 2
+    with warehouse.connect(read_only=True) as con:
+        episodes = con.execute(
+            "SELECT episode_id, partition_date::VARCHAR, strftime(started_at, '%Y-%m-%dT%H:%M:%S.%g') FROM episodes ORDER BY 1"
+        ).fetchall()
+        steps = con.execute(
+            "SELECT episode_id, step_type, strftime(timestamp, '%Y-%m-%dT%H:%M:%S.%g') FROM episode_steps "
+            "WHERE timestamp IS NOT NULL ORDER BY 1, step_index"
+        ).fetchall()
+    assert episodes == [
+        ("captures:ceo", "2026-11-05", "2026-11-05T10:20:00.000"),
+        ("trials:search-001:1", "2026-11-09", "2026-11-09T00:00:00.000"),
+        ("trials:search-001:2", "2026-11-09", "2026-11-09T00:00:00.000"),
+    ]
+    assert steps == [
+        ("captures:ceo", "decision", "2026-11-05T10:20:00.100"),  # timing.start + 100 ms
+        ("captures:ceo", "llm_call", "2026-11-05T10:20:00.700"),
+        *[(f"trials:search-001:{n}", kind, f"2026-11-09T00:00:00.{at}") for n in (1, 2)
+          for kind, at in (("tool_call", "100"), ("tool_result", "100"), ("llm_call", "700"))],
+    ]  # fmt: skip
+
+
+def test_an_index_from_before_relative_timestamps_reads_its_files_days_again_and_keeps_when_they_were_first_seen(tmp_path):
+    trial = {"trialNum": 1, "output": "hello", "duration": 5, "trajectory": [{"type": "message", "timestamp": 100}]}
+    trials = {"id": "t", "input": "hi", "k": 1, "trials": [trial]}
+    path = tmp_path / "src" / "trials.jsonl"
+    path.parent.mkdir()
+    path.write_text(json.dumps(trials) + "\n")
+    stat = path.stat()
+    old = {"source": str(path.parent), "files": {str(path): {"mtime_ns": stat.st_mtime_ns, "size": stat.st_size,
+                                                             "days": {"1970-01-01": 1}, "first_seen": "2026-11-01"}}}  # fmt: skip
+    (tmp_path / "index.json").write_text(json.dumps(old))
+    entry = FileSource(path.parent, tmp_path / "index.json").refresh_index().files[str(path)]
+    assert (entry.days, entry.first_seen) == ({}, date(2026, 11, 1))

@@ -5,14 +5,19 @@ the task. The grader's verdict (`score.pass` / `pass`) becomes `metadata.reward`
 trials are judged by it; the grader's 0..1 score is kept as `metadata.grader_score`.
 Trajectory steps map to ours: message → llm_call, thought and plan → decision, tool_call → a
 tool call followed by its result (an error when its status says it failed).
+
+plaited writes a step's `timestamp` as milliseconds since the run started (`timing.start`, epoch
+milliseconds); absolute epoch times are read as such too. A record with no absolute time at all (a
+TrialResult has no `timing`) starts at midnight of the day it is read for: the day `run --date`
+names, else the day its file was first seen, never 1970.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
-from datetime import UTC, date, datetime
-from typing import Any, Literal
+from collections.abc import Iterable, Iterator
+from datetime import UTC, date, datetime, time, timedelta
+from typing import Any, Literal, TypeGuard
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -21,6 +26,8 @@ from eval_pipeline.episodes.records import RawRecord
 
 NAME = "plaited"
 FAILED_STATUSES = {"failed", "error", "errored", "failure"}
+ABSOLUTE_FROM_MS = 1e11  # 1973-03-03 in epoch ms: an earlier "time" is an offset from the run's start
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
 class _Open(BaseModel):
@@ -36,7 +43,7 @@ class TrajectoryStep(_Open):
     output: Any = None
     entries: list[Any] | None = None
     duration: float | None = None
-    timestamp: float | None = None  # epoch milliseconds
+    timestamp: float | None = None  # milliseconds since the run started (plaited's), or epoch milliseconds
 
 
 class GraderResult(_Open):
@@ -90,14 +97,32 @@ def detect(record: Any) -> bool:
 
 
 def _iso(epoch_ms: float) -> str:
-    return datetime.fromtimestamp(epoch_ms / 1000, UTC).isoformat().replace("+00:00", "Z")
+    return (_EPOCH + timedelta(milliseconds=epoch_ms)).isoformat().replace("+00:00", "Z")
 
 
-def _steps(prompt: str | list[str], trajectory: list[TrajectoryStep]) -> list[dict]:
+def _absolute(epoch_ms: float | None) -> TypeGuard[float]:
+    return epoch_ms is not None and epoch_ms >= ABSOLUTE_FROM_MS
+
+
+def _start_ms(stamps: Iterable[float | None], timing_start: float | None = None) -> float | None:
+    """When the run started, in epoch ms: `timing.start`, else its earliest absolute step; None without an absolute time."""
+    if _absolute(timing_start):
+        return timing_start
+    absolute = [stamp for stamp in stamps if _absolute(stamp)]
+    return min(absolute) if absolute else None
+
+
+def _anchor_ms(start: float | None, day: date) -> float:
+    """The run's start, or midnight of the day it is read for when it has no absolute time."""
+    return start if start is not None else (datetime.combine(day, time(), UTC) - _EPOCH) / timedelta(milliseconds=1)
+
+
+def _steps(prompt: str | list[str], trajectory: list[TrajectoryStep], start_ms: float) -> list[dict]:
     turns = [prompt] if isinstance(prompt, str) else list(prompt)
     steps: list[dict] = []
     for step in trajectory:
-        when = {"timestamp": _iso(step.timestamp)} if step.timestamp else {}
+        stamp = step.timestamp
+        when = {} if stamp is None else {"timestamp": _iso(stamp if _absolute(stamp) else start_ms + stamp)}
         if step.type == "message":
             steps.append(
                 {
@@ -133,15 +158,17 @@ def to_episode(record: dict, agent_id: str, day: date) -> dict:
     ours = capture.metadata  # an export of ours carries what plaited has no field for
     status = ours.get("status") or ("failure" if capture.errors or verdict.get("reward") == 0.0 else "success")
     tokens = (capture.timing.inputTokens or 0) + (capture.timing.outputTokens or 0) or ours.get("total_tokens") or 0
+    start = _anchor_ms(_start_ms((step.timestamp for step in capture.trajectory), capture.timing.start), day)
+    end = capture.timing.end if _absolute(capture.timing.end) else start + capture.timing.total
     return {
         "episode_id": ours.get("episode_id") or f"{agent_id}:{capture.id}",
         "agent_id": ours.get("agent_id") or agent_id,
         "status": status,
-        "started_at": _iso(capture.timing.start),
-        "ended_at": _iso(capture.timing.end),
+        "started_at": _iso(start),
+        "ended_at": _iso(end),
         "total_duration_ms": capture.timing.total,
         "total_tokens": tokens,
-        "steps": _steps(capture.input, capture.trajectory),
+        "steps": _steps(capture.input, capture.trajectory, start),
         "metadata": {
             **capture.metadata,
             "task_id": capture.id,
@@ -157,17 +184,16 @@ def trial_episodes(record: dict, agent_id: str, day: date) -> list[dict]:
     result = TrialResult.model_validate(record)
     episodes = []
     for trial in result.trials:
-        stamps = [step.timestamp for step in trial.trajectory if step.timestamp]
-        start = min(stamps) if stamps else None
+        start = _anchor_ms(_start_ms(step.timestamp for step in trial.trajectory), day)
         verdict = _verdict(trial.pass_, trial.score)
         episodes.append(
             {
                 "episode_id": f"{agent_id}:{result.id}:{trial.trialNum}",
                 "agent_id": agent_id,
                 "status": "failure" if verdict.get("reward") == 0.0 else "success",
-                "started_at": _iso(start) if start else f"{day.isoformat()}T00:00:00Z",
+                "started_at": _iso(start),
                 "total_duration_ms": trial.duration,
-                "steps": _steps(result.input, trial.trajectory),
+                "steps": _steps(result.input, trial.trajectory, start),
                 "metadata": {
                     "task_id": result.id,
                     "trial": trial.trialNum,
@@ -272,13 +298,12 @@ def to_capture(episode: dict) -> dict:
 
 
 def days(raw: str) -> set[date]:
-    """UTC days a capture started on (`timing.start`), or a trial result's first steps, for the file index."""
+    """UTC days a capture or a trial started on, for the file index; none for a record without an absolute time
+    (its file then belongs to the day `run --date` names, or to the day it was first seen)."""
     try:
         record = json.loads(raw)
-        if "timing" in record:
-            stamps = [record["timing"]["start"]]
-        else:
-            stamps = [min(s["timestamp"] for s in t["trajectory"] if s.get("timestamp")) for t in record.get("trials", [])]
-        return {datetime.fromtimestamp(stamp / 1000, UTC).date() for stamp in stamps}
-    except (ValueError, KeyError, TypeError):
+        runs = [(record, record["timing"].get("start"))] if "timing" in record else [(t, None) for t in record["trials"]]
+        starts = [_start_ms((step.get("timestamp") for step in run["trajectory"]), start) for run, start in runs]
+        return {(_EPOCH + timedelta(milliseconds=start)).date() for start in starts if start is not None}
+    except (ValueError, KeyError, TypeError, AttributeError):
         return set()
