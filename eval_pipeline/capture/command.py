@@ -165,7 +165,8 @@ def episode_of(run: Run, agent_id: str, day: date, now: datetime | None = None) 
     started = datetime.combine(day, clock.time(), UTC).isoformat().replace("+00:00", "Z")
     identity = {"episode_id": f"{agent_id}:{run.case.id}:{run.trial}", "agent_id": agent_id, "started_at": started}
     metadata = {"task_id": run.case.id, "trial": run.trial, "category": run.case.metadata.get("category"), "hint": run.case.hint,
-                "format": "command", **({"expected": run.case.expectations} if run.case.expectations else {})}  # fmt: skip
+                "input": run.case.input, "format": "command",
+                **({"expected": run.case.expectations} if run.case.expectations else {})}  # fmt: skip
     stderr = run.stderr_path.read_text(errors="replace")[-STDERR_KEPT:] if run.stderr_path.exists() else ""
     if run.exit_code is None:  # what it did before it was killed is kept for debugging; no answer counts
         before = _session(run)["steps"] if any(output.strip() for output in run.outputs) else []

@@ -1,6 +1,8 @@
 """Graders as executables (the plaited protocol): any program that reads the run as JSON on stdin
-and prints `{pass, score, reasoning}` on stdout. Its verdict becomes an assertion of the episode;
-a non-zero exit, a timeout, or output that is not that JSON is a recorded grader error, never a pass.
+(`{input, output, hint, reference, trajectory, metadata, cwd}`, the trajectory in plaited's step
+shape, so a grader written for plaited works unchanged) and prints `{pass, score, reasoning}` on
+stdout. Its verdict becomes an assertion of the episode; a non-zero exit, a timeout, or output that
+is not that JSON is a recorded grader error, never a pass.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from pydantic import BaseModel, Field, ValidationError
 
 from eval_pipeline.capture.cases import CaseSpec
 from eval_pipeline.capture.process import directory_name
+from eval_pipeline.episodes.adapters import plaited
 from eval_pipeline.llm.gateway import first_line
 
 
@@ -23,16 +26,21 @@ class GraderVerdict(BaseModel):
 
 
 def grade(command: tuple[str, ...], case: CaseSpec, episode: dict, workdir: Path, timeout: float) -> dict:
-    """`{"pass", "score", "reasoning"}` from the grader, or `{"error": ...}` saying why there is none."""
+    """The grader's verdict on one of our episodes of `case` (see `run_grader`)."""
     payload = {
         "input": case.input,
         "output": (episode.get("metadata") or {}).get("final_output") or "",
         "hint": case.hint,
         "reference": case.reference,
-        "trajectory": episode.get("steps", []),
+        "trajectory": plaited.trajectory(episode.get("steps", []), episode.get("started_at")),
         "metadata": case.metadata,
         "cwd": str(workdir),
     }
+    return run_grader(command, payload, workdir, timeout)
+
+
+def run_grader(command: tuple[str, ...], payload: dict, workdir: Path, timeout: float) -> dict:
+    """`{"pass", "score", "reasoning"}` from the grader given `payload`, or `{"error": ...}` saying why there is none."""
     try:
         done = subprocess.run(
             list(command), input=json.dumps(payload), capture_output=True, text=True, timeout=timeout, cwd=workdir

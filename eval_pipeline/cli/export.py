@@ -31,7 +31,7 @@ def _run(args: argparse.Namespace, settings: Settings) -> int:
 
 COMMAND = Command(
     "export",
-    "write a day's episodes in another tool's format (with our scores)",
+    "write a day's episodes in another tool's format (with their grader's verdict and ours)",
     _arguments,
     _run,
     ("export --format plaited --date 2026-11-02 --output results.jsonl",),

@@ -1,7 +1,9 @@
-"""What an export reads: a day's finished episodes with their steps nested in order, and their scores."""
+"""What an export reads: a day's finished episodes with their metadata and steps (canonical names, in order), and
+their scores."""
 
 from __future__ import annotations
 
+import json
 from datetime import date
 
 from eval_pipeline.warehouse.connection import Warehouse
@@ -9,12 +11,12 @@ from eval_pipeline.warehouse.connection import Warehouse
 _EPISODES = """
 SELECT e.episode_id, e.agent_id, e.task_id, e.trial, e.status, e.category,
        strftime(e.started_at, '%Y-%m-%dT%H:%M:%S.%fZ') AS started_at, e.total_duration_ms, e.total_tokens,
-       e.final_output, s.passed, s.verdict_reason, s.weighted_score, st.steps
+       e.final_output, CAST(e.metadata AS VARCHAR) AS metadata, s.passed, s.verdict_reason, s.weighted_score, st.steps
 FROM episodes e
 LEFT JOIN scores s USING (episode_id, partition_date)
 LEFT JOIN (
     SELECT episode_id,
-           list({'step_type': step_type, 'tool_name': tool_name, 'input': input, 'output': output, 'error': error,
+           list({'step_type': step_type, 'tool_name': tool_name, 'input_summary': input, 'output_summary': output, 'error': error,
                  'duration_ms': duration_ms,
                  'timestamp': CASE WHEN timestamp IS NULL THEN NULL ELSE strftime(timestamp, '%Y-%m-%dT%H:%M:%S.%fZ') END}
                 ORDER BY step_index) AS steps
@@ -27,4 +29,5 @@ ORDER BY e.task_id, e.episode_id
 
 def export_inputs(warehouse: Warehouse, day: date, agent_id: str | None = None) -> list[dict]:
     with warehouse.connect(read_only=warehouse.path.exists()) as con:
-        return con.sql(_EPISODES, params={"day": day, "agent": agent_id}).to_arrow_table().to_pylist()
+        episodes = con.sql(_EPISODES, params={"day": day, "agent": agent_id}).to_arrow_table().to_pylist()
+    return [{**episode, "metadata": json.loads(episode["metadata"] or "{}")} for episode in episodes]

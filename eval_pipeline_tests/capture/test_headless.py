@@ -197,3 +197,30 @@ def test_run_with_a_headless_agent_grades_trials_validates_references_and_sample
     assert main(["validate-refs"]) == 1  # the greeting's reference fails its own grader
     out = capsys.readouterr().out
     assert "greeting" in out and "2 of 3 references pass their grader; 0 cases have none." in out
+
+
+@pytest.mark.parametrize(
+    ("agent", "tool", "prompt", "called_with"),
+    [
+        ("command", "write_file", "write a note", 'write_file called with {"path": "notes.txt"}'),  # agent.py writes it
+        ("headless", "lookup_order", "Where is order A-1?", "lookup_order called with null"),  # the schema takes no input
+    ],
+)
+def test_a_grader_written_for_plaiteds_trajectory_passes_and_fails_the_right_trials(
+    tmp_path, agents_on_path, agent, tool, prompt, called_with
+):
+    from eval_pipeline.capture.command import captured_episodes
+
+    runner = (
+        CommandAgent((sys.executable, str(Path(__file__).with_name("agent.py"))))
+        if agent == "command"
+        else HeadlessAgent(load_schema(SCHEMAS / "claude-headless.json"))
+    )
+    grader = (sys.executable, str(Path(__file__).with_name("plaited_grader.py")), tool)
+    runs = run_all(runner, [CaseSpec(id="calls", input=prompt), CaseSpec(id="idle", input="hello")], 2, tmp_path / "runs")
+    episodes = list(captured_episodes(runs, "agent", DAY, grader, 30))
+    verdicts = {(e["metadata"]["task_id"], e["metadata"]["trial"]): e["metadata"]["grader"] for e in episodes}
+    assert {key: verdict["pass"] for key, verdict in verdicts.items()} == {
+        ("calls", 0): True, ("calls", 1): True, ("idle", 0): False, ("idle", 1): False,
+    }  # fmt: skip
+    assert verdicts[("calls", 0)]["reasoning"] == called_with and verdicts[("idle", 1)]["reasoning"] == f"{tool} never called"

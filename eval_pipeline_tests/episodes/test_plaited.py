@@ -6,6 +6,7 @@ from datetime import date
 from eval_pipeline.episodes.adapters import plaited
 from eval_pipeline.episodes.files import FileSource
 from eval_pipeline.warehouse.connection import Warehouse
+from eval_pipeline.warehouse.export import export_inputs
 from eval_pipeline.warehouse.ingest import load_episodes
 
 DAY = date(2026, 11, 5)
@@ -152,3 +153,34 @@ def test_an_index_from_before_relative_timestamps_reads_its_files_days_again_and
     (tmp_path / "index.json").write_text(json.dumps(old))
     entry = FileSource(path.parent, tmp_path / "index.json").refresh_index().files[str(path)]
     assert (entry.days, entry.first_seen) == ({}, date(2026, 11, 1))
+
+
+def test_the_export_gives_back_the_users_capture_with_the_grader_verdict_where_it_was_and_ours_beside_it(tmp_path):
+    warehouse, exported = Warehouse(tmp_path / "eval.duckdb"), tmp_path / "exported" / "results.jsonl"
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "claude-headless.jsonl").write_text(json.dumps(CAPTURE) + "\n")
+    load_episodes(warehouse, DAY, FileSource(tmp_path / "src", tmp_path / "index.json").records_for(DAY))
+    [capture] = [plaited.to_capture(episode) for episode in export_inputs(warehouse, DAY)]
+    assert {key: capture[key] for key in ("id", "input", "hint", "output", "score")} == {
+        key: CAPTURE[key] for key in ("id", "input", "hint", "output", "score")
+    }  # the multi-turn input list, the hint and the user's grader verdict, as they were
+    assert capture["trajectory"] == [{**step, "timestamp": step["timestamp"] - START} for step in CAPTURE["trajectory"]]
+    assert capture["metadata"]["eval_pipeline"] == {"passed": None, "verdict_reason": None, "weighted_score": None}
+    assert capture["timing"]["start"] == START and capture["toolErrors"] is True
+
+    exported.parent.mkdir()
+    exported.write_text(json.dumps(capture) + "\n")
+    again = Warehouse(tmp_path / "again.duckdb")
+    load_episodes(again, DAY, FileSource(exported.parent, tmp_path / "index-again.json").records_for(DAY))
+    columns = "episode_id, task_id, status, tools, final_output, total_duration_ms, total_tokens, metadata ->> '$.reward'"
+    steps = "SELECT step_type, tool_name, input, output, error, timestamp FROM episode_steps ORDER BY step_index"
+    with warehouse.connect(read_only=True) as first, again.connect(read_only=True) as second:
+        assert (
+            second.execute(f"SELECT {columns} FROM episodes").fetchall()
+            == first.execute(f"SELECT {columns} FROM episodes").fetchall()
+        )
+        assert second.execute(steps).fetchall() == first.execute(steps).fetchall()
+    [back] = [plaited.to_capture(episode) for episode in export_inputs(again, DAY)]
+    assert {key: back[key] for key in ("input", "hint", "trajectory", "score")} == {
+        key: capture[key] for key in ("input", "hint", "trajectory", "score")
+    }

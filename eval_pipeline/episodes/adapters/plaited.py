@@ -1,10 +1,12 @@
 """plaited agent-eval-harness JSONL: `CaptureResult` (one run) and `TrialResult` (k runs of one case).
 
 A capture becomes one episode and each trial of a trial result one episode, the case `id` as
-the task. The grader's verdict (`score.pass` / `pass`) becomes `metadata.reward` (1 or 0), so
-trials are judged by it; the grader's 0..1 score is kept as `metadata.grader_score`.
+the task, its `input` (a prompt or a multi-turn list) and `hint` kept in metadata. The grader's
+verdict (`score.pass` / `pass`) becomes `metadata.reward` (1 or 0), so trials are judged by it;
+its 0..1 score and reasoning are kept as `metadata.grader_score` and `grader_reasoning`.
 Trajectory steps map to ours: message → llm_call, thought and plan → decision, tool_call → a
-tool call followed by its result (an error when its status says it failed).
+tool call followed by its result (an error when its status says it failed); `trajectory` maps
+ours back, for graders written for plaited and for the export (`to_capture`).
 
 plaited writes a step's `timestamp` as milliseconds since the run started (`timing.start`, epoch
 milliseconds); absolute epoch times are read as such too. A record with no absolute time at all (a
@@ -147,14 +149,15 @@ def _steps(prompt: str | list[str], trajectory: list[TrajectoryStep], start_ms: 
     return [{"step_index": i, **step} for i, step in enumerate(steps)]
 
 
-def _verdict(passed: bool | None, score: float | None) -> dict:
-    return {key: value for key, value in {"reward": None if passed is None else float(passed), "grader_score": score}.items()
-            if value is not None}  # fmt: skip
+def _verdict(passed: bool | None, score: float | None, reasoning: str | None) -> dict:
+    verdict = {"reward": None if passed is None else float(passed), "grader_score": score, "grader_reasoning": reasoning}
+    return {key: value for key, value in verdict.items() if value is not None}
 
 
 def to_episode(record: dict, agent_id: str, day: date) -> dict:
     capture = CaptureResult.model_validate(record)
-    verdict = _verdict(capture.score.pass_ if capture.score else None, capture.score.score if capture.score else None)
+    graded = capture.score
+    verdict = _verdict(graded.pass_, graded.score, graded.reasoning) if graded else {}
     ours = capture.metadata  # an export of ours carries what plaited has no field for
     status = ours.get("status") or ("failure" if capture.errors or verdict.get("reward") == 0.0 else "success")
     tokens = (capture.timing.inputTokens or 0) + (capture.timing.outputTokens or 0) or ours.get("total_tokens") or 0
@@ -172,6 +175,7 @@ def to_episode(record: dict, agent_id: str, day: date) -> dict:
         "metadata": {
             **capture.metadata,
             "task_id": capture.id,
+            "input": capture.input,
             "final_output": capture.output,
             "hint": capture.hint,
             "format": NAME,
@@ -185,7 +189,7 @@ def trial_episodes(record: dict, agent_id: str, day: date) -> list[dict]:
     episodes = []
     for trial in result.trials:
         start = _anchor_ms(_start_ms(step.timestamp for step in trial.trajectory), day)
-        verdict = _verdict(trial.pass_, trial.score)
+        verdict = _verdict(trial.pass_, trial.score, trial.reasoning)
         episodes.append(
             {
                 "episode_id": f"{agent_id}:{result.id}:{trial.trialNum}",
@@ -197,6 +201,7 @@ def trial_episodes(record: dict, agent_id: str, day: date) -> list[dict]:
                 "metadata": {
                     "task_id": result.id,
                     "trial": trial.trialNum,
+                    "input": result.input,
                     "final_output": trial.output,
                     "hint": result.hint,
                     "format": NAME,
@@ -222,8 +227,9 @@ def convert(records: Iterator[RawRecord], agent_id: str, day: date, **options: A
             yield RawRecord(record.source, locator, json.dumps(episode), day)
 
 
-def _epoch_ms(timestamp: Any) -> float:
-    return datetime.fromisoformat(str(timestamp).replace("Z", "+00:00")).timestamp() * 1000
+def _epoch_ms(timestamp: str | datetime) -> float:
+    moment = timestamp if isinstance(timestamp, datetime) else datetime.fromisoformat(timestamp.replace("Z", "+00:00"))
+    return (moment - _EPOCH) / timedelta(milliseconds=1)
 
 
 def _parsed(text: str | None) -> Any:
@@ -233,47 +239,84 @@ def _parsed(text: str | None) -> Any:
         return text
 
 
-def _grader_result(episode: dict) -> dict | None:
-    """The episode's one verdict as plaited's GraderResult; None for an episode without a verdict yet."""
-    if episode.get("passed") is None:
+def _result_of(steps: list[dict], call: int, claimed: set[int]) -> dict:
+    """The first later result of the same tool not yet paired with a call (parallel calls have theirs in order)."""
+    name = steps[call].get("tool_name")
+    for index in range(call + 1, len(steps)):
+        step = steps[index]
+        if step.get("step_type") == "tool_result" and index not in claimed and step.get("tool_name") in (name, None):
+            claimed.add(index)
+            return step
+    return {}
+
+
+def trajectory(steps: list[dict], started_at: str | datetime | None) -> list[dict]:
+    """Our steps (canonical, in order) as plaited `TrajectoryStep`s, which graders written for plaited read:
+    llm_call → message, decision and error → thought, a tool call → tool_call with its input, its output (its
+    own, else its result's) and `failed` when either erred. Timestamps are milliseconds since `started_at`, as
+    plaited writes them (0 for a step without a time)."""
+    start = _epoch_ms(started_at) if started_at else None
+    claimed: set[int] = set()
+    converted: list[dict] = []
+    for index, step in enumerate(steps):
+        stamp = step.get("timestamp")
+        at = {"timestamp": _epoch_ms(stamp) - start if stamp and start is not None else 0}
+        kind = step.get("step_type")
+        if kind == "llm_call":
+            converted.append({"type": "message", "content": step.get("output_summary") or "", **at})
+        elif kind in ("decision", "error"):
+            converted.append({"type": "thought", "content": step.get("output_summary") or step.get("error") or "", **at})
+        elif kind == "tool_call":
+            own = step.get("output_summary")
+            result = {} if own is not None else _result_of(steps, index, claimed)
+            duration = step.get("duration_ms") or result.get("duration_ms")
+            converted.append(
+                {
+                    "type": "tool_call",
+                    "name": step.get("tool_name") or "",
+                    "status": "failed" if step.get("error") or result.get("error") else "completed",
+                    "input": _parsed(step.get("input_summary")),
+                    "output": _parsed(own if own is not None else result.get("output_summary")),
+                    **({"duration": duration} if duration else {}),
+                    **at,
+                }
+            )
+    return converted
+
+
+def grader_verdict(metadata: dict) -> dict | None:
+    """The run's own grader's verdict as plaited's GraderResult, None without one: an executable grader's
+    (`metadata.grader`), else the recorded reward (a plaited result's `pass`, with its score and reasoning)."""
+    graded = metadata.get("grader") or {}
+    if "pass" in graded:
+        return {key: graded[key] for key in ("pass", "score", "reasoning") if graded.get(key) is not None}
+    reward = metadata.get("reward")
+    if reward is None:
         return None
-    passed, weighted = bool(episode["passed"]), episode.get("weighted_score")
-    reasoning = "passed" if passed else f"failed: {episode.get('verdict_reason') or 'see the report'}"
-    if weighted is not None:
-        reasoning += f" (weighted score {weighted:.3f})"
-    return {
-        "pass": passed,
-        "score": weighted if weighted is not None else float(passed),
-        "reasoning": f"eval_pipeline: {reasoning}",
-    }
+    score = metadata.get("grader_score")
+    verdict = {"pass": float(reward) >= 1, "score": min(max(float(reward), 0.0), 1.0) if score is None else score}
+    return {**verdict, **({"reasoning": metadata["grader_reasoning"]} if metadata.get("grader_reasoning") else {})}
 
 
 def to_capture(episode: dict) -> dict:
-    """One of our episodes (with its `steps`, in order, and its verdict) as a CaptureResult, the verdict as its `score`.
+    """One of our stored episodes (as `warehouse.export` reads it) as a CaptureResult: its input (the case's list
+    for a multi-turn one), hint and trajectory, the run's own grader's verdict as `score` where it has one, and
+    our verdict beside it as `metadata.eval_pipeline`.
 
-    What plaited has no field for (episode id, agent, trial, status, tokens) rides in `metadata`,
-    so importing the export gives the same episodes back."""
-    steps, trajectory, prompt = episode.get("steps") or [], [], None
-    for index, step in enumerate(steps):
-        stamp = _epoch_ms(step["timestamp"]) if step.get("timestamp") else _epoch_ms(episode["started_at"])
-        if step["step_type"] == "llm_call":
-            prompt = prompt if prompt is not None else step.get("input")
-            trajectory.append({"type": "message", "content": step.get("output") or "", "timestamp": stamp})
-        elif step["step_type"] == "tool_call":
-            following = steps[index + 1] if index + 1 < len(steps) else {}
-            result = following if following.get("step_type") == "tool_result" else {}
-            status = "failed" if step.get("error") or result.get("error") else "completed"
-            call = {"type": "tool_call", "name": step.get("tool_name") or "", "status": status, "timestamp": stamp,
-                    "input": _parsed(step.get("input")), "output": _parsed(result.get("output"))}  # fmt: skip
-            trajectory.append({**call, "duration": step["duration_ms"]} if step.get("duration_ms") else call)
-        elif step["step_type"] in ("decision", "error"):
-            trajectory.append({"type": "thought", "content": step.get("output") or step.get("error") or "", "timestamp": stamp})
+    What plaited has no field for (episode id, agent, trial, status, tokens) rides in `metadata`, so importing the
+    export gives the same episodes back."""
+    recorded, steps = episode.get("metadata") or {}, episode.get("steps") or []
+    converted = trajectory(steps, episode["started_at"])
+    first_prompt = next((step.get("input_summary") for step in steps if step["step_type"] == "llm_call"), None)
     start = _epoch_ms(episode["started_at"])
+    graded = grader_verdict(recorded)
+    grader_error = (recorded.get("grader") or {}).get("error")
     capture = {
         "id": episode["task_id"],
-        "input": prompt or "",
+        "input": recorded.get("input") or first_prompt or "",
         "output": episode.get("final_output") or "",
-        "trajectory": trajectory,
+        **({"hint": recorded["hint"]} if recorded.get("hint") else {}),
+        "trajectory": converted,
         "metadata": {
             "episode_id": episode["episode_id"],
             "agent_id": episode["agent_id"],
@@ -282,6 +325,8 @@ def to_capture(episode: dict) -> dict:
             "total_tokens": episode.get("total_tokens"),
             "category": episode.get("category"),
             "source": "eval_pipeline",
+            "eval_pipeline": {key: episode.get(key) for key in ("passed", "verdict_reason", "weighted_score")},
+            **({"grader_error": grader_error} if grader_error else {}),
         },
         "timing": {
             "start": start,
@@ -289,12 +334,9 @@ def to_capture(episode: dict) -> dict:
             "total": episode.get("total_duration_ms") or 0,
             "sessionCreation": 0,
         },
-        "toolErrors": any(t["type"] == "tool_call" and t["status"] == "failed" for t in trajectory),
+        "toolErrors": any(step["type"] == "tool_call" and step["status"] == "failed" for step in converted),
     }
-    score = _grader_result(episode)
-    if score is not None:
-        capture["score"] = score
-    return capture
+    return {**capture, "score": graded} if graded else capture
 
 
 def days(raw: str) -> set[date]:
