@@ -15,6 +15,7 @@ from pydantic import BaseModel, Field, ValidationError
 
 from eval_pipeline.capture.cases import CaseSpec
 from eval_pipeline.capture.process import directory_name
+from eval_pipeline.capture.results import Result
 from eval_pipeline.episodes.adapters import plaited
 from eval_pipeline.llm.gateway import first_line
 
@@ -80,3 +81,30 @@ def reference_failure(verdict: dict) -> str | None:
     if not verdict["pass"]:
         return f"the reference does not pass its own grader: {verdict.get('reasoning') or 'no reasoning given'}"
     return None
+
+
+def validation_lines(cases: list[CaseSpec], verdicts: dict[str, dict]) -> list[dict]:
+    """plaited's validation.jsonl, one line per case with a reference: `{id, input, reference, pass, score,
+    reasoning}`; a grader that could not grade it is a failure saying why."""
+    return [
+        {"id": case.id, "input": case.input, "reference": case.reference, **_validated(verdicts[case.id])}
+        for case in cases
+        if case.id in verdicts
+    ]
+
+
+def _validated(verdict: dict) -> dict:
+    if "error" in verdict:
+        return {"pass": False, "score": 0.0, "reasoning": f"grader error: {verdict['error']}"}
+    return {"pass": verdict["pass"], "score": verdict["score"], "reasoning": verdict.get("reasoning")}
+
+
+def regrade(command: tuple[str, ...], results: list[Result], timeout: float, root: Path) -> list[dict]:
+    """Another grader's verdict on each of `results` (plaited's `calibrate --grader`), each run in a directory of
+    its own under `root`, in order."""
+    verdicts = []
+    for number, result in enumerate(results):
+        workdir = root / f"{number}-{directory_name(result.id)}"
+        workdir.mkdir(parents=True, exist_ok=True)
+        verdicts.append(run_grader(command, result.grader_input(workdir), workdir, timeout))
+    return verdicts

@@ -16,7 +16,9 @@ import os
 import sys
 
 from eval_pipeline.cli import (
+    balance,
     baseline,
+    calibrate,
     collect,
     compare,
     demo,
@@ -30,6 +32,7 @@ from eval_pipeline.cli import (
     schemas,
     serve_rewards,
     status,
+    summarize,
     ui,
     validate_refs,
 )
@@ -49,6 +52,9 @@ COMMANDS: tuple[Command, ...] = tuple(
         export,
         schemas,
         validate_refs,
+        summarize,
+        calibrate,
+        balance,
         collect,
         reward,
         serve_rewards,

@@ -19,6 +19,7 @@ from eval_pipeline.errors import UserInputError
 if TYPE_CHECKING:
     import pandas as pd
 
+    from eval_pipeline.capture.results import Result
     from eval_pipeline.settings import Settings
     from eval_pipeline.warehouse.connection import Warehouse
 
@@ -71,6 +72,41 @@ def days(args: argparse.Namespace) -> list[date]:
     if args.end < args.start:
         raise UsageError(f"--end {args.end} is before --start {args.start}")
     return days_between(args.start, args.end)
+
+
+def add_results(parser: argparse.ArgumentParser) -> None:
+    """A plaited results file, or `--date D [--agent A]` for our stored runs; and `-o`: read back with `results`."""
+    parser.add_argument("results", nargs="?", type=Path, help="a plaited CaptureResult or TrialResult JSONL file")
+    parser.add_argument("--date", type=date_argument, help="instead of a file: the runs stored for this day")
+    parser.add_argument("--agent", help="with --date: only this agent's runs")
+    parser.add_argument("-o", "--output", type=Path, help="write to this file instead of printing")
+
+
+def results(args: argparse.Namespace, settings: Settings) -> tuple[list[Result], str]:
+    """The runs `add_results` names, each as plaited shows it, and what they are (a page says it; a sample is seeded by it)."""
+    from eval_pipeline.capture.results import read_results, results_of_captures
+    from eval_pipeline.episodes.adapters.plaited import to_capture
+    from eval_pipeline.warehouse.export import export_inputs
+
+    if bool(args.results) == bool(args.date):
+        raise UsageError("give a results file, or --date D for the runs stored that day")
+    if args.results:
+        if args.agent:
+            raise UsageError("--agent selects stored runs: give it with --date")
+        return read_results(args.results), str(args.results)
+    warehouse = existing_warehouse(settings, f"run `eval-pipeline run --date {args.date}` first")
+    captures = [to_capture(episode) for episode in export_inputs(warehouse, args.date, args.agent)]
+    return results_of_captures(captures), f"runs stored for {args.date}" + (f" by {args.agent}" if args.agent else "")
+
+
+def grader_command(text: str) -> tuple[str, ...]:
+    """A grader as typed (`./grader.py`, `python3 grader.py`), split as a shell would but run without one; an
+    element naming a file is made absolute, since the grader runs in a directory of its own."""
+    import shlex
+
+    from eval_pipeline.capture.command import anchored
+
+    return anchored(shlex.split(text), lambda part: Path(part).resolve())
 
 
 def existing_warehouse(settings: Settings, first: str = "run `eval-pipeline run` first") -> Warehouse:

@@ -67,7 +67,8 @@ SECTIONS: tuple[tuple[str, Literal["input", "output", "hint", "reasoning"]], ...
 )
 
 
-def _fenced(text: str | None) -> str:
+def fenced(text: str | None) -> str:
+    """Untrusted text as a fenced block: a fence longer than any inside it, so the text cannot format the page."""
     body = text if text else "(none)"
     fence = "```"
     while fence in body:
@@ -92,6 +93,6 @@ def render_calibration(day: str, sample: CalibrationSample) -> str:
             "",
         ]
         for label, key in SECTIONS:
-            lines += [f"**{label}**", "", _fenced(trial[key]), ""]
+            lines += [f"**{label}**", "", fenced(trial[key]), ""]
         lines.append("- [ ] the grader was right")
     return "\n".join(lines) + "\n"

@@ -184,3 +184,23 @@ def test_the_export_gives_back_the_users_capture_with_the_grader_verdict_where_i
     assert {key: back[key] for key in ("input", "hint", "trajectory", "score")} == {
         key: capture[key] for key in ("input", "hint", "trajectory", "score")
     }
+
+
+def test_parallel_tool_calls_keep_their_own_results_and_a_call_with_its_own_output_keeps_it():
+    steps = [
+        {"step_type": "tool_call", "tool_name": "search", "input_summary": '{"q": "a"}', "timestamp": "2026-11-05T10:20:00.010Z"},
+        {"step_type": "tool_call", "tool_name": "fetch", "input_summary": '{"url": "u"}'},
+        {"step_type": "tool_result", "tool_name": "search", "output_summary": "hits for a"},
+        {"step_type": "tool_result", "tool_name": "fetch", "output_summary": "page", "error": "fetch failed"},
+        {"step_type": "tool_call", "tool_name": "lookup", "input_summary": "A-1", "output_summary": '{"status": "shipped"}',
+         "duration_ms": 35},
+        {"step_type": "llm_call", "input_summary": "where is A-1?", "output_summary": "Shipped."},
+    ]  # fmt: skip
+    assert plaited.trajectory(steps, "2026-11-05T10:20:00Z") == [
+        {"type": "tool_call", "name": "search", "status": "completed", "input": {"q": "a"}, "output": "hits for a",
+         "timestamp": 10},
+        {"type": "tool_call", "name": "fetch", "status": "failed", "input": {"url": "u"}, "output": "page", "timestamp": 0},
+        {"type": "tool_call", "name": "lookup", "status": "completed", "input": "A-1", "output": {"status": "shipped"},
+         "duration": 35, "timestamp": 0},
+        {"type": "message", "content": "Shipped.", "timestamp": 0},
+    ]  # fmt: skip
