@@ -8,6 +8,7 @@ which adds a run and keeps the earlier ones).
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Iterator
 from datetime import date
@@ -27,8 +28,25 @@ def agent_directory(directory: Path, day: date, agent_id: str) -> Path:
     return directory / day.isoformat() / directory_name(agent_id)
 
 
+def _adopt_single_file(directory: Path, day: date) -> None:
+    """Move a capture kept the earlier way (`captures/D.jsonl`, one agent's run of the day) to where runs live now."""
+    earlier = directory / f"{day.isoformat()}.jsonl"
+    if not earlier.exists():
+        return
+    with earlier.open() as lines:
+        first = next((line for line in lines if line.strip()), "{}")
+    try:
+        agent_id = str(json.loads(first).get("agent_id") or "agent")
+    except (ValueError, AttributeError):
+        agent_id = "agent"
+    target = agent_directory(directory, day, agent_id) / "earlier.jsonl"
+    target.parent.mkdir(parents=True, exist_ok=True)
+    os.replace(earlier, target)
+
+
 def stored_runs(directory: Path, day: date, agent_id: str) -> list[Path]:
     """The agent's stored runs of the day, oldest first."""
+    _adopt_single_file(directory, day)
     runs = agent_directory(directory, day, agent_id).glob("*.jsonl")
     return sorted(runs, key=lambda path: (path.stat().st_mtime_ns, path.name))
 
@@ -43,5 +61,6 @@ def write_capture(path: Path, episodes: list[dict]) -> None:
 
 def captured_records(directory: Path, day: date) -> Iterator[RawRecord]:
     """Every stored run of the day, of every agent, as raw records (nothing when the day has none)."""
+    _adopt_single_file(directory, day)
     for path in sorted((directory / day.isoformat()).glob("*/*.jsonl")):
         yield from (RawRecord(str(path), f"{path}:{r.line}", r.raw, day) for r in iter_file_records(path))

@@ -302,3 +302,13 @@ def test_two_agents_on_one_case_set_both_run_every_run_is_kept_and_they_compare_
     assert comparison["meta"]["comparable_tasks"] == 3
     assert comparison["quality"]["mcnemar"]["a_pass_b_fail"] == 1
     assert {task["task_id"]: task["winner"] for task in comparison["headToHead"]["tasks"]}["capital"] == "a"
+
+
+def test_a_capture_kept_the_earlier_way_is_still_evaluated(tmp_path):
+    from eval_pipeline.capture.store import captured_records, stored_runs
+
+    earlier = tmp_path / "2026-11-05.jsonl"
+    earlier.write_text(json.dumps({"episode_id": "echo-agent:greet:0", "agent_id": "echo-agent"}) + "\n")
+    assert [Path(r.source).name for r in captured_records(tmp_path, DAY)] == ["earlier.jsonl"]
+    assert [path.parent.name for path in stored_runs(tmp_path, DAY, "echo-agent")] == ["echo-agent"]
+    assert not earlier.exists()
