@@ -153,11 +153,10 @@ class CasesConfig(_Strict):
     calibration_sample: int = Field(10, ge=0)  # failed trials per day written out for a person to check the grader; 0: none
 
 
-class CaptureConfig(_Strict):
-    """Run the agent itself on a case set each day (the `capture` step); off without a case set."""
+class CaptureAgent(_Strict):
+    """One agent a case set is run on: a command, an HTTP endpoint, a Python callable or a plaited headless schema."""
 
-    case_set: str | None = None  # JSONL of cases, relative to the config file
-    agent_id: str = "agent"
+    agent_id: str = Field("agent", min_length=1)
     command: list[str] = Field(default_factory=list)  # argv, never a shell string
     url: str | None = None  # or: an HTTP endpoint the case is POSTed to
     callable: str | None = None  # or: a Python function, "module:function"
@@ -166,17 +165,47 @@ class CaptureConfig(_Strict):
     prompt_via: Literal["stdin", "env", "argv"] = "stdin"
     timeout_seconds: float = Field(300.0, gt=0)  # per case and trial, unless the case sets its own
     concurrency: int = Field(4, ge=1)
+    model: str | None = None  # what the agent runs on, for the run's label and `compare model=`
+
+    @property
+    def kinds(self) -> list[str]:
+        """Which of command, url, callable and schema this agent is given as."""
+        given = (("command", self.command), ("url", self.url), ("callable", self.callable), ("schema", self.schema_path))
+        return [name for name, value in given if value]
+
+
+class CaptureConfig(CaptureAgent):
+    """Run agents on a case set each day (the `capture` step); off without a case set.
+
+    One agent inline (`[capture] command = ...`), or several as `[[capture.agents]]` tables, each
+    with its own `agent_id`: every run of every agent is kept, so they compare head to head.
+    """
+
+    case_set: str | None = None  # JSONL of cases, relative to the config file
+    agents: list[CaptureAgent] = Field(default_factory=list)
     trials: int = Field(1, ge=1)
     grader: list[str] = Field(default_factory=list)  # argv of an executable grader (plaited protocol); none: off
     grader_timeout_seconds: float = Field(60.0, gt=0)
 
     @model_validator(mode="after")
-    def _one_agent(self) -> CaptureConfig:
-        agents = (("command", self.command), ("url", self.url), ("callable", self.callable), ("schema", self.schema_path))
-        named = [name for name, value in agents if value]
-        if self.case_set and len(named) != 1:
-            raise ValueError(f"a case set needs exactly one agent: command, url, callable or schema (got {named or 'none'})")
+    def _agents_named_once(self) -> CaptureConfig:
+        if self.agents and self.kinds:
+            raise ValueError("give the agent inline in [capture] or as [[capture.agents]] tables, not both")
+        for agent in self.capture_agents if self.case_set else self.agents:
+            if len(agent.kinds) != 1:
+                kinds = "command, url, callable or schema"
+                raise ValueError(f"{agent.agent_id}: a case set needs exactly one agent: {kinds} (got {agent.kinds or 'none'})")
+        ids = [agent.agent_id for agent in self.agents]
+        if len(set(ids)) != len(ids):
+            raise ValueError(f"[[capture.agents]] repeat an agent_id: {sorted(i for i in ids if ids.count(i) > 1)}")
         return self
+
+    @property
+    def capture_agents(self) -> list[CaptureAgent]:
+        """The agents the case set is run on: the tables, or the one given inline."""
+        return list(self.agents) or [
+            CaptureAgent.model_validate(self.model_dump(include=set(CaptureAgent.model_fields), by_alias=True))
+        ]
 
 
 class SourcesConfig(_Strict):

@@ -62,6 +62,7 @@ class RunRequest:
     trials: int | None = None
     assets: tuple[str, ...] | None = None  # None: the whole graph
     rewards: tuple[str, ...] | None = None  # the rewards step recomputes only these (`reward --name`)
+    label: str | None = None  # the label of the runs the capture step adds (`run --label`)
 
     def run_config(self) -> dict:
         """The ops' `RunScope`s: only what differs from a whole-graph, all-agent run."""
@@ -69,9 +70,10 @@ class RunRequest:
         ops: dict[str, dict[str, dict[str, object]]] = {name: {"config": dict(scope)} for name in SCOPED_STEPS} if scope else {}
         if self.undated_day:
             ops.setdefault("episodes", {"config": dict(scope)})["config"]["undated_day"] = self.undated_day.isoformat()
-        if self.recapture or self.trials:
+        if self.recapture or self.trials or self.label:
             capture = ops.setdefault("capture", {"config": dict(scope)})["config"]
-            capture.update({"recapture": self.recapture, **({"trials": self.trials} if self.trials else {})})
+            chosen = {"recapture": self.recapture, "trials": self.trials, "label": self.label}
+            capture.update({key: value for key, value in chosen.items() if value})
         if self.rewards:
             ops["rewards"] = {"config": {"rewards": list(self.rewards)}}
         if self.assets is not None:

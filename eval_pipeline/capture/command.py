@@ -22,7 +22,8 @@ from eval_pipeline.capture.cases import CaseSpec
 from eval_pipeline.capture.grader import grade, reference_failure
 from eval_pipeline.capture.headless import HeadlessAgent, load_schema
 from eval_pipeline.capture.process import History, Run, directory_name, prepared, spawn
-from eval_pipeline.config import CaptureConfig
+from eval_pipeline.capture.runs import CaptureRun
+from eval_pipeline.config import CaptureAgent
 from eval_pipeline.episodes.adapters import plaited
 
 PROMPT_VARIABLE = "EVAL_PROMPT"
@@ -137,7 +138,7 @@ def anchored(argv: list[str], relative: Callable[[str], Path]) -> tuple[str, ...
     )  # fmt: skip
 
 
-def capture_agent(settings: CaptureConfig, relative: Callable[[str], Path]) -> Agent:
+def capture_agent(settings: CaptureAgent, relative: Callable[[str], Path]) -> Agent:
     """The agent `[capture]` names; a schema path is resolved with `relative` (against the config file)."""
     timeout, concurrency = settings.timeout_seconds, settings.concurrency
     if settings.url:
@@ -159,14 +160,16 @@ def run_all(agent: Agent, cases: list[CaseSpec], trials: int, root: Path) -> lis
         return list(pool.map(lambda job: agent.run(job[0], job[1], root / directory_name(job[0].id) / f"trial-{job[1]}"), jobs))
 
 
-def episode_of(run: Run, agent_id: str, day: date, now: datetime | None = None) -> dict:
-    """The run as a canonical episode of partition `day`, whatever the clock says."""
+def episode_of(run: Run, agent_id: str, day: date, now: datetime | None = None, capture: CaptureRun | None = None) -> dict:
+    """The run as a canonical episode of partition `day`, whatever the clock says; within `capture`'s run when given."""
     clock = now or datetime.now(UTC)
     started = datetime.combine(day, clock.time(), UTC).isoformat().replace("+00:00", "Z")
-    identity = {"episode_id": f"{agent_id}:{run.case.id}:{run.trial}", "agent_id": agent_id, "started_at": started}
+    within = f"{capture.run_id}:" if capture else ""
+    identity = {"episode_id": f"{agent_id}:{within}{run.case.id}:{run.trial}", "agent_id": agent_id, "started_at": started}
     metadata = {"task_id": run.case.id, "trial": run.trial, "category": run.case.metadata.get("category"), "hint": run.case.hint,
                 "input": run.case.input, "format": "command",
-                **({"expected": run.case.expectations} if run.case.expectations else {})}  # fmt: skip
+                **({"expected": run.case.expectations} if run.case.expectations else {}),
+                **({"capture_run": capture.run_id, "label": capture.label} if capture else {})}  # fmt: skip
     stderr = run.stderr_path.read_text(errors="replace")[-STDERR_KEPT:] if run.stderr_path.exists() else ""
     if run.exit_code is None:  # what it did before it was killed is kept for debugging; no answer counts
         before = _session(run)["steps"] if any(output.strip() for output in run.outputs) else []
@@ -224,14 +227,15 @@ def captured_episodes(
     grader: tuple[str, ...] = (),
     grader_timeout: float = 60.0,
     references: dict[str, dict] | None = None,
+    capture: CaptureRun | None = None,
 ) -> Iterator[dict]:
-    """Each run as an episode; with a `grader`, its verdict in `metadata.grader` (or why there is none).
+    """Each run as an episode (of the `capture` run); with a `grader`, its verdict in `metadata.grader` (or why there is none).
 
     `references` are the grader's verdicts on each case's reference: where it failed the
     reference, the grader is not trusted on that case and its trials get that error instead.
     """
     for run in runs:
-        episode = episode_of(run, agent_id, day)
+        episode = episode_of(run, agent_id, day, capture=capture)
         if grader:
             untrusted = reference_failure((references or {}).get(run.case.id, {"pass": True}))
             verdict = {"error": untrusted} if untrusted else grade(grader, run.case, episode, run.workdir, grader_timeout)

@@ -29,8 +29,13 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
         "(default: critical; never: always 0)",
     )
     parser.add_argument("--junit", type=Path, metavar="PATH", help="also write JUnit XML: one test case per episode")
-    parser.add_argument("--recapture", action="store_true", help="run the case-set agent again even where a capture is stored")
-    parser.add_argument("--trials", type=int, help="trials per case for the case-set agent (over [capture] trials)")
+    parser.add_argument(
+        "--recapture", action="store_true", help="run the case-set agents again even where a run is stored (both are kept)"
+    )
+    parser.add_argument("--trials", type=int, help="trials per case for the case-set agents (over [capture] trials)")
+    parser.add_argument(
+        "--label", help="label the runs the case-set agents make (default: agent/model@git revision); compare with label="
+    )
 
 
 def _run(args: argparse.Namespace, settings: Settings) -> int:
@@ -42,7 +47,9 @@ def _run(args: argparse.Namespace, settings: Settings) -> int:
     selected = days(args)
     if args.trials is not None and args.trials < 1:
         raise UsageError("--trials must be at least 1")
-    request = RunRequest(selected, args.agent, undated_day=args.date, recapture=args.recapture, trials=args.trials)
+    request = RunRequest(
+        selected, args.agent, undated_day=args.date, recapture=args.recapture, trials=args.trials, label=args.label
+    )
     evaluate(settings, request)  # records without a timestamp go to --date
     if args.junit:
         from eval_pipeline.reports.junit import write_junit

@@ -133,6 +133,7 @@ class RunScope(dg.Config):
     trials: int | None = None  # capture only: trials per case, over the config's
     undated_day: str | None = None  # episodes only: the day records without a timestamp belong to (`run --date`)
     rewards: list[str] | None = None  # rewards only: recompute only these (`eval-pipeline reward --name`)
+    label: str | None = None  # capture only: the label of the runs captured (`run --label`), over agent@revision
 
 
 def source_index_path(duckdb_path: str) -> str:

@@ -98,7 +98,7 @@ def test_run_with_a_case_set_runs_the_agent_scores_every_trial_and_fills_pass_at
     (tmp_path / "episodes").mkdir()
 
     assert main(["run", "--date", "2026-11-05", "--trials", "3", "--fail-on", "never"]) == 0
-    stored = tmp_path / "data" / "captures" / "2026-11-05.jsonl"
+    [stored] = (tmp_path / "data" / "captures" / "2026-11-05" / "echo-agent").glob("*.jsonl")  # one run of the agent
     first = stored.stat().st_mtime_ns
     capsys.readouterr()
     assert main(["query", "SELECT task_id, count(*) AS n, bool_and(case_passed) AS ok FROM scores GROUP BY ALL ORDER BY 1",
@@ -113,7 +113,9 @@ def test_run_with_a_case_set_runs_the_agent_scores_every_trial_and_fills_pass_at
     assert main(["run", "--date", "2026-11-05", "--fail-on", "never"]) == 0  # the stored capture is reused
     assert stored.stat().st_mtime_ns == first
     assert main(["run", "--date", "2026-11-05", "--recapture", "--trials", "1", "--fail-on", "never"]) == 0
-    assert stored.stat().st_mtime_ns != first and len(stored.read_text().splitlines()) == 2
+    runs = sorted(stored.parent.glob("*.jsonl"), key=lambda path: path.stat().st_mtime_ns)
+    assert runs[0] == stored and stored.stat().st_mtime_ns == first  # the earlier run is kept beside the new one
+    assert [len(run.read_text().splitlines()) for run in runs] == [6, 2]
 
 
 def answer_or_fail(case: dict) -> str | dict:
@@ -239,3 +241,85 @@ def test_a_worse_agent_on_the_same_case_set_raises_alerts(project_env, monkeypat
     assert findings["correctness"]["severity"] == "critical" and findings["correctness"]["n"] == 5  # 4 episodes + aggregate
     alerted = json.dumps(webhook.messages)
     assert webhook.messages and "echo-agent" in alerted and "correctness" in alerted
+
+
+NAMED_AGENT = """
+import pathlib, sys
+name, log = sys.argv[1], pathlib.Path(sys.argv[2])
+prompt = sys.stdin.read()
+with log.open("a") as calls:
+    calls.write(prompt + "\\n")
+print(f"{name} says: I do not know" if name.startswith("sloppy") and "capital" in prompt else f"{name} says: {prompt}")
+"""
+
+
+def test_two_agents_on_one_case_set_both_run_every_run_is_kept_and_they_compare_head_to_head(project_env, monkeypatch, capsys):
+    from eval_pipeline.cli import main
+
+    root = project_env
+    (root / "cases.jsonl").write_text(
+        "".join(
+            json.dumps({"id": case, "input": prompt, "expected_output_contains": [word]}) + "\n"
+            for case, prompt, word in (
+                ("greet", "hello there", "hello"),
+                ("capital", "the capital is Paris", "Paris"),
+                ("thanks", "thank you", "thank"),
+            )
+        )
+    )
+    (root / "agent.py").write_text(NAMED_AGENT)
+    calls = {name: root / f"{name}.calls" for name in ("careful", "sloppy")}
+    agents = "".join(
+        f'[[capture.agents]]\nagent_id = "{name}"\ncommand = [{json.dumps(sys.executable)}, "agent.py", "{name}", '
+        f"{json.dumps(str(log))}]\n"
+        for name, log in calls.items()
+    )
+    (root / "eval.toml").write_text(f'[capture]\ncase_set = "cases.jsonl"\n{agents}')
+    monkeypatch.setenv("EVAL_CONFIG", str(root / "eval.toml"))
+    (root / "episodes").mkdir()
+
+    def invoked(name: str) -> int:
+        return len(calls[name].read_text().splitlines()) if calls[name].exists() else 0
+
+    def rows(sql: str) -> list[dict]:
+        capsys.readouterr()
+        assert main(["query", sql, "--format", "json"]) == 0
+        return json.loads(capsys.readouterr().out)
+
+    assert main(["run", "--date", "2026-11-05"]) == 1  # sloppy fails the capital case
+    assert (invoked("careful"), invoked("sloppy")) == (3, 3)  # both agents ran on the same day
+    per_agent = "SELECT agent_id, count(*) AS n, count(*) FILTER (passed) AS passed FROM scores GROUP BY 1 ORDER BY 1"
+    assert rows(per_agent) == [{"agent_id": "careful", "n": 3, "passed": 3}, {"agent_id": "sloppy", "n": 3, "passed": 2}]
+    first = rows("SELECT * EXCLUDE (scored_at) FROM scores ORDER BY episode_id")
+
+    assert main(["run", "--date", "2026-11-05"]) == 1  # the stored runs are evaluated again, nobody is re-run
+    assert (invoked("careful"), invoked("sloppy")) == (3, 3)
+    assert rows("SELECT * EXCLUDE (scored_at) FROM scores ORDER BY episode_id") == first
+
+    # a re-run of one agent after a change is a run of its own, kept beside the first
+    assert main(["run", "--date", "2026-11-05", "--agent", "sloppy", "--recapture", "--label", "sloppy-v2"]) == 1
+    assert (invoked("careful"), invoked("sloppy")) == (3, 6)
+    assert len(list((root / "captures" / "2026-11-05" / "sloppy").glob("*.jsonl"))) == 2
+    labels = "SELECT agent_id, metadata ->> '$.label' AS label, count(*) AS n FROM episodes GROUP BY ALL ORDER BY ALL"
+    assert rows(labels) == [
+        {"agent_id": "careful", "label": "careful", "n": 3},
+        {"agent_id": "sloppy", "label": "sloppy", "n": 3},
+        {"agent_id": "sloppy", "label": "sloppy-v2", "n": 3},
+    ]
+
+    capsys.readouterr()
+    assert main(["compare", "--a", "label=careful", "--b", "label=sloppy-v2", "--format", "json"]) == 0
+    comparison = json.loads(capsys.readouterr().out)
+    assert comparison["meta"]["comparable_tasks"] == 3
+    assert comparison["quality"]["mcnemar"]["a_pass_b_fail"] == 1
+    assert {task["task_id"]: task["winner"] for task in comparison["headToHead"]["tasks"]}["capital"] == "a"
+
+
+def test_a_capture_kept_the_earlier_way_is_still_evaluated(tmp_path):
+    from eval_pipeline.capture.store import captured_records, stored_runs
+
+    earlier = tmp_path / "2026-11-05.jsonl"
+    earlier.write_text(json.dumps({"episode_id": "echo-agent:greet:0", "agent_id": "echo-agent"}) + "\n")
+    assert [Path(r.source).name for r in captured_records(tmp_path, DAY)] == ["earlier.jsonl"]
+    assert [path.parent.name for path in stored_runs(tmp_path, DAY, "echo-agent")] == ["echo-agent"]
+    assert not earlier.exists()

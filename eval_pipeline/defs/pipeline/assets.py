@@ -20,7 +20,9 @@ from eval_pipeline.capture.cases import balance
 from eval_pipeline.capture.command import anchored, capture_agent, captured_episodes, run_all
 from eval_pipeline.capture.grader import reference_failure, reference_verdicts
 from eval_pipeline.capture.headless import SchemaError
-from eval_pipeline.capture.store import captured_records, captures_directory, write_capture
+from eval_pipeline.capture.process import directory_name
+from eval_pipeline.capture.runs import CaptureRun, run_label, source_revision
+from eval_pipeline.capture.store import agent_directory, captured_records, captures_directory, stored_runs, write_capture
 from eval_pipeline.defs.loaded import CONFIG, PACKAGE_VERSION, SETTINGS
 from eval_pipeline.defs.partitions import daily_partitions, partition_days
 from eval_pipeline.defs.pipeline import checks
@@ -125,8 +127,9 @@ def _in_session(warehouse: Warehouse, work: Callable[[date], DayMetadata]) -> Ca
 @dg.asset(
     **_COMMON,
     code_version=_code_version("capture"),
-    description="Runs the configured agent on the case set, k trials per case, as the day's own episodes "
-    "(stored beside the warehouse; reused unless `--recapture`). Off without `[capture] case_set`.",
+    description="Runs each configured agent on the case set, k trials per case, as the day's own episodes. Every run "
+    "is kept beside the warehouse with its id and label; a day's stored runs are reused unless `--recapture` adds "
+    "one. Off without `[capture] case_set`.",
 )
 def capture(context: dg.AssetExecutionContext, config: RunScope, warehouse: WarehouseResource, eval_config: EvalConfigResource):
     cfg = eval_config.load()
@@ -134,28 +137,45 @@ def capture(context: dg.AssetExecutionContext, config: RunScope, warehouse: Ware
         return dg.MaterializeResult(metadata={"capture": "off: no [capture] case_set in the config"})
     cases = eval_config.case_set(cfg)
     settings = cfg.capture
+    chosen = [spec for spec in settings.capture_agents if config.agent_id in (None, spec.agent_id)]
     try:
-        agent = capture_agent(settings, eval_config.relative)
+        agents = [(spec, capture_agent(spec, eval_config.relative)) for spec in chosen]
     except SchemaError as exc:
         raise dg.Failure(str(exc)) from None
     directory = captures_directory(Path(warehouse.duckdb_path))
     grader, timeout = anchored(settings.grader, eval_config.relative), settings.grader_timeout_seconds
+    revision = source_revision(eval_config.relative("."))
+    run_id = context.run.run_id.split("-")[0]  # one id for every agent and day this Dagster run captures
 
     def run_day(day: date) -> DayMetadata:
-        stored = directory / f"{day.isoformat()}.jsonl"
-        if stored.exists() and not config.recapture:
-            return {"capture": {"episodes": sum(1 for _ in stored.open()), "reused": 1}}
-        references = reference_verdicts(grader, cases, timeout, directory / "references" / day.isoformat()) if grader else {}
-        runs = run_all(agent, cases, config.trials or settings.trials, directory / "runs" / day.isoformat())
-        episodes = list(captured_episodes(runs, settings.agent_id, day, grader, timeout, references))
-        write_capture(stored, episodes)
-        statuses = pd.Series([e["status"] for e in episodes]).value_counts()
-        untrusted = sum(reference_failure(verdict) is not None for verdict in references.values())
-        counts = {"episodes": len(episodes), "reused": 0, **{s: int(statuses.get(s, 0)) for s in ("timeout", "failure")}}
-        return {"capture": {**counts, **({"references_failed": untrusted} if grader else {})}}
+        references: dict[str, dict] | None = None  # asked once a day, only when an agent runs
+        counts = {"episodes": 0, "runs_captured": 0, "runs_reused": 0, "timeout": 0, "failure": 0}
+        for spec, agent in agents:
+            stored = stored_runs(directory, day, spec.agent_id)
+            if stored and not config.recapture:
+                counts["runs_reused"] += len(stored)
+                counts["episodes"] += sum(sum(1 for _ in path.open()) for path in stored)
+                continue
+            if references is None:
+                references = (
+                    reference_verdicts(grader, cases, timeout, directory / "references" / day.isoformat()) if grader else {}
+                )
+            run = CaptureRun(run_id, run_label(spec, revision, config.label))
+            workdir = directory / "runs" / day.isoformat() / directory_name(spec.agent_id) / run_id
+            runs = run_all(agent, cases, config.trials or settings.trials, workdir)
+            episodes = list(captured_episodes(runs, spec.agent_id, day, grader, timeout, references, run))
+            write_capture(agent_directory(directory, day, spec.agent_id) / f"{run_id}.jsonl", episodes)
+            statuses = pd.Series([e["status"] for e in episodes], dtype=object).value_counts()
+            counts |= {s: counts[s] + int(statuses.get(s, 0)) for s in ("timeout", "failure")}
+            counts |= {"episodes": counts["episodes"] + len(episodes), "runs_captured": counts["runs_captured"] + 1}
+        untrusted = sum(reference_failure(verdict) is not None for verdict in (references or {}).values())
+        return {"capture": {**counts, **({"references_failed": untrusted} if grader and references is not None else {})}}
 
     _each_day(context, run_day)
-    return dg.MaterializeResult(metadata={"cases": len(cases), "agent": settings.agent_id})
+    labels = {spec.agent_id: run_label(spec, revision, config.label) for spec in chosen}
+    return dg.MaterializeResult(
+        metadata={"cases": len(cases), "agents": ", ".join(labels), "labels": dg.MetadataValue.json(labels)}
+    )
 
 
 @dg.multi_asset(
