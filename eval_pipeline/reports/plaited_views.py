@@ -97,7 +97,7 @@ def sample_failures(results: list[Result], size: int, seed_label: str) -> tuple[
     """Up to `size` of the failed runs, drawn at random but seeded by `seed_label` (the file, or the day), so a
     re-run draws the same; in the order of the results, with how many failed."""
     failed = [result for result in results if (verdict := result.verdict) is not None and not verdict["pass"]]
-    drawn = random.Random(seed_for("calibrate", seed_label)).sample(range(len(failed)), min(size, len(failed)))
+    drawn = random.Random(seed_for("calibrate", seed_label)).sample(range(len(failed)), max(0, min(size, len(failed))))
     return [failed[index] for index in sorted(drawn)], len(failed)
 
 
@@ -166,7 +166,7 @@ def calibration_review(
         lines += [_verdict_row(grader, verdict) for grader, verdict in verdicts]
         for grader, verdict in verdicts:
             lines += ["", f"**Reasoning ({grader})**", "", text(verdict.get("reasoning") or verdict.get("error"))]
-        lines += ["", "**Trajectory snippet**", "", fenced("\n".join(map(_snippet_line, _snippet(result.trajectory))))]
+        lines += ["", "**Trajectory snippet**", "", text("\n".join(map(_snippet_line, _snippet(result.trajectory))))]
         lines += ["", "**Review:**", "- [ ] Valid failure", "- [ ] Grader bug", "- [ ] Ambiguous"]
     return "\n".join(lines) + "\n"
 
