@@ -1,17 +1,28 @@
-"""A case set: JSONL of prompts with expectations, the input of a capture."""
+"""A case set: the cases a capture runs the agent on, each with its expectations.
+
+Two formats, each as JSONL or a JSON array, told apart case by case: our own (`id`, `input`,
+`hint`, `reference`, `metadata`, `timeout`, expectations), and the eval-case framework's
+`data/eval_cases.json` as its users have it (`query`, a top-level `category`, no `id`).
+"""
 
 from __future__ import annotations
 
+import hashlib
 import json
+import re
 from collections import Counter
 from pathlib import Path
 from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from eval_pipeline.episodes.files import iter_file_records
+from eval_pipeline.errors import UserInputError
+from eval_pipeline.scoring.cases import Case
 
-class CaseSetError(ValueError):
-    """The case set cannot be read; the message says which line and why."""
+
+class CaseSetError(UserInputError):
+    """The case set cannot be read, or a case in it is invalid; the message names the case and the field."""
 
 
 class CaseSpec(BaseModel):
@@ -43,25 +54,81 @@ class CaseSpec(BaseModel):
         return {**extra, **({"reference": self.reference} if self.reference else {})}
 
 
+class EvalCase(BaseModel):
+    """A case as the eval-case framework writes it; its expectations (`expected_tools`, ...) ride along."""
+
+    model_config = ConfigDict(extra="allow")
+
+    query: str | Annotated[list[str], Field(min_length=1)]
+    category: str | None = None
+    id: str | None = Field(None, min_length=1)
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+    def as_case(self, position: int) -> CaseSpec:
+        """Ours: the query is the input, the category `metadata.category`, the id derived when absent, and
+        `expected_tools` met when all of them were used (`tool_match = "superset"`), as that framework checks."""
+        expectations = {"tool_match": "superset", **(self.model_extra or {})}
+        metadata = {**({"category": self.category} if self.category else {}), **self.metadata}
+        case_id = self.id or derived_id(position, self.query)
+        return CaseSpec.model_validate({**expectations, "id": case_id, "input": self.query, "metadata": metadata})
+
+
+def derived_id(position: int, query: str | list[str]) -> str:
+    """`case-003-1a2b3c`: the case's place in the file and a hash of its query, so re-runs agree, editing
+    another case changes nothing, and a case that moves or changes its query never takes another's history."""
+    text = query if isinstance(query, str) else json.dumps(query)
+    return f"case-{position:03d}-{hashlib.sha256(text.encode()).hexdigest()[:6]}"
+
+
 def load_case_set(path: Path) -> list[CaseSpec]:
-    """Every case of a JSONL file, in order; a bad line or a repeated id is an error naming the line."""
-    cases, seen = [], set()
+    """Every case of a JSONL file or JSON array, in order; a bad case or a repeated id is an error naming
+    the line, the case (its id, else its position) and the field."""
+    cases: list[CaseSpec] = []
+    seen: set[str] = set()
     try:
-        lines = path.read_text().splitlines()
+        records = list(iter_file_records(path))
     except OSError as exc:
         raise CaseSetError(f"case set {path}: {exc}") from None
-    for number, line in enumerate(lines, 1):
-        if not line.strip():
-            continue
+    for position, record in enumerate(records, 1):
+        where = f"case set {path}:{record.line}"
         try:
-            case = CaseSpec.model_validate(json.loads(line))
-        except (ValueError, ValidationError) as exc:
-            raise CaseSetError(f"case set {path}:{number}: {str(exc).splitlines()[0]}") from None
+            entry = json.loads(record.raw)
+        except ValueError as exc:
+            raise CaseSetError(f"{where}: not JSON: {exc}") from None
+        if not isinstance(entry, dict):
+            raise CaseSetError(f"{where}: case {position}: not a JSON object")
+        named = f"case {entry['id']!r}" if isinstance(entry.get("id"), str) and entry["id"] else f"case {position}"
+        try:
+            case = _case(entry, position)
+        except ValidationError as exc:
+            raise CaseSetError(f"{where}: {named}: {_problems(exc)}") from None
+        except re.error as exc:
+            raise CaseSetError(f"{where}: {named}: expected_output_regex: {exc}") from None
         if case.id in seen:
-            raise CaseSetError(f"case set {path}:{number}: duplicate id {case.id!r}")
+            raise CaseSetError(f"{where}: duplicate id {case.id!r}")
         seen.add(case.id)
         cases.append(case)
     return cases
+
+
+def _case(entry: dict[str, Any], position: int) -> CaseSpec:
+    """The case in our format, its expectations checked now rather than when its runs are scored."""
+    ours = "input" in entry or ("id" in entry and "query" not in entry)
+    case = CaseSpec.model_validate(entry) if ours else EvalCase.model_validate(entry).as_case(position)
+    Case.model_validate(case.expectations)
+    return case
+
+
+_UNION_MEMBERS = re.compile(r"^(str|int|float|bool|list|dict)\b")  # how pydantic names the alternatives of a union
+
+
+def _problems(exc: ValidationError) -> str:
+    """Each invalid field once, by its path: `query: Field required; expected_tools: Input should be a valid list`."""
+    first_by_field: dict[Any, str] = {}
+    for error in exc.errors():
+        path = ".".join(str(part) for part in error["loc"] if not _UNION_MEMBERS.match(str(part)) or part == error["loc"][0])
+        first_by_field.setdefault(error["loc"][0] if error["loc"] else "", f"{path}: {error['msg']}" if path else error["msg"])
+    return "; ".join(first_by_field.values())
 
 
 def balance(cases: list[CaseSpec], threshold: float = 0.5) -> dict[str, Any]:

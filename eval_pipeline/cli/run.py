@@ -14,8 +14,11 @@ from typing import TYPE_CHECKING
 from eval_pipeline.cli.command import EXIT_FINDINGS, EXIT_OK, Command, UsageError, add_days, days
 
 if TYPE_CHECKING:
+    from eval_pipeline.capture.cases import CaseSpec
+    from eval_pipeline.config import EvalConfig
     from eval_pipeline.runner import Progress, RunRequest
     from eval_pipeline.settings import Settings
+    from eval_pipeline.warehouse.cases import CaseResults
 
 
 def _arguments(parser: argparse.ArgumentParser) -> None:
@@ -94,6 +97,7 @@ def launch(settings: Settings, request: RunRequest, what: str = "evaluating") ->
 
     check_partitions(request.days, settings.history_start)
     config = load_config(settings.config_path)  # a bad config is the user's to fix: say so before any run starts
+    case_set(settings, config)  # and so is a bad case
     first, last = request.days[0], request.days[-1]
     span = str(first) if first == last else f"{first}..{last} ({len(request.days)} days, one run)"
     try:
@@ -103,13 +107,29 @@ def launch(settings: Settings, request: RunRequest, what: str = "evaluating") ->
         _deliver_alerts(settings, config.policies.secret_patterns)
 
 
+def case_set(settings: Settings, config: EvalConfig) -> list[CaseSpec]:
+    """The configured case set, none without one; reading it checks every case."""
+    from eval_pipeline.capture.cases import load_case_set
+    from eval_pipeline.config import beside_config
+
+    path = config.capture.case_set
+    return load_case_set(beside_config(settings.config_path, path)) if path else []
+
+
 def evaluate(settings: Settings, request: RunRequest) -> None:
-    """Run the whole graph for the days and print one line per day, then where to look."""
+    """Run the whole graph for the days; print each case of the case set and each category, when there is
+    one, then one line per day, then where to look."""
+    from eval_pipeline.config import load_config
     from eval_pipeline.reports.markdown import verdict_line
+    from eval_pipeline.warehouse.cases import case_results
     from eval_pipeline.warehouse.connection import Warehouse
     from eval_pipeline.warehouse.reports import report_rows
 
     run_id = launch(settings, request)
+    config = load_config(settings.config_path)
+    cases, agent_id = case_set(settings, config), config.capture.agent_id
+    if cases and request.agent_id in (None, agent_id):
+        _print_case_results(case_results(Warehouse(settings.duckdb_path), request.days, agent_id, [c.id for c in cases]))
     for row in report_rows(Warehouse(settings.duckdb_path), request.days).itertuples():
         s = json.loads(row.summary)
         pass_rate = "–" if s["pass_rate"] is None else f"{s['pass_rate']:.0%}"
@@ -122,6 +142,33 @@ def evaluate(settings: Settings, request: RunRequest) -> None:
         if s["without_verdict"]:
             print(f"            {verdict_line(s)}")
     print(f"run in the UI: {settings.ui_base_url}/runs/{run_id}")
+
+
+def _print_case_results(results: CaseResults) -> None:
+    """Per day: each case passed or failed, with what failed and its trials, then each category's pass rate."""
+    import pandas as pd
+
+    from eval_pipeline.cli.command import print_table
+
+    for day, cases in results.cases.groupby("partition_date", sort=True):
+        verdicts = cases["passed"].map({True: "pass", False: "fail"}).fillna("no verdict")
+        print_table(
+            pd.DataFrame(
+                {
+                    "case": cases["case_id"],
+                    "category": cases["category"],
+                    "result": verdicts,
+                    "trials passed": [f"{p} of {n}" for p, n in zip(cases["trials_passed"], cases["trials"], strict=True)],
+                    "failed expectation": cases["failed"].fillna(""),
+                }
+            ),
+            f"{day:%Y-%m-%d} cases",
+        )
+        categories = results.categories[results.categories["partition_date"] == day]
+        rates = categories["pass_rate"].map(lambda rate: "–" if pd.isna(rate) else f"{rate:.0%}")
+        columns = categories[["category", "cases", "passed", "failed"]].assign(**{"pass rate": rates})
+        print_table(columns, f"{day:%Y-%m-%d} per category")
+        print()
 
 
 @contextmanager

@@ -25,12 +25,18 @@ def _run(args: argparse.Namespace, settings: Settings) -> int:
     print(f"reports          {settings.reports_dir}")
     print(f"config           {settings.config_path or '(built-in defaults)'}")
     print(f"DAGSTER_HOME     {settings.dagster_home}")
-    sources = load_config(settings.config_path).sources
+    config = load_config(settings.config_path)
     index = Path(source_index_path(str(settings.duckdb_path)))
-    health = source_health(open_source(settings.episode_source, index, sources))
+    case_set = config.capture.case_set
+    health = source_health(open_source(settings.episode_source, index, config.sources, required=not case_set))
     print(
         f"\nsource health    {jsonout.dumps(health.get('health', {k: v for k, v in health.items() if k != 'episodes_per_day'}))}"
     )
+    if health.get("exists") is False:  # allowed only beside a case set; a mistyped EVAL_EPISODE_SOURCE looks the same
+        print(
+            f"                 {health['path']} does not exist: no recorded episodes, only the runs of the case set "
+            f"{case_set}; set EVAL_EPISODE_SOURCE if recorded episodes should be there"
+        )
     for day, count in health.get("episodes_per_day", {}).items():
         print(f"  {day}  {count} records")
     if settings.duckdb_path.exists():

@@ -10,7 +10,7 @@ import dagster as dg
 from eval_pipeline.alerts.delivery import alerts_directory, deliver_pending
 from eval_pipeline.alerts.outbox import AlertOutbox, DeliveryReport
 from eval_pipeline.capture.cases import CaseSetError, CaseSpec, load_case_set
-from eval_pipeline.config import EvalConfig, JudgeConfig, Price, SourcesConfig, beside_config, load_config
+from eval_pipeline.config import EvalConfig, JudgeConfig, Price, beside_config, load_config
 from eval_pipeline.episodes.files import FileSource
 from eval_pipeline.episodes.source import open_source
 from eval_pipeline.episodes.store import EpisodeStore
@@ -33,8 +33,9 @@ class EpisodeSourceResource(dg.ConfigurableResource):
     location: str
     index_path: str  # the file source's day index; beside the warehouse, as the source may be read-only
 
-    def open(self, sources: SourcesConfig | None = None, prices: dict[str, Price] | None = None) -> FileSource | EpisodeStore:
-        return open_source(self.location, Path(self.index_path), sources, prices)
+    def open(self, config: EvalConfig) -> FileSource | EpisodeStore:
+        """The source as the config reads it; with a case set, a missing directory holds no episodes yet."""
+        return open_source(self.location, Path(self.index_path), config.sources, config.prices, not config.capture.case_set)
 
 
 class EvalConfigResource(dg.ConfigurableResource):

@@ -117,7 +117,8 @@ class FileIndex(BaseModel):
 
 
 class FileSource:
-    """Episodes in local files. `root` is a directory (searched recursively) or one file."""
+    """Episodes in local files. `root` is a directory (searched recursively) or one file; when it is not
+    `required` (a case set's runs are episodes enough), a missing root holds no episodes."""
 
     def __init__(
         self,
@@ -127,6 +128,7 @@ class FileSource:
         formats: dict[str, str] | None = None,
         trace_quiet_seconds: float = 300.0,
         prices: dict | None = None,
+        required: bool = True,
     ):
         self.root = root
         self.index_path = index_path
@@ -134,6 +136,7 @@ class FileSource:
         self.formats = formats or {}  # glob (relative to the source) -> format name, over detection
         self.trace_quiet_seconds = trace_quiet_seconds  # a trace without its root waits this long for more spans
         self.prices = prices or {}  # by model: adapted episodes' steps are costed from their token split
+        self.required = required
 
     def adapter_for(self, path: Path, first_raw: str) -> ModuleType | None:
         """The file's adapter: the first configured glob it matches, else detected from its first record."""
@@ -150,6 +153,8 @@ class FileSource:
     def episode_files(self) -> list[Path]:
         if self.root.is_file():
             return [self.root]
+        if not self.root.exists() and not self.required:
+            return []
         if not self.root.is_dir():
             raise UnreadableSource(f"episode source {self.root} does not exist")
         return sorted(

@@ -6,7 +6,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from eval_pipeline.capture.cases import CaseSpec
+from eval_pipeline.capture.cases import CaseSpec, EvalCase
 from eval_pipeline.capture.headless import HeadlessSchema
 from eval_pipeline.episodes.adapters import autogen, plaited
 from eval_pipeline.episodes.model import Episode
@@ -78,7 +78,8 @@ SCHEMAS: dict[str, tuple[type[BaseModel], str]] = {
     "case": (Case, "case expectations, in metadata.expected or the cases file"),
     "openai-transcript": (TranscriptRecord, TranscriptRecord.__doc__ or ""),
     "otlp-json": (OtlpExport, OtlpExport.__doc__ or ""),
-    "case-set": (CaseSpec, "one line of a case set the capture step runs the agent on ([capture] case_set)"),
+    "case-set": (CaseSpec, "one case of a case set the capture step runs the agent on ([capture] case_set)"),
+    "eval-case": (EvalCase, "one case of an eval-case file (data/eval_cases.json), also read as a case set"),
     "headless-adapter": (HeadlessSchema, "plaited headless adapter schema (version 1) of a CLI agent ([capture] schema)"),
     "plaited-capture": (plaited.CaptureResult, "plaited agent-eval-harness CaptureResult: one run of a case"),
     "plaited-trials": (plaited.TrialResult, "plaited agent-eval-harness TrialResult: k runs of a case"),

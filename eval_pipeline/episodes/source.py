@@ -18,14 +18,19 @@ class EpisodeSource(Protocol):
 
 
 def open_source(
-    location: str, index_path: Path, sources: SourcesConfig | None = None, prices: dict[str, Price] | None = None
+    location: str,
+    index_path: Path,
+    sources: SourcesConfig | None = None,
+    prices: dict[str, Price] | None = None,
+    required: bool = True,
 ) -> FileSource | EpisodeStore:
-    """The store at a URL, else files; `prices` cost the steps of records in other formats (traces)."""
+    """The store at a URL, else files; `prices` cost the steps of records in other formats (traces). Files
+    not `required` (a case set is configured) may be missing: there are no recorded episodes yet."""
     if location.startswith(("http://", "https://")):
         return EpisodeStore(location)
     sources = sources or SourcesConfig()
     return FileSource(
-        Path(location), index_path, sources.transcript_agent_id, sources.formats, sources.trace_quiet_seconds, prices
+        Path(location), index_path, sources.transcript_agent_id, sources.formats, sources.trace_quiet_seconds, prices, required
     )
 
 
@@ -41,6 +46,7 @@ def source_health(source: FileSource | EpisodeStore) -> dict[str, Any]:
     return {
         "kind": "files",
         "path": str(source.root),
+        "exists": source.root.exists(),
         "files": len(index.files),
         "episodes_per_day": dict(sorted(per_day.items())),
     }

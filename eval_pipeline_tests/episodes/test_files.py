@@ -1,6 +1,8 @@
 import json
 from datetime import date
 
+import pytest
+
 from eval_pipeline.episodes import files
 from eval_pipeline.episodes.files import FileSource, iter_file_records
 
@@ -55,3 +57,11 @@ def test_index_knows_which_files_hold_which_days_and_rescans_only_changes(tmp_pa
     assert set(source.refresh_index().files[str(day1)].days) == {date(2026, 11, 1), date(2026, 11, 3)}
     assert read == [day1]
     assert [r.locator for r in source.records_for(date(2026, 11, 3))] == [f"{day1}:1", f"{day1}:2"]
+
+
+def test_a_missing_directory_holds_no_episodes_only_where_it_is_not_required(tmp_path):
+    missing = tmp_path / "episodes"
+    optional = FileSource(missing, tmp_path / "index.json", required=False)  # beside a case set
+    assert list(optional.records_for(date(2026, 11, 5))) == []
+    with pytest.raises(files.UnreadableSource, match="does not exist"):
+        list(FileSource(missing, tmp_path / "index.json").records_for(date(2026, 11, 5)))

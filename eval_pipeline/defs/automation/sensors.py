@@ -19,7 +19,7 @@ from eval_pipeline.episodes.changes import day_fingerprints, days_to_evaluate
 )
 def new_episodes(context: dg.SensorEvaluationContext, episode_source: EpisodeSourceResource):
     today = datetime.now(UTC).date()
-    fingerprints = day_fingerprints(episode_source.open(CONFIG.sources), today, CONFIG.automation.store_window_days)
+    fingerprints = day_fingerprints(episode_source.open(CONFIG), today, CONFIG.automation.store_window_days)
     seen = json.loads(context.cursor) if context.cursor else None
     days = days_to_evaluate(fingerprints, seen, today, CONFIG.automation.first_tick_lookback_days)
     # the cursor moves only when this tick returns: a failed tick is seen again by the next one

@@ -200,7 +200,7 @@ def episodes(
     eval_config: EvalConfigResource,
 ) -> Iterator[dg.MaterializeResult]:
     cfg = eval_config.load()
-    source, wh = episode_source.open(cfg.sources, cfg.prices), warehouse.get()
+    source, wh = episode_source.open(cfg), warehouse.get()
     captures = captures_directory(Path(warehouse.duckdb_path))
     undated_day = date.fromisoformat(config.undated_day) if config.undated_day else None
 
