@@ -21,6 +21,7 @@ from typing import Literal
 from eval_pipeline.capture.cases import CaseSpec
 from eval_pipeline.capture.grader import grade, reference_failure
 from eval_pipeline.capture.headless import HeadlessAgent, load_schema
+from eval_pipeline.capture.imports import import_beside
 from eval_pipeline.capture.process import History, Run, directory_name, prepared, spawn
 from eval_pipeline.capture.runs import CaptureRun
 from eval_pipeline.config import CaptureAgent
@@ -98,15 +99,15 @@ class CallableAgent:
     target: str
     timeout_seconds: float = 300.0
     concurrency: int = 4
+    home: Path | None = None  # the config's directory, where the module is looked for first
 
     def run(self, case: CaseSpec, trial: int, workdir: Path) -> Run:
-        import importlib
         import traceback
         from concurrent.futures import TimeoutError as Timeout
 
         errors = prepared(workdir)
         module, _, name = self.target.partition(":")
-        function = getattr(importlib.import_module(module), name)
+        function = getattr(import_beside(module, self.home), name)
         started = time.perf_counter()
         single = ThreadPoolExecutor(max_workers=1)
         future = single.submit(function, {**case.model_dump(), "trial": trial, "cwd": str(workdir)})
@@ -144,7 +145,7 @@ def capture_agent(settings: CaptureAgent, relative: Callable[[str], Path]) -> Ag
     if settings.url:
         return HttpAgent(settings.url, timeout_seconds=timeout, concurrency=concurrency)
     if settings.callable:
-        return CallableAgent(settings.callable, timeout_seconds=timeout, concurrency=concurrency)
+        return CallableAgent(settings.callable, timeout_seconds=timeout, concurrency=concurrency, home=relative(""))
     if settings.schema_path:
         schema = load_schema(relative(settings.schema_path))
         return HeadlessAgent(schema, settings.auto_approve, timeout_seconds=timeout, concurrency=concurrency)

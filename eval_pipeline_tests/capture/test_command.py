@@ -147,6 +147,32 @@ def test_a_python_callable_agent(tmp_path):
     assert episodes["slow0"]["status"] == "timeout"
 
 
+def test_a_callable_agent_beside_the_config_needs_no_pythonpath(project_env, monkeypatch, capsys):
+    from eval_pipeline.cli import main
+
+    project = project_env / "project"  # not the working directory: the module is found beside eval.toml
+    project.mkdir()
+    (project / "triage_tools.py").write_text("def route(text):\n    return 'billing' if 'invoice' in text else 'support'\n")
+    (project / "triage_agent.py").write_text(
+        "from triage_tools import route\n\n\ndef run(case):\n    return f\"routed to {route(case['input'])}\"\n"
+    )  # it imports a module of its own, as agents do
+    (project / "cases.jsonl").write_text(json.dumps({"id": "bill", "input": "invoice", "expected_output_contains": ["billing"]}))
+    (project / "eval.toml").write_text('[capture]\ncase_set = "cases.jsonl"\ncallable = "triage_agent:run"\n')
+    monkeypatch.setenv("EVAL_CONFIG", str(project / "eval.toml"))
+    monkeypatch.delenv("PYTHONPATH", raising=False)
+    path_before = list(sys.path)
+    try:
+        assert main(["run", "--date", "2026-11-05"]) == 0
+    finally:  # imported into this process: no other test may find them
+        for name in ("triage_agent", "triage_tools"):
+            sys.modules.pop(name, None)
+    assert sys.path == path_before  # the config's directory was on the path only for the import
+    capsys.readouterr()
+    sql = "SELECT s.task_id, e.final_output, s.passed FROM scores s JOIN episodes e USING (episode_id)"
+    assert main(["query", sql, "--format", "json"]) == 0
+    assert json.loads(capsys.readouterr().out) == [{"task_id": "bill", "final_output": "routed to billing", "passed": True}]
+
+
 def test_an_http_agent_on_loopback(tmp_path):
     import threading
     from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
