@@ -127,9 +127,10 @@ def evaluate(settings: Settings, request: RunRequest) -> None:
 
     run_id = launch(settings, request)
     config = load_config(settings.config_path)
-    cases, agent_id = case_set(settings, config), config.capture.agent_id
-    if cases and request.agent_id in (None, agent_id):
-        _print_case_results(case_results(Warehouse(settings.duckdb_path), request.days, agent_id, [c.id for c in cases]))
+    cases = [case.id for case in case_set(settings, config)]
+    agents = [agent.agent_id for agent in config.capture.capture_agents if request.agent_id in (None, agent.agent_id)]
+    if cases and agents:
+        _print_case_results(case_results(Warehouse(settings.duckdb_path), request.days, agents, cases))
     for row in report_rows(Warehouse(settings.duckdb_path), request.days).itertuples():
         s = json.loads(row.summary)
         pass_rate = "–" if s["pass_rate"] is None else f"{s['pass_rate']:.0%}"
@@ -145,29 +146,32 @@ def evaluate(settings: Settings, request: RunRequest) -> None:
 
 
 def _print_case_results(results: CaseResults) -> None:
-    """Per day: each case passed or failed, with what failed and its trials, then each category's pass rate."""
+    """Per day and run of an agent: each case passed or failed, with what failed and its trials, then each
+    category's pass rate."""
     import pandas as pd
 
     from eval_pipeline.cli.command import print_table
 
-    for day, cases in results.cases.groupby("partition_date", sort=True):
-        verdicts = cases["passed"].map({True: "pass", False: "fail"}).fillna("no verdict")
+    run = ["partition_date", "agent_id", "capture_run"]
+    categories = dict(iter(results.categories.groupby(run, sort=False)))
+    for key, cases in results.cases.groupby(run, sort=False):
+        day, _, capture_run = key
+        title = f"{day:%Y-%m-%d} {cases['label'].iloc[0]}" + (f" run {capture_run}" if capture_run else "")
         print_table(
             pd.DataFrame(
                 {
                     "case": cases["case_id"],
                     "category": cases["category"],
-                    "result": verdicts,
+                    "result": cases["passed"].map({True: "pass", False: "fail"}).fillna("no verdict"),
                     "trials passed": [f"{p} of {n}" for p, n in zip(cases["trials_passed"], cases["trials"], strict=True)],
                     "failed expectation": cases["failed"].fillna(""),
                 }
             ),
-            f"{day:%Y-%m-%d} cases",
+            f"{title}: cases",
         )
-        categories = results.categories[results.categories["partition_date"] == day]
-        rates = categories["pass_rate"].map(lambda rate: "–" if pd.isna(rate) else f"{rate:.0%}")
-        columns = categories[["category", "cases", "passed", "failed"]].assign(**{"pass rate": rates})
-        print_table(columns, f"{day:%Y-%m-%d} per category")
+        per_category = categories[key][["category", "cases", "passed", "failed", "pass_rate"]]
+        rates = per_category["pass_rate"].map(lambda rate: "–" if pd.isna(rate) else f"{rate:.0%}")
+        print_table(per_category.drop(columns="pass_rate").assign(**{"pass rate": rates}), f"{title}: per category")
         print()
 
 

@@ -100,8 +100,10 @@ def project(project_env, monkeypatch):
 
 
 def table_rows(out: str, title: str) -> list[str]:
-    """The rows of a table as `print_table` writes it when piped: after its title and header, up to a blank line."""
-    return out.split(f"\n{title}\n", 1)[1].split("\n\n", 1)[0].splitlines()[1:]
+    """The rows of the table whose title matches, as `print_table` writes it when piped: after its title and header."""
+    lines = out.splitlines()
+    start = next(i for i, line in enumerate(lines) if re.fullmatch(title, line))
+    return lines[start + 2 : lines.index("", start)]
 
 
 def test_the_eval_case_file_as_it_is_answers_like_its_own_harness(project, capsys):
@@ -109,7 +111,10 @@ def test_the_eval_case_file_as_it_is_answers_like_its_own_harness(project, capsy
     assert main(["run", "--date", DAY]) == 1  # two cases failed
     out = capsys.readouterr().out
 
-    rows = [re.fullmatch(r"(\S+) +(\S+) +(pass|fail) +(\d of \d) *(.*)", row.strip()) for row in table_rows(out, f"{DAY} cases")]
+    rows = [
+        re.fullmatch(r"(\S+) +(\S+) +(pass|fail) +(\d of \d) *(.*)", row.strip())
+        for row in table_rows(out, rf"{DAY} health-assistant run \w+: cases")
+    ]
     cases = [row.groups() for row in rows if row]
     assert len(cases) == 10 and [case[0][:9] for case in cases] == [f"case-{n:03d}-" for n in range(1, 11)]  # file order
     failed = {case[:8]: (category, trials, what) for case, category, verdict, trials, what in cases if verdict == "fail"}
@@ -123,7 +128,7 @@ def test_the_eval_case_file_as_it_is_answers_like_its_own_harness(project, capsy
     }  # case 5 passes: an extra tool, in another order, yet all the expected tools were used
     assert [case[3] for case in cases].count("1 of 1") == 8
 
-    categories = [row.split() for row in table_rows(out, f"{DAY} per category")]
+    categories = [row.split() for row in table_rows(out, rf"{DAY} health-assistant run \w+: per category")]
     assert categories == [
         ["happy_path", "3", "3", "0", "100%"],
         ["edge_case", "3", "3", "0", "100%"],
