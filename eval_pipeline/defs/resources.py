@@ -74,7 +74,7 @@ class _LLMEndpoint(dg.ConfigurableResource):
     concurrency: int = 16
 
     def _gateway(self, model: str, **budget) -> Gateway:
-        return Gateway(base_url=self.base_url, api_key=self.api_key, model=model, concurrency=self.concurrency, **budget)
+        return Gateway(base_url=self.base_url or None, api_key=self.api_key, model=model, concurrency=self.concurrency, **budget)
 
 
 class ReplayResource(_LLMEndpoint):
@@ -115,7 +115,7 @@ class JudgeResource(_LLMEndpoint):
     @property
     def off_because(self) -> str | None:
         """Why the judge does not run, in one plain line; None when it does."""
-        return judge_off_because(self.base_url, self.model)
+        return judge_off_because(self.base_url, self.model, self.api_key)
 
     def gateway(self, judge: JudgeConfig, prices: dict[str, Price]) -> Gateway:
         """A gateway within the config's budget, pricing the judge's own calls."""
