@@ -63,13 +63,18 @@ class RunRequest:
     assets: tuple[str, ...] | None = None  # None: the whole graph
     rewards: tuple[str, ...] | None = None  # the rewards step recomputes only these (`reward --name`)
     label: str | None = None  # the label of the runs the capture step adds (`run --label`)
+    model: str | None = None  # read only this model's episodes (`run --model`)
+    limit: int | None = None  # read at most this many episodes a day (`run --limit`)
 
     def run_config(self) -> dict:
         """The ops' `RunScope`s: only what differs from a whole-graph, all-agent run."""
         scope: dict[str, object] = {"agent_id": self.agent_id} if self.agent_id else {}
         ops: dict[str, dict[str, dict[str, object]]] = {name: {"config": dict(scope)} for name in SCOPED_STEPS} if scope else {}
-        if self.undated_day:
-            ops.setdefault("episodes", {"config": dict(scope)})["config"]["undated_day"] = self.undated_day.isoformat()
+        narrowed = {"undated_day": self.undated_day.isoformat() if self.undated_day else None, "model": self.model,
+                    "limit": self.limit}  # fmt: skip
+        if any(value is not None for value in narrowed.values()):
+            episodes = ops.setdefault("episodes", {"config": dict(scope)})["config"]
+            episodes.update({key: value for key, value in narrowed.items() if value is not None})
         if self.recapture or self.trials or self.label:
             capture = ops.setdefault("capture", {"config": dict(scope)})["config"]
             chosen = {"recapture": self.recapture, "trials": self.trials, "label": self.label}
@@ -141,6 +146,7 @@ def run_days(settings: Settings, request: RunRequest, progress: Progress | None 
     so baselines flow forward as they would night after night.
     """
     from eval_pipeline.definitions import defs
+    from eval_pipeline.defs.resources import resources_for
 
     first, last = min(request.days), max(request.days)
     agent_id = request.agent_id
@@ -163,6 +169,7 @@ def run_days(settings: Settings, request: RunRequest, progress: Progress | None 
                 result = job.execute_in_process(
                     instance=instance,
                     run_config=request.run_config(),
+                    resources=resources_for(settings),  # this command's settings (`--store-url`), not the process's
                     asset_selection=selection,
                     tags=tags,
                     raise_on_error=False,

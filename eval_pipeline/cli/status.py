@@ -7,10 +7,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from eval_pipeline import jsonout
-from eval_pipeline.cli.command import EXIT_OK, Command, no_arguments, print_table
+from eval_pipeline.cli.command import EXIT_OK, Command, add_store_url, print_table, with_store_url
 
 if TYPE_CHECKING:
     from eval_pipeline.settings import Settings
+
+
+def _arguments(parser: argparse.ArgumentParser) -> None:
+    add_store_url(parser)
 
 
 def _run(args: argparse.Namespace, settings: Settings) -> int:
@@ -20,6 +24,7 @@ def _run(args: argparse.Namespace, settings: Settings) -> int:
     from eval_pipeline.warehouse.connection import Warehouse
     from eval_pipeline.warehouse.partitions import partition_counts
 
+    settings = with_store_url(settings, args.store_url)
     print(f"episode source   {settings.episode_source}")
     print(f"warehouse        {settings.duckdb_path}")
     print(f"reports          {settings.reports_dir}")
@@ -58,4 +63,10 @@ def _print_latest_run(settings: Settings) -> None:
             print(f"                 {settings.ui_base_url}/runs/{run.run_id}")
 
 
-COMMAND = Command("status", "source health, partitions in the warehouse, latest run", no_arguments, _run, ("status",))
+COMMAND = Command(
+    "status",
+    "source health, partitions in the warehouse, latest run",
+    _arguments,
+    _run,
+    ("status", "status --store-url http://localhost:8100"),
+)

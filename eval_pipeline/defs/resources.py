@@ -133,6 +133,8 @@ class RunScope(dg.Config):
     trials: int | None = None  # capture only: trials per case, over the config's
     undated_day: str | None = None  # episodes only: the day records without a timestamp belong to (`run --date`)
     rewards: list[str] | None = None  # rewards only: recompute only these (`eval-pipeline reward --name`)
+    model: str | None = None  # episodes only: evaluate only this model's episodes (`run --model`)
+    limit: int | None = None  # episodes only: at most this many episodes a day, the first by start time (`run --limit`)
     label: str | None = None  # capture only: the label of the runs captured (`run --label`), over agent@revision
 
 

@@ -189,8 +189,24 @@ def _staged(records: Iterable[RawRecord]) -> Iterator[pa.Table]:
         seq += len(chunk)
 
 
-def load_episodes(warehouse: Warehouse, day: date, records: Iterable[RawRecord], agent_id: str | None = None) -> IngestCounts:
-    """Replace `day`'s episodes, steps and quarantine (one agent's, when scoped) with `records`."""
+_NARROWED = """
+DELETE FROM _canonical WHERE episode_id NOT IN (
+    SELECT episode_id FROM _canonical WHERE $model IS NULL OR model = $model
+    ORDER BY started_at NULLS LAST, episode_id LIMIT coalesce($limit, 9223372036854775807)
+)
+"""
+
+
+def load_episodes(
+    warehouse: Warehouse,
+    day: date,
+    records: Iterable[RawRecord],
+    agent_id: str | None = None,
+    model: str | None = None,
+    limit: int | None = None,
+) -> IngestCounts:
+    """Replace `day`'s episodes, steps and quarantine (one agent's, when scoped) with `records`;
+    only `model`'s episodes and the first `limit` of them by start time, when given (`run --model`, `--limit`)."""
     params = {"day": day, "agent": agent_id}
     with warehouse.transaction() as con:
         con.register("_batch", _STAGING_SCHEMA.empty_table())
@@ -202,6 +218,8 @@ def load_episodes(warehouse: Warehouse, day: date, records: Iterable[RawRecord],
             read += staged.num_rows
         con.unregister("_batch")
         con.execute(_CANONICAL, {"day": day})
+        if model is not None or limit is not None:
+            con.execute(_NARROWED, {"model": model, "limit": limit})
         episodes = replace_partition(con, "episodes", day, "SELECT * EXCLUDE (ordered) FROM _canonical", agent_id)
         steps = replace_partition(con, "episode_steps", day, _STEPS, agent_id)
         quarantined = replace_partition(con, "quarantine", day, _QUARANTINE, agent_id, {"day": day})

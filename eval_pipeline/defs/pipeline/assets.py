@@ -206,7 +206,7 @@ def episodes(
 
     def load(day: date) -> DayMetadata:
         records = chain(source.records_for(day, undated_day), captured_records(captures, day))  # a store's answer is spooled
-        counts = load_episodes(wh, day, records, config.agent_id)
+        counts = load_episodes(wh, day, records, config.agent_id, config.model, config.limit)
         return {
             "episodes": {"records_read": counts.records_read, "dagster/row_count": counts.episodes},
             "episode_steps": {"dagster/row_count": counts.steps},
