@@ -30,23 +30,38 @@ def _run(args: argparse.Namespace, settings: Settings) -> int:
     print(f"reports          {settings.reports_dir}")
     print(f"config           {settings.config_path or '(built-in defaults)'}")
     print(f"DAGSTER_HOME     {settings.dagster_home}")
-    sources = load_config(settings.config_path).sources
+    config = load_config(settings.config_path)
     index = Path(source_index_path(str(settings.duckdb_path)))
-    health = source_health(open_source(settings.episode_source, index, sources))
+    health = source_health(open_source(settings.episode_source, index, config.sources))
     print(
         f"\nsource health    {jsonout.dumps(health.get('health', {k: v for k, v in health.items() if k != 'episodes_per_day'}))}"
     )
     for day, count in health.get("episodes_per_day", {}).items():
         print(f"  {day}  {count} records")
+    evaluated: set[str] = set()
     if settings.duckdb_path.exists():
         counts = partition_counts(Warehouse(settings.duckdb_path))
+        evaluated = {f"{day:%Y-%m-%d}" for day in counts["partition_date"]}
         print_table(
             counts.fillna(0).astype({c: int for c in counts.columns if c != "partition_date"}), "partitions in the warehouse"
         )
     else:
         print("\nno warehouse yet: run `eval-pipeline demo` or `eval-pipeline run --date D`")
+    _print_missing_history(sorted(set(health.get("episodes_per_day", {})) - evaluated), config.baseline.lookback_days)
     _print_latest_run(settings)
     return EXIT_OK
+
+
+def _print_missing_history(unevaluated: list[str], lookback_days: int) -> None:
+    """Days the source holds that the warehouse has not evaluated: their runs are no baselines until read."""
+    if not unevaluated:
+        return
+    first, last = unevaluated[0], unevaluated[-1]
+    print(
+        f"\nhistory missing  {len(unevaluated)} day(s) in the source are not evaluated ({first}..{last}). A task first seen "
+        f"there gets its baseline from the source's last {lookback_days} days ([baseline] lookback_days); to evaluate "
+        f"them too: eval-pipeline run --start {first} --end {last}"
+    )
 
 
 def _print_latest_run(settings: Settings) -> None:

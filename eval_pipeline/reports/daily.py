@@ -54,6 +54,7 @@ def build_report(data: ReportData, context: RunContext) -> Report:
         "critical_alerts": critical,
         "warning_alerts": warning,
         "quarantined": data.quarantined,
+        "baselines_from": {str(k): int(n) for k, n in scores["baseline_origin"].value_counts().sort_index().items()},
     }
     agents = []
     for agent_id, group in scores.groupby("agent_id", sort=True):
