@@ -137,6 +137,21 @@ class _StepWatcher(threading.Thread):
                 self.stop.wait(0.5)
 
 
+def _definitions_for(settings: Settings) -> dg.Definitions:
+    """The project's graph, bound to this command's settings (`--store-url`) rather than the process environment's."""
+    from eval_pipeline.definitions import defs
+    from eval_pipeline.defs.resources import resources_for
+
+    loaded = defs()
+    return dg.Definitions(
+        assets=loaded.assets,
+        asset_checks=loaded.asset_checks,
+        jobs=loaded.jobs,
+        resources=resources_for(settings),
+        executor=dg.in_process_executor,
+    )
+
+
 def run_days(settings: Settings, request: RunRequest, progress: Progress | None = None) -> str:
     """Materialize the request's assets for its days as one run; return its id.
 
@@ -145,8 +160,6 @@ def run_days(settings: Settings, request: RunRequest, progress: Progress | None 
     One run pays Dagster's per-run overhead once, and each asset walks the days oldest first,
     so baselines flow forward as they would night after night.
     """
-    from eval_pipeline.definitions import defs
-    from eval_pipeline.defs.resources import resources_for
 
     first, last = min(request.days), max(request.days)
     agent_id = request.agent_id
@@ -157,7 +170,7 @@ def run_days(settings: Settings, request: RunRequest, progress: Progress | None 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", category=dg.BetaWarning)
         warnings.simplefilter("ignore", category=dg.PreviewWarning)
-        job = defs().resolve_job_def(EVALUATE_JOB)
+        job = _definitions_for(settings).resolve_job_def(EVALUATE_JOB)
         selection = [dg.AssetKey(name) for name in request.assets] if request.assets is not None else None
         steps = len(request.assets) if request.assets is not None else len(job.graph.node_dict)
         run_id = str(uuid.uuid4())
@@ -169,7 +182,6 @@ def run_days(settings: Settings, request: RunRequest, progress: Progress | None 
                 result = job.execute_in_process(
                     instance=instance,
                     run_config=request.run_config(),
-                    resources=resources_for(settings),  # this command's settings (`--store-url`), not the process's
                     asset_selection=selection,
                     tags=tags,
                     raise_on_error=False,
