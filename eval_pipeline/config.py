@@ -99,6 +99,9 @@ class AgentOverrides(_Strict):
 
 class BaselineConfig(_Strict):
     policy: Literal["first", "rolling"] = "first"
+    # a task without a baseline looks this many days back in the source (days the warehouse has not
+    # evaluated) for earlier successful runs, so a first night on a store with history already compares
+    lookback_days: int = Field(14, ge=0)
 
 
 class AutomationConfig(_Strict):

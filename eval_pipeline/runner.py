@@ -63,13 +63,18 @@ class RunRequest:
     assets: tuple[str, ...] | None = None  # None: the whole graph
     rewards: tuple[str, ...] | None = None  # the rewards step recomputes only these (`reward --name`)
     label: str | None = None  # the label of the runs the capture step adds (`run --label`)
+    model: str | None = None  # read only this model's episodes (`run --model`)
+    limit: int | None = None  # read at most this many episodes a day (`run --limit`)
 
     def run_config(self) -> dict:
         """The ops' `RunScope`s: only what differs from a whole-graph, all-agent run."""
         scope: dict[str, object] = {"agent_id": self.agent_id} if self.agent_id else {}
         ops: dict[str, dict[str, dict[str, object]]] = {name: {"config": dict(scope)} for name in SCOPED_STEPS} if scope else {}
-        if self.undated_day:
-            ops.setdefault("episodes", {"config": dict(scope)})["config"]["undated_day"] = self.undated_day.isoformat()
+        narrowed = {"undated_day": self.undated_day.isoformat() if self.undated_day else None, "model": self.model,
+                    "limit": self.limit}  # fmt: skip
+        if any(value is not None for value in narrowed.values()):
+            episodes = ops.setdefault("episodes", {"config": dict(scope)})["config"]
+            episodes.update({key: value for key, value in narrowed.items() if value is not None})
         if self.recapture or self.trials or self.label:
             capture = ops.setdefault("capture", {"config": dict(scope)})["config"]
             chosen = {"recapture": self.recapture, "trials": self.trials, "label": self.label}
@@ -132,6 +137,21 @@ class _StepWatcher(threading.Thread):
                 self.stop.wait(0.5)
 
 
+def _definitions_for(settings: Settings) -> dg.Definitions:
+    """The project's graph, bound to this command's settings (`--store-url`) rather than the process environment's."""
+    from eval_pipeline.definitions import defs
+    from eval_pipeline.defs.resources import resources_for
+
+    loaded = defs()
+    return dg.Definitions(
+        assets=loaded.assets,
+        asset_checks=loaded.asset_checks,
+        jobs=loaded.jobs,
+        resources=resources_for(settings),
+        executor=dg.in_process_executor,
+    )
+
+
 def run_days(settings: Settings, request: RunRequest, progress: Progress | None = None) -> str:
     """Materialize the request's assets for its days as one run; return its id.
 
@@ -140,7 +160,6 @@ def run_days(settings: Settings, request: RunRequest, progress: Progress | None 
     One run pays Dagster's per-run overhead once, and each asset walks the days oldest first,
     so baselines flow forward as they would night after night.
     """
-    from eval_pipeline.definitions import defs
 
     first, last = min(request.days), max(request.days)
     agent_id = request.agent_id
@@ -151,7 +170,7 @@ def run_days(settings: Settings, request: RunRequest, progress: Progress | None 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", category=dg.BetaWarning)
         warnings.simplefilter("ignore", category=dg.PreviewWarning)
-        job = defs().resolve_job_def(EVALUATE_JOB)
+        job = _definitions_for(settings).resolve_job_def(EVALUATE_JOB)
         selection = [dg.AssetKey(name) for name in request.assets] if request.assets is not None else None
         steps = len(request.assets) if request.assets is not None else len(job.graph.node_dict)
         run_id = str(uuid.uuid4())

@@ -6,6 +6,7 @@ import json
 import re
 import threading
 import time
+from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -23,6 +24,7 @@ class FakeOpenAI:
     def __init__(self) -> None:
         self.latency_seconds = 0.0
         self.fail_next: list[tuple[int, str | None]] = []  # (status, Retry-After) for the next calls
+        self.fail_when: Callable[[dict], bool] | None = None  # answer 500 (retry at once) to every request it picks
         self.invalid_json_next = 0  # answer this many calls with prose instead of JSON
         self.reject_json_schema = False  # answer 400 to response_format json_schema, like older servers
         self.rogue_tool: str | None = None  # as a candidate, call this tool (not on offer) first
@@ -59,6 +61,7 @@ class FakeOpenAI:
         with self._lock:
             self.requests.append({"path": path, "body": body, "authorization": authorization})
             fault = self.fail_next.pop(0) if self.fail_next else None
+            fault = fault or ((500, "0") if self.fail_when and self.fail_when(body) else None)
             prose = self.invalid_json_next > 0
             self.invalid_json_next -= prose
         if self.latency_seconds:

@@ -75,7 +75,7 @@ def test_query_is_read_only_and_errors_are_one_line(project_env, capsys):
     [
         ["run", "--date", "2026-13-01"],
         ["run", "--start", "2026-11-02", "--end", "2026-11-01"],
-        ["run"],
+        ["run", "--start", "2026-11-02"],
         ["run", "--date", "2019-01-01"],
         ["run", "--date", "2999-01-01"],
         ["report", "--date", "2026-11-09"],

@@ -60,13 +60,16 @@ def add_days(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--end", type=date_argument, help="last day of a range (inclusive)")
 
 
-def days(args: argparse.Namespace) -> list[date]:
+def days(args: argparse.Namespace, default: date | None = None) -> list[date]:
+    """The days the arguments name; `default` when they name none and there is one (`run`: yesterday)."""
     from eval_pipeline.runner import days_between
 
     if args.date and (args.start or args.end):
         raise UsageError("give --date or --start/--end, not both")
     if args.date:
         return [args.date]
+    if default and not (args.start or args.end):
+        return [default]
     if not (args.start and args.end):
         raise UsageError("give --date D, or --start D1 --end D2")
     if args.end < args.start:
@@ -107,6 +110,19 @@ def grader_command(text: str) -> tuple[str, ...]:
     from eval_pipeline.capture.command import anchored
 
     return anchored(shlex.split(text), lambda part: Path(part).resolve())
+
+
+def add_store_url(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--store-url", metavar="URL", help="read episodes from this episode store (over EVAL_EPISODE_SOURCE)")
+
+
+def with_store_url(settings: Settings, url: str | None) -> Settings:
+    """The settings with `--store-url` as this command's episode source."""
+    if url is None:
+        return settings
+    if not url.startswith(("http://", "https://")):
+        raise UsageError(f"--store-url must be an http:// or https:// URL, not {url!r}")
+    return settings.model_copy(update={"episode_source": url.rstrip("/")})
 
 
 def existing_warehouse(settings: Settings, first: str = "run `eval-pipeline run` first") -> Warehouse:

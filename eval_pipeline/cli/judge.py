@@ -23,29 +23,35 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
 def _run(args: argparse.Namespace, settings: Settings) -> int:
     from eval_pipeline.config import load_config
     from eval_pipeline.llm.gateway import GatewayError
-    from eval_pipeline.llm.judge import judge_gateway
-    from eval_pipeline.llm.support_bot import ExamplesError, judge_examples
+    from eval_pipeline.llm.judge import configured_rubrics, judge_gateway, judge_off_because
+    from eval_pipeline.llm.support_bot import RUBRICS, ExamplesError, judge_examples
 
-    if not (settings.llm_base_url and settings.judge_model):
-        raise UsageError("judge needs OPENAI_BASE_URL and EVAL_JUDGE_MODEL (any OpenAI-compatible server)")
-    config = load_config(settings.config_path)
     key = settings.llm_api_key.get_secret_value() if settings.llm_api_key else ""
+    off = judge_off_because(settings.llm_base_url, settings.judge_model, key)
+    if off or not settings.judge_model:
+        raise UsageError(
+            f"{off}: judge needs EVAL_JUDGE_MODEL, and OPENAI_BASE_URL (any OpenAI-compatible server) or "
+            "OPENAI_API_KEY alone (OpenAI's own endpoint)"
+        )
+    config = load_config(settings.config_path)
+    rubrics = configured_rubrics(list(RUBRICS), config.judge.custom)  # [judge.custom.relevance] rewords one
     try:
         gateway = judge_gateway(settings.llm_base_url, key, settings.judge_model, config.judge, config.prices, args.concurrency)
     except GatewayError as exc:
         raise UsageError(str(exc)) from None
     try:
-        outcome = judge_examples(gateway, args.examples)
+        outcome = judge_examples(gateway, args.examples, rubrics)
     except ExamplesError as exc:
         raise UsageError(str(exc)) from None
     args.output.write_text(jsonout.dumps(outcome, indent=2) + "\n")
-    usage = gateway.usage
+    usage, skipped = gateway.usage, outcome["skipped"]
     print(
-        f"judged {len(outcome['results'])} examples on relevance and tone ({usage.calls} calls, {usage.reasks} re-asks, "
-        f"{len(usage.failures)} failed); skipped {len(outcome['skipped'])} -> {args.output}"
+        f"judged {len(outcome['results'])} examples on {' and '.join(r.name for r in rubrics)} ({usage.calls} calls, "
+        f"{usage.reasks} re-asks, {len(usage.failures)} failed); skipped {len(skipped)} -> {args.output}"
     )
-    all_failed = outcome["results"] and len(usage.failures) == 2 * len(outcome["results"])
-    if all_failed:
+    for entry in skipped:
+        print(f"  skipped #{entry['index']}{' ' + entry['id'] if 'id' in entry else ''}: {entry['reason']}")
+    if usage.failures and not outcome["results"]:
         print(f"eval-pipeline: error: every judge call failed, e.g. {usage.failures[0]}", file=sys.stderr)
         return EXIT_INFRA
     return EXIT_OK

@@ -15,7 +15,8 @@ if TYPE_CHECKING:
 
 
 def _arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--date", type=date_argument, required=True)
+    parser.add_argument("saved", nargs="?", type=Path, help="a JSON report written earlier (--output, --format json)")
+    parser.add_argument("--date", type=date_argument, help="the day whose report to show")
     parser.add_argument("--format", choices=["md", "json", "html"], default="md")
     parser.add_argument("--output", type=Path, help="write to this file instead of printing")
     parser.add_argument("--open", action="store_true", help="print the HTML report's path and open it where a browser can")
@@ -25,6 +26,10 @@ def _run(args: argparse.Namespace, settings: Settings) -> int:
     from eval_pipeline.warehouse.connection import Warehouse
     from eval_pipeline.warehouse.reports import report_rows
 
+    if (args.saved is None) == (args.date is None):
+        raise UsageError("give a day (--date D) or a saved JSON report (FILE.json), one of them")
+    if args.saved is not None:
+        return emit(_rendered(args.saved, args.format), args.output)
     rows = report_rows(Warehouse(settings.duckdb_path), [args.date]) if settings.duckdb_path.exists() else None
     if rows is None or rows.empty:
         raise UsageError(f"no report for {args.date}; run `eval-pipeline run --date {args.date}` first")
@@ -45,6 +50,22 @@ def _run(args: argparse.Namespace, settings: Settings) -> int:
     return emit(Path(path).read_text(), args.output)
 
 
+def _rendered(saved: Path, format: str) -> str:
+    """A report saved as JSON, rendered again as Markdown or HTML (or checked and given back as JSON)."""
+    import json
+
+    from eval_pipeline.reports.daily import render_markdown
+    from eval_pipeline.reports.html import render_html
+
+    try:
+        report = json.loads(saved.read_text())
+    except ValueError as exc:
+        raise UsageError(f"{saved}: not a JSON report: {exc}") from None
+    if not (isinstance(report, dict) and {"partition_date", "summary"} <= report.keys()):
+        raise UsageError(f"{saved}: not a daily report (no partition_date and summary); `run --output` writes one")
+    return {"md": render_markdown, "html": render_html, "json": lambda r: saved.read_text()}[format](report)
+
+
 COMMAND = Command(
     "report",
     "print or write the day's report",
@@ -54,5 +75,6 @@ COMMAND = Command(
         "report --date 2026-11-02",
         "report --date 2026-11-02 --format json --output report.json",
         "report --date 2026-11-02 --open",
+        "report results.json                     # a JSON report saved earlier, as Markdown",
     ),
 )

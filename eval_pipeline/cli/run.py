@@ -11,7 +11,18 @@ from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from eval_pipeline.cli.command import EXIT_FINDINGS, EXIT_OK, Command, UsageError, add_days, days
+from eval_pipeline import jsonout
+from eval_pipeline.cli.command import (
+    EXIT_FINDINGS,
+    EXIT_OK,
+    Command,
+    UsageError,
+    add_days,
+    add_store_url,
+    days,
+    emit,
+    with_store_url,
+)
 
 if TYPE_CHECKING:
     from eval_pipeline.capture.cases import CaseSpec
@@ -22,8 +33,12 @@ if TYPE_CHECKING:
 
 
 def _arguments(parser: argparse.ArgumentParser) -> None:
-    add_days(parser)
-    parser.add_argument("--agent", help="evaluate (and replace the rows of) this agent only")
+    add_days(parser)  # none of them: yesterday (UTC), as a nightly cron line wants
+    parser.add_argument("--agent", "--agent-id", dest="agent", help="evaluate (and replace the rows of) this agent only")
+    parser.add_argument("--model", help="evaluate only this model's episodes (the day's rows are what the run read)")
+    parser.add_argument("--limit", type=int, help="evaluate at most this many episodes a day, the first by start time")
+    add_store_url(parser)
+    parser.add_argument("--output", type=Path, metavar="PATH", help="also write the day's JSON report there (a list for a range)")
     parser.add_argument(
         "--fail-on",
         choices=["critical", "warning", "never"],
@@ -47,13 +62,28 @@ def _run(args: argparse.Namespace, settings: Settings) -> int:
     from eval_pipeline.warehouse.connection import Warehouse
     from eval_pipeline.warehouse.reports import run_outcome
 
-    selected = days(args)
-    if args.trials is not None and args.trials < 1:
-        raise UsageError("--trials must be at least 1")
+    selected = days(args, default=datetime.now(UTC).date() - timedelta(days=1))
+    for name in ("trials", "limit"):
+        if getattr(args, name) is not None and getattr(args, name) < 1:
+            raise UsageError(f"--{name} must be at least 1")
+    settings = with_store_url(settings, args.store_url)
     request = RunRequest(
-        selected, args.agent, undated_day=args.date, recapture=args.recapture, trials=args.trials, label=args.label
+        selected,
+        args.agent,
+        undated_day=selected[0] if len(selected) == 1 else None,  # records without a timestamp go to the one day
+        recapture=args.recapture,
+        trials=args.trials,
+        label=args.label,
+        model=args.model,
+        limit=args.limit,
     )
-    evaluate(settings, request)  # records without a timestamp go to --date
+    evaluate(settings, request)
+    if args.output:
+        from eval_pipeline.warehouse.reports import report_rows
+
+        rows = report_rows(Warehouse(settings.duckdb_path), selected)
+        reports = [json.loads(Path(path).read_text()) for path in rows["json_path"]]
+        emit(jsonout.dumps(reports[0] if len(selected) == 1 else reports, indent=2) + "\n", args.output)
     if args.junit:
         from eval_pipeline.reports.junit import write_junit
         from eval_pipeline.warehouse.reports import junit_inputs
@@ -74,9 +104,11 @@ COMMAND = Command(
     _arguments,
     _run,
     (
+        "run                                              # yesterday (UTC), the nightly default",
         "run --date 2026-11-21",
         "run --start 2026-10-01 --end 2026-10-31          # a backfill, oldest day first",
         "run --date 2026-11-21 --agent support-bot --fail-on warning --junit results.xml",
+        "run --store-url http://localhost:8100 --agent-id my-agent --model gpt-4 --limit 20 --output results.json",
     ),
 )
 
@@ -140,7 +172,7 @@ def evaluate(settings: Settings, request: RunRequest) -> None:
             f"{s['critical_alerts']} critical, {s['warning_alerts']} warning  {s['quarantined']} quarantined  "
             f"{row.html_path or row.markdown_path}"
         )
-        if s["without_verdict"]:
+        if s["without_verdict"] or s.get("baselines_from", {}).get("history"):  # why some have none, where some came from
             print(f"            {verdict_line(s)}")
     print(f"run in the UI: {settings.ui_base_url}/runs/{run_id}")
 

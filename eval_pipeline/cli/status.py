@@ -7,10 +7,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from eval_pipeline import jsonout
-from eval_pipeline.cli.command import EXIT_OK, Command, no_arguments, print_table
+from eval_pipeline.cli.command import EXIT_OK, Command, add_store_url, print_table, with_store_url
 
 if TYPE_CHECKING:
     from eval_pipeline.settings import Settings
+
+
+def _arguments(parser: argparse.ArgumentParser) -> None:
+    add_store_url(parser)
 
 
 def _run(args: argparse.Namespace, settings: Settings) -> int:
@@ -20,6 +24,7 @@ def _run(args: argparse.Namespace, settings: Settings) -> int:
     from eval_pipeline.warehouse.connection import Warehouse
     from eval_pipeline.warehouse.partitions import partition_counts
 
+    settings = with_store_url(settings, args.store_url)
     print(f"episode source   {settings.episode_source}")
     print(f"warehouse        {settings.duckdb_path}")
     print(f"reports          {settings.reports_dir}")
@@ -39,15 +44,30 @@ def _run(args: argparse.Namespace, settings: Settings) -> int:
         )
     for day, count in health.get("episodes_per_day", {}).items():
         print(f"  {day}  {count} records")
+    evaluated: set[str] = set()
     if settings.duckdb_path.exists():
         counts = partition_counts(Warehouse(settings.duckdb_path))
+        evaluated = {f"{day:%Y-%m-%d}" for day in counts["partition_date"]}
         print_table(
             counts.fillna(0).astype({c: int for c in counts.columns if c != "partition_date"}), "partitions in the warehouse"
         )
     else:
         print("\nno warehouse yet: run `eval-pipeline demo` or `eval-pipeline run --date D`")
+    _print_missing_history(sorted(set(health.get("episodes_per_day", {})) - evaluated), config.baseline.lookback_days)
     _print_latest_run(settings)
     return EXIT_OK
+
+
+def _print_missing_history(unevaluated: list[str], lookback_days: int) -> None:
+    """Days the source holds that the warehouse has not evaluated: their runs are no baselines until read."""
+    if not unevaluated:
+        return
+    first, last = unevaluated[0], unevaluated[-1]
+    print(
+        f"\nhistory missing  {len(unevaluated)} day(s) in the source are not evaluated ({first}..{last}). A task first seen "
+        f"there gets its baseline from the source's last {lookback_days} days ([baseline] lookback_days); to evaluate "
+        f"them too: eval-pipeline run --start {first} --end {last}"
+    )
 
 
 def _print_latest_run(settings: Settings) -> None:
@@ -64,4 +84,10 @@ def _print_latest_run(settings: Settings) -> None:
             print(f"                 {settings.ui_base_url}/runs/{run.run_id}")
 
 
-COMMAND = Command("status", "source health, partitions in the warehouse, latest run", no_arguments, _run, ("status",))
+COMMAND = Command(
+    "status",
+    "source health, partitions in the warehouse, latest run",
+    _arguments,
+    _run,
+    ("status", "status --store-url http://localhost:8100"),
+)

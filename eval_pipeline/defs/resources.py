@@ -75,7 +75,7 @@ class _LLMEndpoint(dg.ConfigurableResource):
     concurrency: int = 16
 
     def _gateway(self, model: str, **budget) -> Gateway:
-        return Gateway(base_url=self.base_url, api_key=self.api_key, model=model, concurrency=self.concurrency, **budget)
+        return Gateway(base_url=self.base_url or None, api_key=self.api_key, model=model, concurrency=self.concurrency, **budget)
 
 
 class ReplayResource(_LLMEndpoint):
@@ -116,7 +116,7 @@ class JudgeResource(_LLMEndpoint):
     @property
     def off_because(self) -> str | None:
         """Why the judge does not run, in one plain line; None when it does."""
-        return judge_off_because(self.base_url, self.model)
+        return judge_off_because(self.base_url, self.model, self.api_key)
 
     def gateway(self, judge: JudgeConfig, prices: dict[str, Price]) -> Gateway:
         """A gateway within the config's budget, pricing the judge's own calls."""
@@ -134,6 +134,8 @@ class RunScope(dg.Config):
     trials: int | None = None  # capture only: trials per case, over the config's
     undated_day: str | None = None  # episodes only: the day records without a timestamp belong to (`run --date`)
     rewards: list[str] | None = None  # rewards only: recompute only these (`eval-pipeline reward --name`)
+    model: str | None = None  # episodes only: evaluate only this model's episodes (`run --model`)
+    limit: int | None = None  # episodes only: at most this many episodes a day, the first by start time (`run --limit`)
     label: str | None = None  # capture only: the label of the runs captured (`run --label`), over agent@revision
 
 

@@ -64,9 +64,12 @@ class Usage:
     failures: list[str] = field(default_factory=list)
 
 
+OPENAI_BASE_URL = "https://api.openai.com/v1"  # where the SDK itself goes when no base URL is given
+
+
 @dataclass
 class Gateway:
-    base_url: str
+    base_url: str | None  # None: OpenAI's own endpoint
     api_key: str = field(repr=False)  # a secret: never in a repr, log or message
     model: str
     concurrency: int = 16
@@ -85,7 +88,7 @@ class Gateway:
         self._openai = openai
         # local servers often need no key, but the SDK insists on one
         self._client = openai.AsyncOpenAI(
-            base_url=self.base_url,
+            base_url=self.base_url or OPENAI_BASE_URL,
             api_key=self.api_key or "unused",
             max_retries=self.max_retries,
             timeout=self.timeout_seconds,

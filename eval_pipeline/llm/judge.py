@@ -16,14 +16,16 @@ from eval_pipeline.llm.gateway import BudgetExhausted, Gateway
 from eval_pipeline.llm.pairwise import pairwise_items, pairwise_rows
 
 
-def judge_off_because(base_url: str | None, model: str | None) -> str | None:
-    """Why the judge cannot run, in one plain line; None when it can."""
-    missing = [name for name, value in (("OPENAI_BASE_URL", base_url), ("EVAL_JUDGE_MODEL", model)) if not value]
+def judge_off_because(base_url: str | None, model: str | None, api_key: str | None = None) -> str | None:
+    """Why the judge cannot run, in one plain line; None when it can.
+
+    It needs a model, and an endpoint: OPENAI_BASE_URL, or OpenAI's own with OPENAI_API_KEY alone."""
+    missing = [name for name, given in (("OPENAI_BASE_URL", base_url or api_key), ("EVAL_JUDGE_MODEL", model)) if not given]
     return f"LLM judge off: {' and '.join(missing)} not set" if missing else None
 
 
 def judge_gateway(
-    base_url: str, api_key: str, model: str, judge: JudgeConfig, prices: dict[str, Price], concurrency: int = 16
+    base_url: str | None, api_key: str, model: str, judge: JudgeConfig, prices: dict[str, Price], concurrency: int = 16
 ) -> Gateway:
     """The judge's gateway within the config's budget, pricing its own calls (the nightly step and `judge` alike)."""
     return Gateway(

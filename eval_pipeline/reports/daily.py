@@ -54,6 +54,7 @@ def build_report(data: ReportData, context: RunContext) -> Report:
         "critical_alerts": critical,
         "warning_alerts": warning,
         "quarantined": data.quarantined,
+        "baselines_from": _baselines_from(scores),
     }
     agents = []
     for agent_id, group in scores.groupby("agent_id", sort=True):
@@ -154,6 +155,13 @@ def build_report(data: ReportData, context: RunContext) -> Report:
         "episodes": episodes,
         "notes": list(context.notes),
     }
+
+
+def _baselines_from(scores: pd.DataFrame) -> dict[str, int]:
+    """Episodes compared with a baseline, by where it came from (`baseline_origin`, where the warehouse read it)."""
+    if "baseline_origin" not in scores:
+        return {}
+    return {str(origin): int(n) for origin, n in scores["baseline_origin"].value_counts().sort_index().items()}
 
 
 def _verdicts(counts: VerdictCounts) -> Verdicts:

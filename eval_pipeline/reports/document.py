@@ -70,6 +70,7 @@ class Summary(Verdicts):
     critical_alerts: int
     warning_alerts: int
     quarantined: int
+    baselines_from: dict[str, int]  # episodes compared with a baseline, by where it came from (run, history, pin, ...)
 
 
 class Trend(TypedDict):

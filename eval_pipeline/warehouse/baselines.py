@@ -14,11 +14,14 @@ next day). A row snapshots what scoring compares, so a lookup never scans episod
 
 from __future__ import annotations
 
-from datetime import date
+from collections.abc import Iterable
+from datetime import date, timedelta
 
 import pandas as pd
 
+from eval_pipeline.episodes.records import RawRecord
 from eval_pipeline.warehouse.connection import Warehouse
+from eval_pipeline.warehouse.ingest import canonical_episodes
 from eval_pipeline.warehouse.rows import one_row
 
 _SNAPSHOT = "status, final_output, tools, total_cost_usd, total_duration_ms, total_tokens, step_count, error_steps"
@@ -43,6 +46,75 @@ WHERE rank = 1 AND ($policy = 'rolling' OR NOT EXISTS (
     WHERE NOT b.pinned AND b.agent_id = s.agent_id AND b.task_id = s.task_id AND b.valid_from <= $day
 ))
 """
+
+
+_UNCOVERED = """
+SELECT DISTINCT agent_id, task_id FROM episodes e
+WHERE partition_date = $day AND ($agent IS NULL OR agent_id = $agent) AND NOT EXISTS (
+    SELECT 1 FROM baselines b
+    WHERE b.agent_id = e.agent_id AND b.task_id = e.task_id AND b.valid_from <= $day
+)
+"""
+
+
+def days_to_look_back(warehouse: Warehouse, day: date, lookback_days: int, agent_id: str | None = None) -> list[date]:
+    """The days before `day` (newest first, at most `lookback_days`) the warehouse has not evaluated, when some
+    task of `day` has no baseline yet; none otherwise. Only those days can hold a baseline we do not know of."""
+    if not lookback_days:
+        return []
+    with warehouse.connect(read_only=True) as con:
+        params = {"day": day, "agent": agent_id}
+        if not one_row(con, f"SELECT count(*) FROM ({_UNCOVERED})", params)[0]:
+            return []
+        evaluated = {
+            row[0]
+            for row in con.execute(
+                "SELECT DISTINCT partition_date FROM episodes WHERE partition_date BETWEEN $day - $n AND $day - 1 "
+                "AND ($agent IS NULL OR agent_id = $agent)",
+                {**params, "n": lookback_days},
+            ).fetchall()
+        }
+    return [d for d in (day - timedelta(days=n) for n in range(1, lookback_days + 1)) if d not in evaluated]
+
+
+def write_history_baselines(
+    warehouse: Warehouse,
+    day: date,
+    history: Iterable[tuple[date, Iterable[RawRecord]]],
+    policy: str,
+    agent_id: str | None = None,
+) -> int:
+    """Baselines (`origin = 'history'`, valid from `day`) for `day`'s tasks that have none, from the source's
+    earlier days: the earliest successful run of each in `history` (`rolling`: the latest). Those days are
+    read, never written or scored. Replaces what `day` established this way before; returns how many."""
+    with warehouse.transaction() as con:
+        con.execute(
+            "DELETE FROM baselines WHERE partition_date = $day AND origin = 'history' AND ($agent IS NULL OR agent_id = $agent)",
+            {"day": day, "agent": agent_id},
+        )
+        con.execute(f"CREATE OR REPLACE TEMP TABLE _uncovered AS {_UNCOVERED}", {"day": day, "agent": agent_id})
+        con.execute(f"CREATE OR REPLACE TEMP TABLE _history AS SELECT agent_id, task_id, episode_id, started_at, {_SNAPSHOT} "
+                    "FROM episodes LIMIT 0")  # fmt: skip
+        for earlier, records in history:
+            canonical_episodes(con, earlier, records, agent_id)
+            con.execute(
+                f"INSERT INTO _history SELECT agent_id, task_id, episode_id, started_at, {_SNAPSHOT} FROM _canonical "
+                "WHERE status = 'success' AND (agent_id, task_id) IN (SELECT (agent_id, task_id) FROM _uncovered)"
+            )
+        added = one_row(
+            con,
+            f"""INSERT INTO baselines BY NAME
+            SELECT agent_id, task_id, episode_id, false AS pinned, $day AS valid_from, $day AS partition_date,
+                   $policy AS policy, 'history' AS origin, {_SNAPSHOT}
+            FROM _history
+            QUALIFY row_number() OVER (
+                PARTITION BY agent_id, task_id
+                ORDER BY CASE WHEN $policy = 'rolling' THEN epoch(started_at) ELSE -epoch(started_at) END DESC, episode_id
+            ) = 1""",
+            {"day": day, "policy": policy},
+        )[0]
+        con.execute("DROP TABLE _history; DROP TABLE _uncovered; DROP TABLE IF EXISTS _parsed; DROP TABLE IF EXISTS _canonical")
+    return int(added)
 
 
 def write_baselines(warehouse: Warehouse, day: date, policy: str, agent_id: str | None = None) -> int:

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from datetime import date
 from itertools import islice
 
+import duckdb
 import pyarrow as pa
 
 from eval_pipeline.episodes.model import EpisodeStatus, StepType
@@ -189,19 +190,44 @@ def _staged(records: Iterable[RawRecord]) -> Iterator[pa.Table]:
         seq += len(chunk)
 
 
-def load_episodes(warehouse: Warehouse, day: date, records: Iterable[RawRecord], agent_id: str | None = None) -> IngestCounts:
-    """Replace `day`'s episodes, steps and quarantine (one agent's, when scoped) with `records`."""
+def canonical_episodes(con: duckdb.DuckDBPyConnection, day: date, records: Iterable[RawRecord], agent_id: str | None) -> int:
+    """Parse `records` into the temp tables `_parsed` (every record of `day`, with its rejection reason) and
+    `_canonical` (the day's valid episodes, one per id); return how many records were read."""
     params = {"day": day, "agent": agent_id}
+    con.register("_batch", _STAGING_SCHEMA.empty_table())
+    con.execute(f"CREATE OR REPLACE TEMP TABLE _parsed AS {_PARSE}", params)
+    read = 0
+    for staged in _staged(records):
+        con.register("_batch", staged)
+        con.execute(f"INSERT INTO _parsed {_PARSE}", params)
+        read += staged.num_rows
+    con.unregister("_batch")
+    con.execute(_CANONICAL, {"day": day})
+    return read
+
+
+_NARROWED = """
+DELETE FROM _canonical WHERE episode_id NOT IN (
+    SELECT episode_id FROM _canonical WHERE $model IS NULL OR model = $model
+    ORDER BY started_at NULLS LAST, episode_id LIMIT coalesce($limit, 9223372036854775807)
+)
+"""
+
+
+def load_episodes(
+    warehouse: Warehouse,
+    day: date,
+    records: Iterable[RawRecord],
+    agent_id: str | None = None,
+    model: str | None = None,
+    limit: int | None = None,
+) -> IngestCounts:
+    """Replace `day`'s episodes, steps and quarantine (one agent's, when scoped) with `records`;
+    only `model`'s episodes and the first `limit` of them by start time, when given (`run --model`, `--limit`)."""
     with warehouse.transaction() as con:
-        con.register("_batch", _STAGING_SCHEMA.empty_table())
-        con.execute(f"CREATE OR REPLACE TEMP TABLE _parsed AS {_PARSE}", params)
-        read = 0
-        for staged in _staged(records):
-            con.register("_batch", staged)
-            con.execute(f"INSERT INTO _parsed {_PARSE}", params)
-            read += staged.num_rows
-        con.unregister("_batch")
-        con.execute(_CANONICAL, {"day": day})
+        read = canonical_episodes(con, day, records, agent_id)
+        if model is not None or limit is not None:
+            con.execute(_NARROWED, {"model": model, "limit": limit})
         episodes = replace_partition(con, "episodes", day, "SELECT * EXCLUDE (ordered) FROM _canonical", agent_id)
         steps = replace_partition(con, "episode_steps", day, _STEPS, agent_id)
         quarantined = replace_partition(con, "quarantine", day, _QUARANTINE, agent_id, {"day": day})

@@ -20,8 +20,12 @@ def report_inputs(warehouse: Warehouse, day: date, trend_days: int) -> ReportDat
     with warehouse.connect(read_only=True) as con:
         params = {"day": day}
         scores = con.execute(
-            "SELECT s.*, e.category, r.final_output FROM scores s JOIN episodes e USING (episode_id, partition_date) "
-            "LEFT JOIN replays r USING (episode_id, partition_date) WHERE s.partition_date = $day",
+            "SELECT s.*, e.category, r.final_output, o.origin AS baseline_origin "
+            "FROM scores s JOIN episodes e USING (episode_id, partition_date) "
+            "LEFT JOIN replays r USING (episode_id, partition_date) "
+            "LEFT JOIN (SELECT agent_id, task_id, episode_id, arg_max(origin, established_at) AS origin FROM baselines "
+            "GROUP BY ALL) o ON o.episode_id = s.baseline_episode_id AND o.agent_id = s.agent_id AND o.task_id = s.task_id "
+            "WHERE s.partition_date = $day",
             params,
         ).df()
         trend = con.execute(

@@ -73,10 +73,9 @@ def test_invalid_json_is_asked_again_once_then_recorded(fake_openai, examples_fi
     judge = gateway(fake_openai)
     outcome = judge_examples(judge, examples_file)
     assert (judge.usage.calls, judge.usage.reasks, len(judge.usage.failures)) == (8, 4, 4)
-    assert outcome["results"][0]["relevance"] == {
-        "score": None,
-        "error": "invalid JSON from judge-1 twice: Expecting value: line 1 column 1 (char 0)",
-    }
+    assert outcome["results"] == []  # never a null score: an example the judge failed on is skipped, saying why
+    invalid = "invalid JSON from judge-1 twice: Expecting value: line 1 column 1 (char 0)"
+    assert outcome["skipped"][0] == {"index": 0, "id": "t1", "reason": f"relevance: {invalid}; tone: {invalid}"}
     assert SECRET_KEY not in repr(judge)
 
 
@@ -109,7 +108,55 @@ def test_the_cli_says_what_it_needs(monkeypatch, tmp_path, examples_file, capsys
     monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
     monkeypatch.chdir(tmp_path)
     assert main(["judge", str(examples_file), "--output", str(tmp_path / "out.json")]) == 2
-    assert "needs OPENAI_BASE_URL and EVAL_JUDGE_MODEL" in capsys.readouterr().err
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.setenv("EVAL_JUDGE_MODEL", "judge-1")
+    assert main(["judge", str(examples_file), "--output", str(tmp_path / "out.json")]) == 2
+    assert "judge needs EVAL_JUDGE_MODEL, and OPENAI_BASE_URL (any OpenAI-compatible server) or OPENAI_API_KEY" in (
+        capsys.readouterr().err
+    )
+
+
+def test_with_only_openai_api_key_the_judge_uses_openais_own_endpoint(fake_openai, examples_file, tmp_path, monkeypatch):
+    """A support team on OpenAI sets its key and a model, nothing else; the fake stands in for api.openai.com."""
+    monkeypatch.setattr("eval_pipeline.llm.gateway.OPENAI_BASE_URL", fake_openai.base_url)
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    monkeypatch.setenv("OPENAI_API_KEY", SECRET_KEY)
+    monkeypatch.setenv("EVAL_JUDGE_MODEL", "judge-1")
+    monkeypatch.chdir(tmp_path)
+    assert main(["judge", str(examples_file), "--output", str(tmp_path / "out.json")]) == 0
+    assert [r["id"] for r in json.loads((tmp_path / "out.json").read_text())["results"]] == ["t1", "t2"]
+    assert fake_openai.requests[0]["authorization"] == f"Bearer {SECRET_KEY}"
+
+
+def test_unusable_examples_and_failed_judgements_are_skipped_with_reasons_shown(fake_openai, tmp_path, monkeypatch, capsys):
+    examples = [
+        {"id": 7, "ticket": "Integer id", "response": "An answer."},
+        {"id": "obj", "ticket": {"subject": "An object ticket"}, "response": "An answer."},
+        {"id": "ok", "ticket": "Where is my parcel?", "response": "It ships tomorrow."},
+        {"id": "flaky", "ticket": "Cancel my plan", "response": "Done, cancelled."},
+    ]
+    path = tmp_path / "examples.json"
+    path.write_text(json.dumps(examples))
+    (tmp_path / "eval.toml").write_text(
+        '[judge.custom.tone]\nquestion = "Is the reply warm and in our house style (first names, no jargon)?"\n'
+        'levels = { 1 = "cold", 2 = "curt", 3 = "neutral", 4 = "friendly", 5 = "warm and on style" }\n'
+    )
+    for name, value in (("OPENAI_BASE_URL", fake_openai.base_url), ("EVAL_JUDGE_MODEL", "judge-1"),
+                        ("EVAL_CONFIG", str(tmp_path / "eval.toml"))):  # fmt: skip
+        monkeypatch.setenv(name, value)
+    fake_openai.fail_when = lambda body: "Cancel my plan" in json.dumps(body)  # this example's calls always fail
+    assert main(["judge", str(path), "--output", str(tmp_path / "out.json")]) == 0
+    written = json.loads((tmp_path / "out.json").read_text())
+    assert [r["id"] for r in written["results"]] == ["ok"]
+    assert [(s["index"], s["reason"].split(":")[0]) for s in written["skipped"]] == [
+        (0, "id must be a string, not int"),
+        (1, "ticket must be a string, not dict"),
+        (3, "relevance"),
+    ]
+    shown = capsys.readouterr().out
+    assert "skipped #0: id must be a string, not int" in shown and "skipped #3 flaky: relevance:" in shown
+    prompts = [m["content"] for r in fake_openai.requests for m in r["body"]["messages"]]
+    assert any("house style" in prompt for prompt in prompts)  # the reworded rubric is what the judge was asked
 
 
 def test_a_budget_stops_cleanly_and_records_what_was_left_undone(fake_openai):

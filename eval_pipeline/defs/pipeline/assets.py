@@ -50,7 +50,7 @@ from eval_pipeline.rewards.records import reward_records
 from eval_pipeline.scoring.assessments import assess
 from eval_pipeline.scoring.episodes import score_records
 from eval_pipeline.warehouse.assertions import check_inputs, write_checks
-from eval_pipeline.warehouse.baselines import scoring_input, write_baselines
+from eval_pipeline.warehouse.baselines import days_to_look_back, scoring_input, write_baselines, write_history_baselines
 from eval_pipeline.warehouse.connection import Warehouse
 from eval_pipeline.warehouse.findings import write_findings
 from eval_pipeline.warehouse.health import source_counts
@@ -206,7 +206,7 @@ def episodes(
 
     def load(day: date) -> DayMetadata:
         records = chain(source.records_for(day, undated_day), captured_records(captures, day))  # a store's answer is spooled
-        counts = load_episodes(wh, day, records, config.agent_id)
+        counts = load_episodes(wh, day, records, config.agent_id, config.model, config.limit)
         return {
             "episodes": {"records_read": counts.records_read, "dagster/row_count": counts.episodes},
             "episode_steps": {"dagster/row_count": counts.steps},
@@ -224,11 +224,29 @@ def episodes(
     description="The episode each (agent, task) is compared with, valid from a day on.",
 )
 def baselines(
-    context: dg.AssetExecutionContext, config: RunScope, warehouse: WarehouseResource, eval_config: EvalConfigResource
+    context: dg.AssetExecutionContext,
+    config: RunScope,
+    warehouse: WarehouseResource,
+    episode_source: EpisodeSourceResource,
+    eval_config: EvalConfigResource,
 ) -> dg.MaterializeResult:
-    policy, wh = eval_config.load().baseline.policy, warehouse.get()
-    _each_day(context, lambda day: {"baselines": {"dagster/row_count": write_baselines(wh, day, policy, config.agent_id)}})
-    return dg.MaterializeResult(metadata={"policy": policy})
+    cfg, wh = eval_config.load(), warehouse.get()
+    policy, agent = cfg.baseline.policy, config.agent_id
+
+    def establish(day: date) -> DayMetadata:
+        earlier = days_to_look_back(wh, day, cfg.baseline.lookback_days, agent)
+        if earlier:  # a first night, or a gap: the source may know runs of these tasks the warehouse does not
+            source = episode_source.open(cfg)
+            history = ((d, source.records_for(d)) for d in earlier)
+            from_history = write_history_baselines(wh, day, history, policy, agent)
+        else:
+            from_history = 0
+        from_runs = write_baselines(wh, day, policy, agent)
+        return {"baselines": {"dagster/row_count": from_runs + from_history, "from_history": from_history,
+                              "days_looked_back": len(earlier)}}  # fmt: skip
+
+    _each_day(context, establish)
+    return dg.MaterializeResult(metadata={"policy": policy, "lookback_days": cfg.baseline.lookback_days})
 
 
 @dg.asset(
