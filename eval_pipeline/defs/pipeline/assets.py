@@ -11,6 +11,7 @@ from dataclasses import asdict
 from datetime import date, timedelta
 from itertools import chain
 from pathlib import Path
+from typing import Any
 
 import dagster as dg
 import pandas as pd
@@ -64,9 +65,9 @@ from eval_pipeline.warehouse.trials import trial_inputs, write_trials
 
 LLM_POOL = "llm"  # caps concurrent model-calling steps across runs: `dagster instance concurrency set llm N`
 
-_PARTITIONED = {"partitions_def": daily_partitions, "backfill_policy": dg.BackfillPolicy.single_run()}
-_LABELS = {"group_name": "evaluation", "kinds": {"duckdb"}}
-_COMMON = {**_PARTITIONED, **_LABELS}
+_PARTITIONED: dict[str, Any] = {"partitions_def": daily_partitions, "backfill_policy": dg.BackfillPolicy.single_run()}
+_LABELS: dict[str, Any] = {"group_name": "evaluation", "kinds": {"duckdb"}}
+_COMMON: dict[str, Any] = {**_PARTITIONED, **_LABELS}
 
 
 def _code_version(stage: str) -> str:
@@ -135,7 +136,7 @@ def capture(context: dg.AssetExecutionContext, config: RunScope, warehouse: Ware
     cfg = eval_config.load()
     if not cfg.capture.case_set:
         return dg.MaterializeResult(metadata={"capture": "off: no [capture] case_set in the config"})
-    cases = eval_config.case_set(cfg)
+    cases = eval_config.case_set(cfg) or []
     settings = cfg.capture
     chosen = [spec for spec in settings.capture_agents if config.agent_id in (None, spec.agent_id)]
     try:
