@@ -170,7 +170,8 @@ def episode_of(run: Run, agent_id: str, day: date, now: datetime | None = None, 
     metadata = {"task_id": run.case.id, "trial": run.trial, "category": run.case.metadata.get("category"), "hint": run.case.hint,
                 "input": run.case.input, "format": "command",
                 **({"expected": run.case.expectations} if run.case.expectations else {}),
-                **({"capture_run": capture.run_id, "label": capture.label} if capture else {})}  # fmt: skip
+                **({"capture_run": capture.run_id, "label": capture.label,
+                    "captured_at": clock.isoformat().replace("+00:00", "Z")} if capture else {})}  # fmt: skip
     stderr = run.stderr_path.read_text(errors="replace")[-STDERR_KEPT:] if run.stderr_path.exists() else ""
     if run.exit_code is None:  # what it did before it was killed is kept for debugging; no answer counts
         before = _session(run)["steps"] if any(output.strip() for output in run.outputs) else []

@@ -172,7 +172,7 @@ def evaluate(settings: Settings, request: RunRequest) -> None:
             f"{s['critical_alerts']} critical, {s['warning_alerts']} warning  {s['quarantined']} quarantined  "
             f"{row.html_path or row.markdown_path}"
         )
-        if s["without_verdict"] or s.get("baselines_from", {}).get("history"):  # why some have none, where some came from
+        if s["without_verdict"] or s.get("superseded") or s.get("baselines_from", {}).get("history"):  # what the counts leave out
             print(f"            {verdict_line(s)}")
     print(f"run in the UI: {settings.ui_base_url}/runs/{run_id}")
 

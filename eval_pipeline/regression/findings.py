@@ -246,7 +246,8 @@ def partition_findings(
 ) -> pd.DataFrame:
     """Everything `findings` holds for a day: the episodes' findings, per-agent regressions against
     baselines and the trailing days that clear the noise, and the source's health (skipped when
-    `source_counts` is None, as in a one-agent run)."""
+    `source_counts` is None, as in a one-agent run). A superseded run (`scores.superseded`) finds nothing."""
+    scores, trailing_scores = current(scores), current(trailing_scores)
     aggregates = aggregate_findings(scores, trailing_scores, day, config)
     parts = [episode_findings(scores, issues, day, config), _finalize([aggregates], day, config) if len(aggregates) else None]
     health = source_health_finding(day, source_counts, config) if source_counts is not None else None
@@ -255,6 +256,13 @@ def partition_findings(
         parts.append(_finalize([pd.DataFrame([row])], day, config))
     found = [part for part in parts if part is not None and len(part)]
     return pd.concat(found, ignore_index=True) if found else pd.DataFrame(columns=FINDING_COLUMNS)
+
+
+def current(scores: pd.DataFrame) -> pd.DataFrame:
+    """The rows the day's verdict counts: all but a case-set agent's runs its later run of the day superseded."""
+    if "superseded" not in scores:
+        return scores
+    return scores[~scores["superseded"].astype("boolean").fillna(False)]
 
 
 @dataclass(frozen=True)
@@ -281,7 +289,8 @@ class VerdictCounts:
 
     @classmethod
     def of(cls, scores: pd.DataFrame) -> VerdictCounts:
-        """`scores`: rows of the `scores` table (`passed`, `baseline_episode_id`)."""
+        """`scores`: rows of the `scores` table (`passed`, `baseline_episode_id`); superseded runs do not count."""
+        scores = current(scores)
         verdict = scores["passed"].astype("boolean")
         return cls(
             episodes=len(scores),

@@ -55,6 +55,7 @@ def build_report(data: ReportData, context: RunContext) -> Report:
         "warning_alerts": warning,
         "quarantined": data.quarantined,
         "baselines_from": _baselines_from(scores),
+        "superseded": data.superseded,
     }
     agents = []
     for agent_id, group in scores.groupby("agent_id", sort=True):

@@ -26,7 +26,8 @@ class ReportData:
     scores: pd.DataFrame  # `scores`, with the episode's category and the replayed final output
     findings: pd.DataFrame
     previous_findings: pd.DataFrame  # the day before's, to tell new, persisting and resolved apart
-    status_counts: dict[str, int]  # episodes per status
+    status_counts: dict[str, int]  # episodes per status, superseded runs' left out
+    superseded: int  # episodes of case-set runs a later run of their agent that day superseded (kept, not counted)
     quarantined: int
     judgements: pd.DataFrame
     pairwise: pd.DataFrame  # `pairwise_judgements`
@@ -71,6 +72,7 @@ class Summary(Verdicts):
     warning_alerts: int
     quarantined: int
     baselines_from: dict[str, int]  # episodes compared with a baseline, by where it came from (run, history, pin, ...)
+    superseded: int  # episodes of earlier case-set runs a later run of their agent replaced in the day's count
 
 
 class Trend(TypedDict):

@@ -50,6 +50,8 @@ def verdict_line(counts: Mapping[str, Any]) -> str:
             f" {counts['without_verdict']} without a verdict: no baseline, case or recorded reward yet "
             f"({counts['without_baseline']} without a baseline: the first day of those tasks)."
         )
+    if counts.get("superseded"):
+        line += f" {counts['superseded']} more in earlier runs a later run of their agent superseded (kept for compare)."
     from_history = counts.get("baselines_from", {}).get("history")
     if from_history:
         line += f" {from_history} compared with a baseline found in the source's earlier days (not yet evaluated)."

@@ -11,7 +11,7 @@ from eval_pipeline.scoring.checks import SEVERITIES, grade
 from eval_pipeline.scoring.dimensions import dimensions
 from eval_pipeline.scoring.weighted import units, weighted_score
 
-_IDENTITY = ["episode_id", "partition_date", "agent_id", "task_id", "baseline_episode_id", "mode", "status"]
+_IDENTITY = ["episode_id", "partition_date", "agent_id", "task_id", "baseline_episode_id", "mode", "status", "superseded"]
 _VERDICT = ["weighted_score", "passed", "verdict_reason", "critical_findings"]
 _EVIDENCE = ["case_passed", "failed_assertions", "issue_score", "issue_grade", "baseline_status", "total_cost_usd",
              "baseline_total_cost_usd", "total_duration_ms", "baseline_total_duration_ms", "tools", "baseline_tools",
@@ -32,6 +32,8 @@ def score_episodes(frame: pd.DataFrame, config: EvalConfig) -> pd.DataFrame:
     issue score (0-100, with a letter grade) are always computed.
     """
     scored = frame.copy()
+    if "superseded" not in scored:  # a frame built without capture runs has no superseded run
+        scored["superseded"] = False
     scored["cost_zero_baseline"] = dim.delta_pct(frame, "total_cost_usd")[1]
     scored["latency_zero_baseline"] = dim.delta_pct(frame, "total_duration_ms")[1]
     scored["leaked_secret"] = dim.leaked_secrets(frame["final_output"], config.policies.secret_patterns)

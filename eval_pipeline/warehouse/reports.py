@@ -25,7 +25,7 @@ def report_inputs(warehouse: Warehouse, day: date, trend_days: int) -> ReportDat
             "LEFT JOIN replays r USING (episode_id, partition_date) "
             "LEFT JOIN (SELECT agent_id, task_id, episode_id, arg_max(origin, established_at) AS origin FROM baselines "
             "GROUP BY ALL) o ON o.episode_id = s.baseline_episode_id AND o.agent_id = s.agent_id AND o.task_id = s.task_id "
-            "WHERE s.partition_date = $day",
+            "WHERE s.partition_date = $day AND NOT s.superseded",  # a case-set agent's later run of the day stands
             params,
         ).df()
         trend = con.execute(
@@ -35,9 +35,13 @@ def report_inputs(warehouse: Warehouse, day: date, trend_days: int) -> ReportDat
         previous = con.execute("SELECT summary FROM reports WHERE partition_date = $day - 1", params).fetchone()
         findings = con.execute("SELECT * FROM findings WHERE partition_date = $day", params).df()
         previous_findings = con.execute("SELECT * FROM findings WHERE partition_date = $day - 1", params).df()
+        superseded = "SELECT episode_id FROM scores WHERE partition_date = $day AND superseded"
         statuses = con.execute(
-            "SELECT status, count(*) FROM episodes WHERE partition_date = $day GROUP BY ALL", params
+            f"SELECT status, count(*) FROM episodes WHERE partition_date = $day AND episode_id NOT IN ({superseded}) "
+            "GROUP BY ALL",
+            params,
         ).fetchall()
+        superseded_count = one_row(con, f"SELECT count(*) FROM ({superseded})", params)[0]
         quarantined = one_row(con, "SELECT count(*) FROM quarantine WHERE partition_date = $day", params)[0]
         judgements = con.execute("SELECT * FROM judgements WHERE partition_date = $day", params).df()
         pairwise = con.execute("SELECT * FROM pairwise_judgements WHERE partition_date = $day", params).df()
@@ -50,6 +54,7 @@ def report_inputs(warehouse: Warehouse, day: date, trend_days: int) -> ReportDat
         findings=findings,
         previous_findings=previous_findings,
         status_counts=dict(statuses),
+        superseded=int(superseded_count),
         quarantined=int(quarantined),
         judgements=judgements,
         pairwise=pairwise,
@@ -73,7 +78,7 @@ SELECT s.episode_id, s.agent_id, s.task_id, e.trial, e.metadata->>'hint' AS hint
          WHERE a.episode_id = s.episode_id AND a.partition_date = s.partition_date AND NOT a.passed) AS reasoning
   FROM scores s JOIN episodes e USING (episode_id, partition_date)
   LEFT JOIN replays r USING (episode_id, partition_date)
- WHERE s.partition_date = $day AND s.case_passed = false
+ WHERE s.partition_date = $day AND s.case_passed = false AND NOT s.superseded
  ORDER BY s.episode_id
 """
 
@@ -114,7 +119,9 @@ def run_outcome(warehouse: Warehouse, days: list[date], agent_id: str | None = N
     params = {"days": days, "agent": agent_id}
     scope = "list_contains($days, partition_date) AND ($agent IS NULL OR agent_id = $agent)"
     with warehouse.session():
-        failed = warehouse.read_frame(f"SELECT count(*) AS n FROM scores WHERE {scope} AND passed = false", params)
+        failed = warehouse.read_frame(
+            f"SELECT count(*) AS n FROM scores WHERE {scope} AND passed = false AND NOT superseded", params
+        )
         rows = warehouse.read_frame(f"SELECT severity, count(*) AS n FROM findings WHERE {scope} GROUP BY ALL", params)
     return RunOutcome(int(failed["n"].iloc[0]), dict(zip(rows["severity"], rows["n"].astype(int), strict=False)))
 
@@ -146,7 +153,9 @@ def junit_inputs(warehouse: Warehouse, days: list[date], agent_id: str | None = 
     scope = "list_contains($days, partition_date) AND ($agent IS NULL OR agent_id = $agent)"
     with warehouse.session():
         scores = warehouse.read_frame(
-            f"SELECT partition_date, agent_id, task_id, episode_id, passed, verdict_reason FROM scores WHERE {scope}", params
+            "SELECT partition_date, agent_id, task_id, episode_id, passed, verdict_reason FROM scores "
+            f"WHERE {scope} AND NOT superseded",
+            params,
         )
         findings = warehouse.read_frame(
             f"SELECT partition_date, agent_id, episode_id, dimension, severity, message FROM findings WHERE {scope}", params

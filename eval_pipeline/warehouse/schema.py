@@ -309,6 +309,23 @@ MIGRATIONS: list[str] = [
     ALTER TABLE scores ADD COLUMN critical_findings VARCHAR[]; -- the dimensions of its critical findings
     ALTER TABLE scores ADD COLUMN failed_assertions VARCHAR;  -- its case's failed expectations, with their details
     """,
+    # 10: a case-set agent's earlier run of a day, superseded by its later one (`--recapture`): kept, compared by
+    # its label, but no longer what the day's verdict, findings, trials and trend count
+    """
+    ALTER TABLE scores ADD COLUMN superseded BOOLEAN DEFAULT false;
+    CREATE OR REPLACE VIEW agent_daily AS
+    SELECT s.partition_date, s.agent_id, count(*) AS episodes,
+           avg(s.passed::INTEGER) AS pass_rate, avg(s.weighted_score) AS mean_weighted_score,
+           avg(s.correctness) AS mean_correctness, avg(s.tool_match) AS mean_tool_match, avg(s.safety) AS mean_safety,
+           avg(s.judge_score) AS mean_judge_score, avg(s.total_cost_usd) AS mean_cost_usd,
+           avg(s.total_duration_ms) AS mean_latency_ms, avg(s.cost_delta_pct) AS mean_cost_delta_pct,
+           avg(s.latency_delta_pct) AS mean_latency_delta_pct,
+           (SELECT count(*) FROM findings f WHERE f.partition_date = s.partition_date AND f.agent_id = s.agent_id
+                AND f.severity = 'critical') AS critical_findings,
+           (SELECT count(*) FROM findings f WHERE f.partition_date = s.partition_date AND f.agent_id = s.agent_id
+                AND f.severity = 'warning') AS warning_findings
+    FROM scores s WHERE NOT s.superseded GROUP BY s.partition_date, s.agent_id;
+    """,
 ]
 
 

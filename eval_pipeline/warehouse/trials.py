@@ -15,7 +15,7 @@ def trial_inputs(warehouse: Warehouse, day: date, agent_id: str | None = None) -
         """
         SELECT s.agent_id, s.task_id, s.episode_id, s.passed
         FROM scores s
-        WHERE s.partition_date = $day AND ($agent IS NULL OR s.agent_id = $agent)
+        WHERE s.partition_date = $day AND ($agent IS NULL OR s.agent_id = $agent) AND NOT s.superseded
         ORDER BY s.agent_id, s.task_id, s.episode_id
         """,
         {"day": day, "agent": agent_id},

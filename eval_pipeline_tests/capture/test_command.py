@@ -340,6 +340,22 @@ def test_two_agents_on_one_case_set_both_run_every_run_is_kept_and_they_compare_
     assert comparison["quality"]["mcnemar"]["a_pass_b_fail"] == 1
     assert {task["task_id"]: task["winner"] for task in comparison["headToHead"]["tasks"]}["capital"] == "a"
 
+    # the agent is fixed and run again: the day's verdict is its latest run's, in every output
+    (root / "agent.py").write_text(NAMED_AGENT.replace('name.startswith("sloppy")', "False"))
+    junit = root / "junit.xml"
+    assert main(["run", "--date", "2026-11-05", "--agent", "sloppy", "--recapture", "--label", "sloppy-v3",
+                 "--junit", str(junit)]) == 0  # fmt: skip
+    out = capsys.readouterr().out
+    assert "2026-11-05      6 episodes      6 passed      0 failed" in out  # careful's run and sloppy's latest
+    assert 'tests="3" failures="0"' in junit.read_text()  # --agent sloppy: its latest run only
+    assert rows("SELECT count(*) FILTER (NOT superseded) AS current, count(*) AS kept FROM scores") == [
+        {"current": 6, "kept": 12}
+    ]
+    assert rows("SELECT count(*) AS n FROM findings WHERE severity = 'critical'") == [{"n": 0}]
+    capsys.readouterr()
+    assert main(["compare", "--a", "label=sloppy", "--b", "label=sloppy-v3", "--format", "json"]) == 0
+    assert json.loads(capsys.readouterr().out)["quality"]["mcnemar"]["a_fail_b_pass"] == 1  # the old run still compares
+
 
 def test_a_capture_kept_the_earlier_way_is_still_evaluated(tmp_path):
     from eval_pipeline.capture.store import captured_records, stored_runs

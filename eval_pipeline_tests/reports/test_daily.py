@@ -52,7 +52,7 @@ def test_categories_trials_and_aggregate_regressions_are_reported():
              for n in range(10)]  # fmt: skip
     data = ReportData(
         day=DAY, scores=scores, findings=findings, previous_findings=findings.iloc[:0], status_counts={"success": 3},
-        quarantined=0, judgements=empty, pairwise=pairwise, pass_at_k=pass_at_k, task_trials=task_trials,
+        superseded=0, quarantined=0, judgements=empty, pairwise=pairwise, pass_at_k=pass_at_k, task_trials=task_trials,
         failed_trials=failed, trend=pd.DataFrame(columns=["partition_date", "agent_id"]), previous_summary=None,
     )  # fmt: skip
     report = build_report(data, RunContext(run_id="r", config_version="v", calibration_size=3, balance=balance(cases)))
