@@ -138,6 +138,7 @@ class FileSource:
         trace_quiet_seconds: float = 300.0,
         prices: dict | None = None,
         required: bool = True,
+        agents: dict[str, str] | None = None,
     ):
         self.root = root
         self.index_path = index_path
@@ -146,13 +147,21 @@ class FileSource:
         self.trace_quiet_seconds = trace_quiet_seconds  # a trace without its root waits this long for more spans
         self.prices = prices or {}  # by model: adapted episodes' steps are costed from their token split
         self.required = required
+        self.agents = agents or {}  # glob (relative to the source) -> agent of the records that name none, over the above
 
-    def named_format(self, path: Path) -> str | None:
-        """The format the first configured glob the file matches names, if any."""
+    def _configured(self, path: Path, table: dict[str, str]) -> str | None:
+        """What the first glob of `table` the file matches (relative to the source) names, if any."""
         relative = path.relative_to(self.root) if self.root.is_dir() else Path(path.name)
         return next(
-            (name for pattern, name in self.formats.items() if relative.match(pattern) or fnmatch(str(relative), pattern)), None
+            (named for pattern, named in table.items() if relative.match(pattern) or fnmatch(str(relative), pattern)), None
         )
+
+    def named_format(self, path: Path) -> str | None:
+        return self._configured(path, self.formats)
+
+    def agent_for(self, path: Path) -> str:
+        """The agent of the file's records that name none: configured for it, else for all, else the file's name."""
+        return self._configured(path, self.agents) or self.transcript_agent_id or path.stem
 
     def adapter_for(self, path: Path, first_raw: str) -> ModuleType | None:
         """The file's adapter: the first configured glob it matches, else detected from its first record."""
@@ -254,8 +263,7 @@ class FileSource:
         if adapter is None:
             yield from both
             return
-        agent_id = self.transcript_agent_id or path.stem
-        for record in adapter.convert(both, agent_id, fallback, quiet_seconds=self.trace_quiet_seconds):
+        for record in adapter.convert(both, self.agent_for(path), fallback, quiet_seconds=self.trace_quiet_seconds):
             if record.rejected is None and self.prices:
                 record = replace(record, raw=json.dumps(priced(json.loads(record.raw), self.prices)))
             yield record

@@ -6,9 +6,10 @@ whose `str()` is JSON: bare under the handler's default formatter, or after a fo
 (`2026-11-05 10:00:00,123 - autogen_core.events - INFO - {...}`), whose time is used where the events carry
 none (UTC unless it names an offset). The events:
 
-- `Message`: the runtime passing a message (`payload`, its JSON). What a team publishes to its output topic
-  (`output_topic_<team>`) is what its `run_stream` yields: a `GroupChatStart` (`{"messages": [the task]}`)
-  begins a run of that team, and each `GroupChatMessage` (`{"message": event}`) is one event of it, read as
+- `Message`: the runtime passing a message (`payload`, its JSON). A `GroupChatStart` (`{"messages": [the
+  task]}`, sent to the team's manager) begins a run of that team, and what the team publishes to its output
+  topic (`output_topic_<team>`) is what its `run_stream` yields: each `GroupChatMessage` (`{"message": event}`)
+  is one event of the run, read as
   the AgentChat adapter reads them (`autogen.py`: the agent of every step, tool calls paired with their
   results, tokens from `models_usage`, times from `created_at`). Other deliveries repeat these.
 - `LLMCall` / `LLMStreamEnd` (model clients): in a team's run each names the model of its agent's next LLM
@@ -81,6 +82,13 @@ def _payload(event: dict) -> Any:
         return json.loads(event.get("payload") or "")
     except ValueError:
         return None
+
+
+def _started(event: dict) -> list[dict] | None:
+    """The task messages of a GroupChatStart (sent to the team's manager, then published to its topics)."""
+    payload = _payload(event) if event["type"] == "Message" else None
+    messages = payload.get("messages") if isinstance(payload, dict) else None
+    return [message for message in messages if isinstance(message, dict)] if isinstance(messages, list) else None
 
 
 def _published(event: dict) -> dict:
@@ -252,11 +260,11 @@ def convert(records: Iterator[RawRecord], agent_id: str, day: date, **options: A
                 unclaimed[None] += 1
             continue
         event, team, kind = line.event, _team(line.event), line.event["type"]
-        published = _published(event)
-        if isinstance(published.get("messages"), list):  # a GroupChatStart: the team's task
+        published, task = _published(event), _started(event)
+        task_id = next((str(message["id"]) for message in task or [] if message.get("id")), None)
+        if task is not None and (team not in current or current[team].task_id != task_id):  # a team given a task
             run = begin(team, record)
-            run.events += [message for message in published["messages"] if isinstance(message, dict)]
-            run.task_id = next((str(message["id"]) for message in run.events if message.get("id")), None)
+            run.events, run.task_id = task, task_id
         elif (
             kind in LLM_CALLS and team is None and (team not in current or current[team].opening != (_users(event) or [None])[0])
         ):
