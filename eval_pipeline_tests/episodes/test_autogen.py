@@ -1,4 +1,4 @@
-"""AutoGen AgentChat event logs (each event's model_dump(), JSONL) read as episodes, through the real file source."""
+"""AutoGen AgentChat event logs (each event's model_dump(), JSONL) and AutoGen's own event log (event.txt), read as episodes."""
 
 import json
 import os
@@ -9,8 +9,9 @@ from pathlib import Path
 import pytest
 
 from eval_pipeline.cli import main
+from eval_pipeline.episodes.adapters.base import log_message
 from eval_pipeline.episodes.files import FileSource
-from eval_pipeline.episodes.schemas import AutoGenEvent, AutoGenTaskResult
+from eval_pipeline.episodes.schemas import AutoGenEvent, AutoGenLogEvent, AutoGenTaskResult
 from eval_pipeline.settings import PROJECT_ROOT
 from eval_pipeline.warehouse.connection import Warehouse
 from eval_pipeline.warehouse.ingest import load_episodes
@@ -254,6 +255,8 @@ def test_a_real_autogen_run_logged_by_its_event_logger_is_scored_and_compared_en
 
     lines = (episodes_dir / "baseline" / "event.txt").read_text().splitlines()
     assert sum('"type": "Message"' in line for line in lines) > 60 and all(" - autogen_core.events - " in line for line in lines)
+    for line in lines:  # every line fits the schema `eval-pipeline schemas` publishes, or is a plain warning
+        assert AutoGenLogEvent.model_validate(log_message(line)[0]) if "{" in line else " - WARNING - " in line
     run_days = {datetime.fromisoformat(line[:19]).date() for line in lines}  # the formatter writes UTC here
     for day in sorted(run_days):  # one day, unless the producer ran across midnight UTC
         assert main(["run", "--date", day.isoformat(), "--fail-on", "never"]) == 0
