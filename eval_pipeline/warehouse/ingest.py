@@ -17,6 +17,7 @@ from itertools import islice
 
 import duckdb
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from eval_pipeline.episodes.model import EpisodeStatus, StepType
 from eval_pipeline.episodes.records import RawRecord
@@ -202,7 +203,7 @@ def canonical_episodes(con: duckdb.DuckDBPyConnection, day: date, records: Itera
     for staged in _staged(records):
         con.register("_batch", staged)
         con.execute(f"INSERT INTO _parsed {_PARSE}", params)
-        read += staged.num_rows
+        read += pc.sum(staged["source_records"]).as_py()  # lines, where an adapter made one episode of many
     con.unregister("_batch")
     con.execute(_CANONICAL, {"day": day})
     return read

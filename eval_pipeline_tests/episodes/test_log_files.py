@@ -95,7 +95,7 @@ def test_a_team_logged_with_the_default_formatter_is_read_from_event_txt_and_its
     assert set(source.refresh_index().files[str(path)].days) == {DAY}
     warehouse, counts = loaded(tmp_path, source)
 
-    assert (counts.episodes, counts.quarantined) == (2, 2)
+    assert (counts.episodes, counts.quarantined, counts.records_read) == (2, 2, 23)
     assert query(warehouse, "SELECT locator, reason FROM quarantine ORDER BY locator") == [
         (f"{path}:5", "invalid JSON"),
         (f"{path}:6", f"{NAME}: not an AutoGen event-logger event (a `type` of Message, MessageDropped, "
