@@ -88,6 +88,7 @@ def test_a_team_logged_with_the_default_formatter_is_read_from_event_txt_and_its
         '{"payload": "{\\"message\\": {\\"id\\"',  # cut short, as a crash leaves a line
         {"type": "LLMCall", "agent_id": None},  # no response
         "tool_choice parameter specified but is ignored in replay mode",  # a model client's warning: read, no event
+        "id='1' source='planner' models_usage=None metadata={} type='ToolCallExecutionEvent'",  # autogen_agentchat's repr
     ]
     path = tmp_path / "src" / "run_001" / "event.txt"
     write(path, lines)
@@ -95,12 +96,13 @@ def test_a_team_logged_with_the_default_formatter_is_read_from_event_txt_and_its
     assert set(source.refresh_index().files[str(path)].days) == {DAY}
     warehouse, counts = loaded(tmp_path, source)
 
-    assert (counts.episodes, counts.quarantined, counts.records_read) == (2, 2, 23)
+    assert (counts.episodes, counts.quarantined, counts.records_read) == (2, 3, 24)
     assert query(warehouse, "SELECT locator, reason FROM quarantine ORDER BY locator") == [
         (f"{path}:5", "invalid JSON"),
         (f"{path}:6", f"{NAME}: not an AutoGen event-logger event (a `type` of Message, MessageDropped, "
                       "MessageHandlerException, AgentConstructionException, LLMCall, LLMStreamStart, LLMStreamEnd, ToolCall, "
                       "with its fields)"),
+        (f"{path}:8", f"{NAME}: not a JSON event (text after the JSON object); autogen_core's EVENT_LOGGER_NAME writes JSON"),
     ]  # fmt: skip
     episodes = query(
         warehouse,
@@ -111,8 +113,8 @@ def test_a_team_logged_with_the_default_formatter_is_read_from_event_txt_and_its
     assert episodes == [
         ("event:user-0", "event", "success", ["get_weather"], 95, "Oslo: 4 C.", 4000.0, 11, ["planner", "writer"]),
         ("event:user-10", "event", "success", ["get_weather"], 95, "Bergen: 4 C.", 4000.0, 10, ["planner", "writer"]),
-    ]  # every line read is some episode's or quarantined: 11 + 10 + 2 = 23
-    assert len(path.read_text().splitlines()) == 23
+    ]  # every line read is some episode's or quarantined: 11 + 10 + 3 = 24
+    assert len(path.read_text().splitlines()) == 24
     columns = "step_type, tool_name, model, agent, tokens"
     steps = query(warehouse, f"SELECT {columns} FROM episode_steps WHERE episode_id = 'event:user-0' ORDER BY step_index")
     assert steps == [

@@ -69,7 +69,12 @@ def _read(raw: str) -> _Line:
     if "{" not in raw:
         event, prefix = None, raw
     else:
-        event, prefix = log_message(raw)
+        try:
+            event, prefix = log_message(raw)
+        except json.JSONDecodeError:
+            raise
+        except ValueError as exc:  # as autogen_agentchat's logger writes its events: Python reprs
+            raise Rejected(f"not a JSON event ({exc}); autogen_core's EVENT_LOGGER_NAME writes JSON") from None
         if not detect(event):
             raise Rejected(f"not an AutoGen event-logger event (a `type` of {', '.join(KINDS)}, with its fields)")
     stamp = _LOGGED_AT.search(prefix)
