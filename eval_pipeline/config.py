@@ -214,6 +214,8 @@ class CaptureConfig(CaptureAgent):
 class SourcesConfig(_Strict):
     # agent of records in other formats (transcripts, traces) that name none; unset: each file's name
     transcript_agent_id: str | None = None
+    # agent per file, over transcript_agent_id: glob relative to the source -> agent id (baseline/* = "v1")
+    agents: dict[str, str] = Field(default_factory=dict)
     # format per file, over detection: glob relative to the source -> format name ("episode", "otlp-json", ...)
     formats: dict[str, str] = Field(default_factory=dict)
     # an OpenTelemetry trace whose root span has not arrived waits this long without new spans

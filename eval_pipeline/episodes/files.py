@@ -1,4 +1,7 @@
-"""Episode files: a directory or file of JSONL or JSON arrays, streamed record by record.
+"""Episode files: a directory or file of JSONL, JSON arrays, indented JSON or log lines, streamed record by record.
+
+Every file of the source is read by its content, whatever it is called; one of no known format is one
+quarantined record saying so, never silently skipped.
 
 A night's run must not re-read a year of files to find one day, so the source keeps an index
 (file -> modification time, size, days it holds, day first seen) and rescans only files that
@@ -26,9 +29,10 @@ from eval_pipeline.episodes.adapters.base import priced
 from eval_pipeline.episodes.records import RawRecord, record_days
 from eval_pipeline.errors import InfrastructureError
 
-EPISODE_FILE_SUFFIXES = (".jsonl", ".ndjson", ".json")
-INDEX_VERSION = 2  # raised when the days of a format are read differently: every file's days are read again
+EPISODE_FILE_SUFFIXES = (".jsonl", ".ndjson", ".json")  # read as canonical episodes even when their first record is bad
+INDEX_VERSION = 3  # raised when the days of a format are read differently: every file's days are read again
 _CHUNK = 1 << 20
+_SAMPLE_CHARS = 2000  # of a file of no known format, what its quarantine row keeps
 
 
 class UnreadableSource(InfrastructureError):
@@ -42,34 +46,39 @@ class FileRecord:
 
 
 def iter_file_records(path: Path) -> Iterator[FileRecord]:
-    """Yield each record's raw text with its line; JSONL and JSON arrays are told apart by content."""
+    """Yield each record's raw text with its line; JSONL, JSON arrays and indented JSON are told apart by content."""
     with path.open("r", encoding="utf-8", errors="replace") as handle:
-        is_array = _first_char(handle) == "["
+        layout = _layout(handle)
         handle.seek(0)
-        if is_array:
-            yield from _iter_array(handle)
+        if layout != "lines":
+            yield from _iter_values(handle, in_array=layout == "array")
             return
         for line_no, text in enumerate(handle, 1):
             if text.strip():
                 yield FileRecord(line_no, text.rstrip("\r\n"))
 
 
-def _first_char(handle) -> str:
-    while chunk := handle.read(4096):
-        if stripped := chunk.lstrip():
-            return stripped[0]
-    return ""
+def _layout(handle) -> str:
+    """How records are laid out: as an `array` (`[{...}, ...]`), as `documents` (JSON objects written with an
+    indent, each opened by a lone `{`), or as `lines` (JSONL, and log lines, `[2026-11-05 10:00:00] ...` too)."""
+    head = ""
+    while len("".join(head.split())) < 2 and (chunk := handle.read(4096)):
+        head += chunk
+    if "".join(head.split())[:2] in ("[{", "[]"):
+        return "array"
+    return "documents" if head.lstrip().split("\n", 1)[0].strip() == "{" else "lines"
 
 
-def _iter_array(handle) -> Iterator[FileRecord]:
-    """Stream the elements of a top-level JSON array without loading the file whole.
+def _iter_values(handle, in_array: bool) -> Iterator[FileRecord]:
+    """Stream the elements of a top-level JSON array, or JSON documents one after another, without loading
+    the file whole.
 
     Each element's original text is kept (sliced, not re-serialized). A syntax error makes the
     rest of the file one invalid record, since nothing after it can be trusted to resync.
     """
     decoder = json.JSONDecoder()
     buffer, eof = handle.read(_CHUNK), False
-    pos = buffer.index("[") + 1
+    pos = buffer.index("[") + 1 if in_array else 0
     line = 1 + buffer.count("\n", 0, pos)
     while True:
         while True:  # skip separators, reading more when the buffer runs dry
@@ -129,6 +138,7 @@ class FileSource:
         trace_quiet_seconds: float = 300.0,
         prices: dict | None = None,
         required: bool = True,
+        agents: dict[str, str] | None = None,
     ):
         self.root = root
         self.index_path = index_path
@@ -137,18 +147,30 @@ class FileSource:
         self.trace_quiet_seconds = trace_quiet_seconds  # a trace without its root waits this long for more spans
         self.prices = prices or {}  # by model: adapted episodes' steps are costed from their token split
         self.required = required
+        self.agents = agents or {}  # glob (relative to the source) -> agent of the records that name none, over the above
+
+    def _configured(self, path: Path, table: dict[str, str]) -> str | None:
+        """What the first glob of `table` the file matches (relative to the source) names, if any."""
+        relative = path.relative_to(self.root) if self.root.is_dir() else Path(path.name)
+        return next(
+            (named for pattern, named in table.items() if relative.match(pattern) or fnmatch(str(relative), pattern)), None
+        )
+
+    def named_format(self, path: Path) -> str | None:
+        return self._configured(path, self.formats)
+
+    def agent_for(self, path: Path) -> str:
+        """The agent of the file's records that name none: configured for it, else for all, else the file's name."""
+        return self._configured(path, self.agents) or self.transcript_agent_id or path.stem
 
     def adapter_for(self, path: Path, first_raw: str) -> ModuleType | None:
         """The file's adapter: the first configured glob it matches, else detected from its first record."""
-        relative = path.relative_to(self.root) if self.root.is_dir() else Path(path.name)
-        for pattern, name in self.formats.items():
-            if relative.match(pattern) or fnmatch(str(relative), pattern):
-                if name == CANONICAL:
-                    return None
-                if name not in BY_NAME:
-                    raise UnreadableSource(f"[sources] formats names unknown format {name!r}; known: {sorted(BY_NAME)}")
-                return BY_NAME[name]
-        return detect_format(first_raw)
+        name = self.named_format(path)
+        if name is None:
+            return detect_format(first_raw)
+        if name != CANONICAL and name not in BY_NAME:
+            raise UnreadableSource(f"[sources] formats names unknown format {name!r}; known: {sorted(BY_NAME)}")
+        return BY_NAME.get(name)
 
     def episode_files(self) -> list[Path]:
         if self.root.is_file():
@@ -158,8 +180,10 @@ class FileSource:
         if not self.root.is_dir():
             raise UnreadableSource(f"episode source {self.root} does not exist")
         return sorted(
-            p for p in self.root.rglob("*") if p.is_file() and p.suffix in EPISODE_FILE_SUFFIXES and not p.name.startswith(".")
-        )
+            p
+            for p in self.root.rglob("*")
+            if p.is_file() and p.suffix != ".lock" and not any(part.startswith(".") for part in p.relative_to(self.root).parts)
+        )  # hidden files and the locks writers keep beside files are no records
 
     def refresh_index(self, today: date | None = None) -> FileIndex:
         """Rescan only files whose size or modification time changed; drop files that vanished."""
@@ -199,6 +223,17 @@ class FileSource:
             return FileIndex(source=str(self.root), version=INDEX_VERSION)
         return index if index.source == str(self.root) else FileIndex(source=str(self.root), version=INDEX_VERSION)
 
+    def _canonical(self, path: Path, first_raw: str) -> bool:
+        """Read as canonical episodes: named so, called so (a bad first line of a `.jsonl` file loses only
+        itself), or opening with JSON."""
+        if self.named_format(path) == CANONICAL or path.suffix in EPISODE_FILE_SUFFIXES:
+            return True
+        try:
+            json.loads(first_raw)
+        except ValueError:
+            return False
+        return True
+
     def records_for(self, day: date, undated_day: date | None = None) -> Iterator[RawRecord]:
         """Every record of the files that hold `day` (the warehouse keeps that day's only).
 
@@ -220,11 +255,15 @@ class FileSource:
             return
         adapter = self.adapter_for(path, first.raw)
         both = chain([first], records)
+        if adapter is None and not self._canonical(path, first.raw):
+            known = ", ".join(sorted(BY_NAME))
+            reason = f"no known format: the first record is neither an episode nor {known} (name it under [sources] formats)"
+            yield replace(first, raw=first.raw[:_SAMPLE_CHARS], rejected=reason)
+            return
         if adapter is None:
             yield from both
             return
-        agent_id = self.transcript_agent_id or path.stem
-        for record in adapter.convert(both, agent_id, fallback, quiet_seconds=self.trace_quiet_seconds):
+        for record in adapter.convert(both, self.agent_for(path), fallback, quiet_seconds=self.trace_quiet_seconds):
             if record.rejected is None and self.prices:
                 record = replace(record, raw=json.dumps(priced(json.loads(record.raw), self.prices)))
             yield record

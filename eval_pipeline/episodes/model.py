@@ -111,14 +111,15 @@ class Episode(BaseModel):
 
     @property
     def task_id(self) -> str:
-        """`metadata.task_id`, else a stable hash of the agent and its first user message."""
+        """`metadata.task_id`, else a stable hash of its first user message."""
         if self.metadata.get("task_id") is not None:
             return str(self.metadata["task_id"])
         llm_calls = [s for s in self.ordered_steps() if s.step_type is StepType.LLM_CALL]
-        return derived_task_id(self.agent_id, llm_calls[0].input_summary if llm_calls else None)
+        return derived_task_id(llm_calls[0].input_summary if llm_calls else None)
 
 
-def derived_task_id(agent_id: str, first_user_message: str | None) -> str:
-    """Trials of one task share it: same agent, same opening message. (`ingest.py` matches it.)"""
-    digest = hashlib.md5(f"{agent_id}\n{first_user_message or ''}".encode()).hexdigest()
+def derived_task_id(first_user_message: str | None) -> str:
+    """Runs opening with the same message share it, whichever agent or file they come from, so trials of
+    one task group and two agents' runs of it compare. (`ingest.py` matches it.)"""
+    digest = hashlib.md5((first_user_message or "").encode()).hexdigest()
     return f"auto-{digest[:16]}"

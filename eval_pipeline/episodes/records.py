@@ -21,6 +21,7 @@ class RawRecord:
     raw: str  # the record's JSON text, unparsed
     fallback_day: date | None  # partition for a record whose own day cannot be read
     rejected: str | None = None  # why an adapter could not convert it: quarantined with this reason
+    source_records: int = 1  # records of the source it was made from (an adapter's run of many lines): what health counts
 
 
 def record_days(raw: str) -> set[date]:

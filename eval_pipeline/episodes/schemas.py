@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, RootModel
 
 from eval_pipeline.capture.cases import CaseSpec, EvalCase
 from eval_pipeline.capture.headless import HeadlessSchema
 from eval_pipeline.episodes.adapters import autogen, plaited
+from eval_pipeline.episodes.adapters.autogen_events import KINDS
 from eval_pipeline.episodes.model import Episode
 from eval_pipeline.scoring.cases import Case
 
@@ -73,6 +74,92 @@ class AutoGenTaskResult(BaseModel):
     stop_reason: str | None = None
 
 
+class AutoGenLogEvent(BaseModel):
+    """One event of AutoGen's event logger (`autogen_core.EVENT_LOGGER_NAME`) as a FileHandler writes it: a
+    line of JSON, bare or after the formatter's prefix (`2026-11-05 10:00:00,123 - autogen_core.events - INFO - `)."""
+
+    model_config = ConfigDict(extra="allow")
+
+    type: Literal[tuple(KINDS)]  # type: ignore[valid-type]
+    payload: str | None = Field(None, description="Message: what the runtime passed, as JSON")
+    sender: str | None = None
+    receiver: str | None = Field(None, description="Message: `output_topic_<team>/<team>` carries what run_stream yields")
+    kind: str | None = Field(None, description="Message: MessageKind.DIRECT, .PUBLISH or .RESPOND")
+    delivery_stage: str | None = Field(None, description="Message: DeliveryStage.SEND or .DELIVER")
+    agent_id: str | None = Field(None, description="`<agent>_<team>/<team>` in a team; null for an agent on its own")
+    messages: list[dict[str, Any]] | None = Field(None, description="LLMCall: the messages sent")
+    response: dict[str, Any] | None = Field(None, description="LLMCall: the model's response, with its `model`")
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    tool_name: str | None = Field(None, description="ToolCall, logged when a tool succeeded")
+    arguments: dict[str, Any] | None = None
+    result: str | None = None
+    exception: str | None = Field(None, description="MessageHandlerException, AgentConstructionException: the run failed")
+
+
+class LangGraphState(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+    messages: list[dict[str, Any]] = Field(
+        default_factory=list, description="messages as dumpd(), model_dump() or {role, content, tool_calls} dicts"
+    )
+
+
+class LangGraphCheckpointData(BaseModel):
+    """A `Checkpoint`, as `checkpointer.get(config)` returns it."""
+
+    model_config = ConfigDict(extra="allow")
+
+    id: str | None = None
+    ts: str | None = Field(None, description="ISO 8601: when it was taken")
+    channel_values: LangGraphState
+
+
+class LangGraphCheckpointTuple(BaseModel):
+    """A `CheckpointTuple` of `checkpointer.list(config)` or `get_tuple(config)`, `._asdict()`."""
+
+    model_config = ConfigDict(extra="allow")
+
+    config: dict[str, Any] = Field(description="configurable.thread_id: its thread; configurable.checkpoint_ns: a subgraph's")
+    checkpoint: LangGraphCheckpointData
+    metadata: dict[str, Any] = Field(default_factory=dict, description="step orders a thread's checkpoints")
+    pending_writes: list[list[Any]] = Field(default_factory=list, description="[task, channel, value]; __error__ fails the run")
+
+
+class LangGraphStateSnapshot(BaseModel):
+    """A `StateSnapshot` of `graph.get_state_history(config)`, `._asdict()`."""
+
+    model_config = ConfigDict(extra="allow")
+
+    values: LangGraphState
+    config: dict[str, Any]
+    metadata: dict[str, Any] | None = None
+    created_at: str | None = None
+    tasks: list[Any] = Field(default_factory=list, description="a task's error fails the run")
+
+
+class AgentEvalCheckpoint(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+    checkpoint_id: str | None = None
+    timestamp: str | None = None
+    channel_values: LangGraphState
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+
+class AgentEvalCheckpoints(BaseModel):
+    """agent-eval's checkpoint file: `{"checkpoints": [...]}`, oldest first."""
+
+    checkpoints: list[AgentEvalCheckpoint | LangGraphCheckpointTuple | LangGraphStateSnapshot]
+
+
+class LangGraphCheckpoint(
+    RootModel[LangGraphCheckpointTuple | LangGraphStateSnapshot | LangGraphCheckpointData | AgentEvalCheckpoints]
+):
+    """One LangGraph checkpoint as users save it (a JSON line, list element or indented document); each thread's
+    latest is an episode."""
+
+
 SCHEMAS: dict[str, tuple[type[BaseModel], str]] = {
     "episode": (Episode, "the canonical episode (AIR episode-store shape): what every source becomes"),
     "case": (Case, "case expectations, in metadata.expected or the cases file"),
@@ -86,6 +173,8 @@ SCHEMAS: dict[str, tuple[type[BaseModel], str]] = {
     "langgraph-event": (LangGraphEvent, LangGraphEvent.__doc__ or ""),
     "autogen-event": (AutoGenEvent, AutoGenEvent.__doc__ or ""),
     "autogen-task-result": (AutoGenTaskResult, AutoGenTaskResult.__doc__ or ""),
+    "autogen-log-event": (AutoGenLogEvent, "one line of AutoGen's event logger (EVENT_LOGGER_NAME) through a FileHandler"),
+    "langgraph-checkpoint": (LangGraphCheckpoint, "one LangGraph checkpoint, tuple or state snapshot, saved as JSON"),
 }
 
 

@@ -30,7 +30,14 @@ def open_source(
         return EpisodeStore(location)
     sources = sources or SourcesConfig()
     return FileSource(
-        Path(location), index_path, sources.transcript_agent_id, sources.formats, sources.trace_quiet_seconds, prices, required
+        Path(location),
+        index_path,
+        sources.transcript_agent_id,
+        sources.formats,
+        sources.trace_quiet_seconds,
+        prices,
+        required,
+        agents=sources.agents,
     )
 
 

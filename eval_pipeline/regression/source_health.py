@@ -1,4 +1,4 @@
-"""Source health: a day with no episodes, or a spike of rejected records, is a finding too."""
+"""Source health: a day with no episodes, or a spike of rejected records among those read, is a finding too."""
 
 from __future__ import annotations
 
@@ -12,24 +12,25 @@ SOURCE_AGENT = "(source)"  # findings about the episode source as a whole, not o
 TRAILING_DAYS = 7
 
 
-def _rate(episodes: float, quarantined: float) -> float:
-    total = episodes + quarantined
-    return quarantined / total if total else 0.0
+def _rate(records_read: float, quarantined: float) -> float:
+    return quarantined / records_read if records_read else 0.0
 
 
 def source_health_finding(day: date, counts: pd.DataFrame, config: EvalConfig) -> dict | None:
     """The day's `source_health` breach at its highest severity, or None.
 
-    `counts` holds `partition_date, episodes, quarantined` for `day` and the days before it.
+    `counts` holds `partition_date, episodes, records_read, quarantined` for `day` and the days before it;
+    the quarantine rate is of records read (lines, not the episodes many lines make).
     """
     rules = config.source_health
     by_day = counts.set_index(pd.to_datetime(counts["partition_date"]).dt.date)
     episodes = int(by_day["episodes"].get(day, 0))
+    records_read = int(by_day["records_read"].get(day, 0))
     quarantined = int(by_day["quarantined"].get(day, 0))
     before = by_day[by_day.index < day]
-    trailing = [_rate(e, q) for e, q in zip(before["episodes"], before["quarantined"], strict=True) if e + q]
+    trailing = [_rate(r, q) for r, q in zip(before["records_read"], before["quarantined"], strict=True) if r]
     baseline_rate = sum(trailing) / len(trailing) if trailing else None
-    rate = _rate(episodes, quarantined)
+    rate = _rate(records_read, quarantined)
     if episodes < rules.min_episodes:
         return {
             "severity": "critical",
@@ -50,5 +51,5 @@ def source_health_finding(day: date, counts: pd.DataFrame, config: EvalConfig) -
         "value": rate,
         "threshold": limit,
         "baseline_value": baseline_rate,
-        "message": f"{quarantined} of {episodes + quarantined} records quarantined ({rate:.1%}; {trailing_text})",
+        "message": f"{quarantined} of {records_read} records read quarantined ({rate:.1%}; {trailing_text})",
     }

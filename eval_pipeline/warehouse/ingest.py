@@ -17,6 +17,7 @@ from itertools import islice
 
 import duckdb
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from eval_pipeline.episodes.model import EpisodeStatus, StepType
 from eval_pipeline.episodes.records import RawRecord
@@ -33,6 +34,7 @@ _STAGING_SCHEMA = pa.schema(
         ("raw", pa.string()),
         ("fallback_day", pa.date32()),
         ("rejected", pa.string()),
+        ("source_records", pa.int32()),
     ]
 )
 
@@ -71,11 +73,12 @@ def _present(field: str) -> str:
 # Parses one staged batch; only the day's records (of the agent, when scoped) are kept.
 _PARSE = f"""
 WITH typed AS (
-    SELECT seq, source, locator, raw, fallback_day, rejected, TRY(json_transform(raw, '{_EPISODE_SCHEMA}')) AS e
+    SELECT seq, source, locator, raw, fallback_day, rejected, source_records,
+           TRY(json_transform(raw, '{_EPISODE_SCHEMA}')) AS e
     FROM _batch
 ), parsed AS (
 SELECT
-    seq, source, locator, raw, fallback_day,
+    seq, source, locator, raw, fallback_day, source_records,
     e.episode_id, e.agent_id, e.status,
     TRY_CAST(e.started_at AS TIMESTAMPTZ) AS started_at,
     TRY_CAST(e.ended_at AS TIMESTAMPTZ) AS ended_at,
@@ -123,8 +126,7 @@ WITH kept AS (
 )
 SELECT
     episode_id, $day AS partition_date, agent_id,
-    coalesce(metadata ->> '$.task_id',
-             'auto-' || md5(agent_id || chr(10) || coalesce(llm_calls[1].input_summary, ''))[:16]) AS task_id,
+    coalesce(metadata ->> '$.task_id', 'auto-' || md5(coalesce(llm_calls[1].input_summary, ''))[:16]) AS task_id,
     TRY_CAST(metadata ->> '$.trial' AS INTEGER) AS trial,
     status,
     coalesce(llm_calls[1].model, metadata ->> '$.model') AS model,
@@ -134,7 +136,7 @@ SELECT
     coalesce(total_duration_ms, list_sum(list_transform(ordered, lambda s: coalesce(s.duration_ms, 0))), 0) AS total_duration_ms,
     list_transform(list_filter(ordered, lambda s: s.step_type = 'tool_call'), lambda s: coalesce(s.tool_name, '')) AS tools,
     coalesce(metadata ->> '$.final_output', llm_calls[-1].output_summary) AS final_output,
-    source, locator,
+    source, locator, source_records,
     metadata ->> '$.category' AS category,
     coalesce(TRY_CAST(metadata ->> '$.baseline' AS BOOLEAN), false) AS pinned_baseline,
     len(ordered) AS step_count,
@@ -185,6 +187,7 @@ def _staged(records: Iterable[RawRecord]) -> Iterator[pa.Table]:
             pa.array([r.raw for r in chunk], pa.string()),
             pa.array([r.fallback_day for r in chunk], pa.date32()),
             pa.array([r.rejected for r in chunk], pa.string()),
+            pa.array([r.source_records for r in chunk], pa.int32()),
         ]
         yield pa.Table.from_batches(pa.table(columns, schema=_STAGING_SCHEMA).to_batches(max_chunksize=CHUNK_ROWS))
         seq += len(chunk)
@@ -200,7 +203,7 @@ def canonical_episodes(con: duckdb.DuckDBPyConnection, day: date, records: Itera
     for staged in _staged(records):
         con.register("_batch", staged)
         con.execute(f"INSERT INTO _parsed {_PARSE}", params)
-        read += staged.num_rows
+        read += pc.sum(staged["source_records"]).as_py()  # lines, where an adapter made one episode of many
     con.unregister("_batch")
     con.execute(_CANONICAL, {"day": day})
     return read

@@ -326,6 +326,28 @@ MIGRATIONS: list[str] = [
                 AND f.severity = 'warning') AS warning_findings
     FROM scores s WHERE NOT s.superseded GROUP BY s.partition_date, s.agent_id;
     """,
+    # 11: how many source records each episode was made from (source health judges quarantine against records
+    # read), and derived task ids hash the first user message alone, no longer the agent too, so two agents'
+    # runs of one task compare: the old derived ids are rewritten wherever they are kept
+    """
+    ALTER TABLE episodes ADD COLUMN source_records INTEGER DEFAULT 1;
+    CREATE TEMP TABLE _rederived AS
+    WITH first_inputs AS (
+        SELECT e.agent_id, e.task_id, coalesce(first(s.input ORDER BY s.step_index), '') AS opening
+        FROM episodes e LEFT JOIN episode_steps s
+            ON s.episode_id = e.episode_id AND s.partition_date = e.partition_date AND s.step_type = 'llm_call'
+        WHERE e.task_id LIKE 'auto-%'
+        GROUP BY e.episode_id, e.partition_date, e.agent_id, e.task_id
+    )
+    SELECT DISTINCT agent_id, task_id AS old_id, 'auto-' || md5(opening)[:16] AS new_id
+    FROM first_inputs WHERE task_id = 'auto-' || md5(agent_id || chr(10) || opening)[:16];
+    UPDATE episodes t SET task_id = r.new_id FROM _rederived r WHERE t.agent_id = r.agent_id AND t.task_id = r.old_id;
+    UPDATE baselines t SET task_id = r.new_id FROM _rederived r WHERE t.agent_id = r.agent_id AND t.task_id = r.old_id;
+    UPDATE scores t SET task_id = r.new_id FROM _rederived r WHERE t.agent_id = r.agent_id AND t.task_id = r.old_id;
+    UPDATE findings t SET task_id = r.new_id FROM _rederived r WHERE t.agent_id = r.agent_id AND t.task_id = r.old_id;
+    UPDATE task_trials t SET task_id = r.new_id FROM _rederived r WHERE t.agent_id = r.agent_id AND t.task_id = r.old_id;
+    DROP TABLE _rederived;
+    """,
 ]
 
 

@@ -56,16 +56,16 @@ def answer(text: str, prompt_tokens: int, completion_tokens: int) -> CreateResul
     )
 
 
-def weather_team(planner_turns: list, writer_turns: list) -> RoundRobinGroupChat:
+def weather_team(planner_turns: list, writer_turns: list, client=ReplayChatCompletionClient) -> RoundRobinGroupChat:
     planner = AssistantAgent(
         "planner",
-        model_client=ReplayChatCompletionClient(planner_turns, model_info=MODEL_INFO),
+        model_client=client(planner_turns, model_info=MODEL_INFO),
         tools=[get_weather],
         system_message="Look the weather up with your tool.",
     )
     writer = AssistantAgent(
         "writer",
-        model_client=ReplayChatCompletionClient(writer_turns, model_info=MODEL_INFO),
+        model_client=client(writer_turns, model_info=MODEL_INFO),
         system_message="Answer the user from the weather report.",
     )
     return RoundRobinGroupChat([planner, writer], termination_condition=SourceMatchTermination(["writer"]))

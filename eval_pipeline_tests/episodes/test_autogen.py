@@ -1,6 +1,7 @@
-"""AutoGen AgentChat event logs (each event's model_dump(), JSONL) read as episodes, through the real file source."""
+"""AutoGen AgentChat event logs (each event's model_dump(), JSONL) and AutoGen's own event log (event.txt), read as episodes."""
 
 import json
+import os
 import subprocess
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
@@ -8,8 +9,9 @@ from pathlib import Path
 import pytest
 
 from eval_pipeline.cli import main
+from eval_pipeline.episodes.adapters.base import log_message
 from eval_pipeline.episodes.files import FileSource
-from eval_pipeline.episodes.schemas import AutoGenEvent, AutoGenTaskResult
+from eval_pipeline.episodes.schemas import AutoGenEvent, AutoGenLogEvent, AutoGenTaskResult
 from eval_pipeline.settings import PROJECT_ROOT
 from eval_pipeline.warehouse.connection import Warehouse
 from eval_pipeline.warehouse.ingest import load_episodes
@@ -226,3 +228,93 @@ def test_a_real_autogen_team_log_is_evaluated_without_configuration(project_env,
         ("weather-team:1", "dry", 0, 100.0, "A"),
         ("weather-team:2", "dry", 1, 85.0, "B"),
     ]
+
+
+EVENT_LOG_PRODUCER = Path(__file__).with_name("autogen_event_log_producer.py")
+BROKEN_LINES = [
+    '2026-11-05 10:00:00,000 - autogen_core.events - INFO - {"payload": "{\\"message\\": {\\"id\\"',  # a crash cut it short
+    '2026-11-05 10:00:00,001 - autogen_core.events - INFO - {"type": "ToolCall", "agent_id": null}',  # no tool_name
+    '2026-11-05 10:00:00,002 - autogen_core.events - INFO - {"type": "LLMCall", "messages": [',
+]
+
+
+@pytest.mark.slow
+def test_a_real_autogen_run_logged_by_its_event_logger_is_scored_and_compared_end_to_end(project_env, autogen_python, capsys):
+    """What agent-eval users have: event.txt, one folder per version, as AutoGen's event logger writes it."""
+    episodes_dir = project_env / "episodes"
+    for version in ("baseline", "experiment"):
+        producer = [str(autogen_python), str(EVENT_LOG_PRODUCER), str(episodes_dir / version)]
+        subprocess.run(producer, check=True, capture_output=True, timeout=300)
+    with (episodes_dir / "experiment" / "event.txt").open("a") as log:
+        log.write("\n".join(BROKEN_LINES) + "\n")
+    (project_env / "eval.toml").write_text(
+        '[sources]\nagents = { "baseline/*" = "weather-v1", "experiment/*" = "weather-v2" }\n'
+        '[prices."gpt-4o-mini"]\ninput_per_million = 0.15\noutput_per_million = 0.6\n'
+    )
+    os.environ["EVAL_CONFIG"] = str(project_env / "eval.toml")  # project_env restores it
+
+    lines = (episodes_dir / "baseline" / "event.txt").read_text().splitlines()
+    assert sum('"type": "Message"' in line for line in lines) > 60 and all(" - autogen_core.events - " in line for line in lines)
+    for line in lines:  # every line fits the schema `eval-pipeline schemas` publishes, or is a plain warning
+        assert AutoGenLogEvent.model_validate(log_message(line)[0]) if "{" in line else " - WARNING - " in line
+    run_days = {datetime.fromisoformat(line[:19]).date() for line in lines}  # the formatter writes UTC here
+    for day in sorted(run_days):  # one day, unless the producer ran across midnight UTC
+        assert main(["run", "--date", day.isoformat(), "--fail-on", "never"]) == 0
+    capsys.readouterr()
+
+    def query(sql: str) -> list[dict]:
+        assert main(["query", sql, "--format", "json"]) == 0
+        return json.loads(capsys.readouterr().out)
+
+    quarantined = query("SELECT locator, reason FROM quarantine ORDER BY locator")
+    at = len((episodes_dir / "experiment" / "event.txt").read_text().splitlines()) - 2
+    assert [(row["locator"].removeprefix(f"{episodes_dir}/"), row["reason"]) for row in quarantined] == [
+        (f"experiment/event.txt:{at}", "invalid JSON"),
+        (f"experiment/event.txt:{at + 1}", "autogen-events: not an AutoGen event-logger event (a `type` of Message, "
+         "MessageDropped, MessageHandlerException, AgentConstructionException, LLMCall, LLMStreamStart, LLMStreamEnd, "
+         "ToolCall, with its fields)"),
+        (f"experiment/event.txt:{at + 2}", "invalid JSON"),
+    ]  # fmt: skip
+    columns = (
+        "agent_id, status, tools, total_tokens, final_output, model, CAST(metadata -> '$.agents' AS VARCHAR[]) AS agents, "
+        "total_duration_ms, epoch_ms(ended_at) - epoch_ms(started_at) AS wall_ms, round(total_cost_usd * 1e6, 2) AS micro_usd"
+    )
+    episodes = query(f"SELECT {columns} FROM episodes ORDER BY agent_id, started_at")
+    team = {"status": "success", "tools": ["get_weather"], "model": "gpt-4o-mini", "agents": ["planner", "writer"]}
+    # priced per model from each LLM step's token split: 0.15 $ per million in, 0.6 out
+    oslo = {**team, "total_tokens": 30 + 6 + 50 + 9, "final_output": "It is 4 C in Oslo.", "micro_usd": 21.0}
+    atlantis = {**team, "total_tokens": 31 + 7 + 52 + 10, "final_output": "There is no weather station in Atlantis.",
+                "micro_usd": 22.65}  # fmt: skip
+    # on its own: no runtime, so read from the client's LLMCall and the tool's ToolCall events; the reflection's
+    # usage is the replay client's word count (25 prompt, 8 completion)
+    solo = {"status": "success", "tools": ["get_weather"] * 2, "total_tokens": 40 + 12 + 25 + 8, "model": "gpt-4o-mini",
+            "final_output": "Bergen and Tromsø are both at 4 C.", "agents": ["assistant"], "micro_usd": 21.75}  # fmt: skip
+    for agent in ("weather-v1", "weather-v2"):
+        runs = [row for row in episodes if row["agent_id"] == agent]
+        assert [{key: row[key] for key in oslo} for row in runs] == [oslo, atlantis, solo]
+        # timed by their events: the team by created_at (microseconds), the lone agent by the log's own clock
+        assert all(row["total_duration_ms"] == pytest.approx(row["wall_ms"], abs=1) for row in runs)
+        assert runs[0]["total_duration_ms"] > 0 and runs[1]["total_duration_ms"] > 0
+    steps = query(
+        "SELECT step_type, tool_name, agent, tokens, error IS NOT NULL AS failed FROM episode_steps "
+        "WHERE agent_id = 'weather-v1' AND episode_id IN (SELECT episode_id FROM episodes WHERE final_output LIKE '%Atlantis.') "
+        "ORDER BY step_index"
+    )
+    assert [tuple(step.values()) for step in steps] == [
+        ("decision", None, "planner", None, False),  # its thought
+        ("llm_call", None, "planner", 38, False),
+        ("tool_call", "get_weather", "planner", None, False),
+        ("tool_result", "get_weather", "planner", None, True),  # the tool raised: no station in Atlantis
+        ("decision", None, "planner", None, False),
+        ("llm_call", None, "writer", 62, False),
+    ]  # fmt: skip
+
+    # 3 bad lines among the day's ~190: quarantined and counted against the lines read, not the 6 episodes
+    health = query("SELECT severity, message FROM findings WHERE dimension = 'source_health'")
+    assert all(finding["severity"] != "critical" for finding in health)
+    assert query("SELECT sum(source_records)::INT AS lines FROM episodes")[0]["lines"] == 2 * len(lines)
+
+    # the two versions ran the same three tasks: compared task by task
+    assert main(["compare", "--a", "agent=weather-v1", "--b", "agent=weather-v2", "--format", "json"]) == 0
+    meta = json.loads(capsys.readouterr().out)["meta"]
+    assert (meta["tasks_in_common"], meta["tasks_only_in_a"], meta["tasks_only_in_b"]) == (3, 0, 0)

@@ -14,7 +14,8 @@ def test_the_list_names_every_schema_and_each_prints_as_json(capsys):
     listed = [line.split()[0] for line in capsys.readouterr().out.splitlines()]
     assert listed == list(SCHEMAS)
     assert {"episode", "case", "case-set", "headless-adapter", "otlp-json", "openai-transcript", "plaited-capture",
-            "plaited-trials", "langgraph-event", "autogen-event", "autogen-task-result"} <= set(listed)  # fmt: skip
+            "plaited-trials", "langgraph-event", "autogen-event", "autogen-task-result", "autogen-log-event",
+            "langgraph-checkpoint"} <= set(listed)  # fmt: skip
     assert main(["schemas", "headless-adapter"]) == 0
     schema = json.loads(capsys.readouterr().out)
     assert set(schema["required"]) == {"version", "name", "command", "sessionMode", "prompt", "output", "result"}

@@ -13,9 +13,13 @@ DAY = date(2026, 11, 8)
 CONFIG = EvalConfig()
 
 
-def counts(today: tuple[int, int], before: tuple[int, int] = (100, 2), days_before: int = 7) -> pd.DataFrame:
-    rows = [(DAY - timedelta(days=n), *before) for n in range(days_before, 0, -1)] + [(DAY, *today)]
-    return pd.DataFrame(rows, columns=["partition_date", "episodes", "quarantined"])
+def counts(
+    today: tuple[int, int], before: tuple[int, int] = (100, 2), days_before: int = 7, records_per_episode: int = 1
+) -> pd.DataFrame:
+    """(episodes, quarantined) per day; each episode made from `records_per_episode` records of the source."""
+    days = [(DAY - timedelta(days=n), *before) for n in range(days_before, 0, -1)] + [(DAY, *today)]
+    rows = [(day, episodes, episodes * records_per_episode + bad, bad) for day, episodes, bad in days]
+    return pd.DataFrame(rows, columns=["partition_date", "episodes", "records_read", "quarantined"])
 
 
 def test_a_day_without_episodes_is_critical():
@@ -40,6 +44,15 @@ def test_quarantine_spikes_against_the_trailing_week(today, expected):
 def test_without_history_only_the_critical_rate_counts():
     assert source_health_finding(DAY, counts((100, 10), days_before=0), CONFIG) is None
     assert source_health_finding(DAY, counts((10, 10), days_before=0), CONFIG)["severity"] == "critical"
+
+
+def test_a_few_bad_lines_among_a_small_days_log_lines_are_weighed_against_the_lines_read():
+    """Two AutoGen runs of 75 log lines each and 3 broken lines: 3 of 153 read (2 %), not 3 of 5 (60 %)."""
+    assert source_health_finding(DAY, counts((2, 3), days_before=0, records_per_episode=75), CONFIG) is None
+    after_a_clean_week = source_health_finding(DAY, counts((2, 3), before=(2, 0), records_per_episode=75), CONFIG)
+    assert after_a_clean_week["severity"] == "warning" and after_a_clean_week["message"].startswith("3 of 153 records read")
+    spike = source_health_finding(DAY, counts((2, 3), before=(2, 1), days_before=0, records_per_episode=2), CONFIG)
+    assert spike["severity"] == "critical" and spike["message"].startswith("3 of 7 records read quarantined (42.9%")
 
 
 def test_source_findings_join_the_days_findings_under_the_source():

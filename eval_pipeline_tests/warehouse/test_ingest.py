@@ -1,7 +1,9 @@
+import hashlib
 import json
 from datetime import date
 from pathlib import Path
 
+import duckdb
 import pytest
 
 from eval_pipeline.episodes.files import FileSource
@@ -10,6 +12,7 @@ from eval_pipeline.episodes.records import RawRecord
 from eval_pipeline.episodes.samples import MALFORMED_LINES_PER_DAY, SAMPLE_DAYS, write_samples
 from eval_pipeline.warehouse.connection import Warehouse
 from eval_pipeline.warehouse.ingest import load_episodes
+from eval_pipeline.warehouse.schema import MIGRATIONS
 
 DAY = date(2026, 11, 1)
 
@@ -70,10 +73,47 @@ def test_canonical_columns_follow_the_episode_rules(warehouse):
 def test_metadata_final_output_wins_and_task_id_falls_back_to_a_stable_hash(warehouse):
     a = good("ep-a", metadata={"final_output": "Explicit answer"})
     b = good("ep-b", metadata={})
-    load_episodes(warehouse, DAY, records(a, b))
+    other_agent = good("ep-c", agent_id="support-bot-v2", metadata={})
+    load_episodes(warehouse, DAY, records(a, b, other_agent))
     result = dict(rows(warehouse, "SELECT episode_id, final_output || '|' || task_id FROM episodes"))
     assert result["ep-a"].startswith("Explicit answer|auto-")
-    assert result["ep-a"].split("|")[1] == result["ep-b"].split("|")[1]  # same agent and first message
+    # the same first message is the same task, whichever agent ran it: two agents' runs of it compare
+    assert result["ep-a"].split("|")[1] == result["ep-b"].split("|")[1] == result["ep-c"].split("|")[1]
+    assert Episode.model_validate(other_agent).task_id == result["ep-c"].split("|")[1]
+
+
+def test_task_ids_an_older_version_derived_with_the_agent_are_rewritten_on_upgrade(tmp_path):
+    """Derived task ids used to hash the agent too; the upgrade rewrites them wherever they are kept, so a
+    baseline found before the upgrade still matches the same task's runs after it. Given task ids stay."""
+    path = tmp_path / "eval.duckdb"
+    con = duckdb.connect(str(path))
+    con.execute("CREATE TABLE schema_version (version INTEGER NOT NULL, applied_at TIMESTAMPTZ NOT NULL)")
+    for version, migration in enumerate(MIGRATIONS[:10], 1):
+        con.execute(migration)
+        con.execute("INSERT INTO schema_version VALUES (?, now())", [version])
+    old = "auto-" + hashlib.md5(b"support-bot\nWhere is my order?").hexdigest()[:16]
+    con.execute(f"""
+        INSERT INTO episodes (episode_id, partition_date, agent_id, task_id, status, started_at) VALUES
+            ('ep-1', DATE '2026-11-01', 'support-bot', '{old}', 'success', TIMESTAMPTZ '2026-11-01 10:00:00+00'),
+            ('ep-2', DATE '2026-11-01', 'support-bot', 't-1', 'success', TIMESTAMPTZ '2026-11-01 11:00:00+00');
+        INSERT INTO episode_steps (episode_id, partition_date, agent_id, step_index, step_type, input) VALUES
+            ('ep-1', DATE '2026-11-01', 'support-bot', 1, 'llm_call', 'And my refund?'),
+            ('ep-1', DATE '2026-11-01', 'support-bot', 0, 'llm_call', 'Where is my order?'),
+            ('ep-2', DATE '2026-11-01', 'support-bot', 0, 'llm_call', 'Where is my order?');
+        INSERT INTO baselines (agent_id, task_id, episode_id, pinned, valid_from, partition_date) VALUES
+            ('support-bot', '{old}', 'ep-1', false, DATE '2026-11-02', DATE '2026-11-01'),
+            ('support-bot', 't-1', 'ep-2', false, DATE '2026-11-02', DATE '2026-11-01');
+        INSERT INTO findings (finding_id, partition_date, agent_id, task_id, dimension, severity, config_version) VALUES
+            ('f-1', DATE '2026-11-01', 'support-bot', '{old}', 'correctness', 'critical', 'v1');
+    """)  # fmt: skip
+    con.close()
+    new = Episode.model_validate(good(metadata={})).task_id
+    assert new != old
+    kept = "SELECT task_id FROM {} ORDER BY episode_id"
+    assert rows(Warehouse(path), kept.format("episodes")) == [(new,), ("t-1",)]
+    assert rows(Warehouse(path), kept.format("baselines")) == [(new,), ("t-1",)]
+    assert rows(Warehouse(path), "SELECT task_id FROM findings") == [(new,)]
+    assert rows(Warehouse(path), "SELECT source_records FROM episodes") == [(1,), (1,)]
 
 
 def test_sql_and_pydantic_rules_agree_on_the_samples(warehouse, tmp_path):

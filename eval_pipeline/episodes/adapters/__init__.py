@@ -1,6 +1,7 @@
 """Other projects' record formats, turned into canonical episode JSON as files are read.
 
-A file's format is told from its first record, or named in config (`[sources] formats`). Each
+A file's format is told from its first record (a JSON line, or the JSON a log line carries after its
+formatter's prefix), or named in config (`[sources] formats`). Each
 adapter is one module here with a `NAME`, `detect(record)` and `convert(records, agent_id, day,
 **options)` (the source passes every adapter the same options, such as `quiet_seconds`; each takes
 what it needs), which yields canonical episode records, or the source's records rejected with a reason (they
@@ -10,12 +11,20 @@ holds, so the file index can find them. Adding a format is one module and one li
 
 from __future__ import annotations
 
-import json
 from types import ModuleType
 
-from eval_pipeline.episodes.adapters import autogen, langgraph, openai_transcript, otlp, plaited
+from eval_pipeline.episodes.adapters import (
+    autogen,
+    autogen_events,
+    langgraph,
+    langgraph_checkpoint,
+    openai_transcript,
+    otlp,
+    plaited,
+)
+from eval_pipeline.episodes.adapters.base import log_message
 
-ADAPTERS: tuple[ModuleType, ...] = (otlp, openai_transcript, plaited, langgraph, autogen)
+ADAPTERS: tuple[ModuleType, ...] = (otlp, openai_transcript, plaited, langgraph, langgraph_checkpoint, autogen, autogen_events)
 BY_NAME = {adapter.NAME: adapter for adapter in ADAPTERS}
 CANONICAL = "episode"  # the name that forces a file to be read as canonical episodes
 
@@ -23,7 +32,7 @@ CANONICAL = "episode"  # the name that forces a file to be read as canonical epi
 def detect_format(first_raw: str) -> ModuleType | None:
     """The adapter for a file whose first record is `first_raw`; None for canonical episodes."""
     try:
-        record = json.loads(first_raw)
+        record, _ = log_message(first_raw)
     except ValueError:
         return None
     return next((adapter for adapter in ADAPTERS if adapter.detect(record)), None)

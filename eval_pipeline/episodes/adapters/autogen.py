@@ -15,18 +15,20 @@ the `ToolCallExecutionEvent` (`content`: FunctionExecutionResults `{call_id, nam
 is_error}`; `is_error` makes it an error). `models_usage` gives the tokens (prompt + completion,
 the split kept). Thoughts, tool-call summaries, handoffs and stop messages are decisions; streamed
 chunks repeat the message that follows them and are skipped. The episode's final output is the last
-agent message or tool-call summary, and the TaskResult's `stop_reason` is kept in its metadata.
+agent message or tool-call summary, and the TaskResult's `stop_reason` is kept in its metadata. The run
+lasts from its first event's `created_at` to its last (its wall time, what latency deltas compare).
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from datetime import UTC, date, datetime
+from dataclasses import dataclass, field
+from datetime import date
 from pathlib import Path
 from typing import Any
 
-from eval_pipeline.episodes.adapters.base import Rejected, as_text, rejection
+from eval_pipeline.episodes.adapters.base import Rejected, as_text, moment, rejection, timed
 from eval_pipeline.episodes.adapters.base import usage as token_split
 from eval_pipeline.episodes.records import RawRecord
 
@@ -54,11 +56,7 @@ def detect(record: Any) -> bool:
 
 
 def _day(stamp: Any) -> date | None:
-    try:
-        moment = datetime.fromisoformat(str(stamp).replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    return (moment.astimezone(UTC) if moment.tzinfo else moment).date()
+    return at.date() if (at := moment(stamp)) else None
 
 
 def days(raw: str) -> set[date]:
@@ -77,7 +75,8 @@ def _usage(event: dict) -> tuple[int, dict]:
     return prompt + completion, token_split(prompt, completion) if usage else {}
 
 
-def _episode(run: list[dict], stop_reason: str | None, number: int, agent_id: str, day: date, stem: str) -> dict:
+def run_episode(run: list[dict], stop_reason: str | None, episode_id: str, agent_id: str, day: date) -> dict:
+    """One run's events (what `run_stream` yields, without its TaskResult) as a canonical episode."""
     steps: list[dict] = []
     requested: dict[str | None, dict] = {}  # by call id
     pending, final, failed = None, None, False
@@ -112,15 +111,14 @@ def _episode(run: list[dict], stop_reason: str | None, number: int, agent_id: st
             text = as_text(event.get("content"))
             steps.append({"step_type": "decision", "output_summary": text, **who})
             final = text if kind == "ToolCallSummaryMessage" else final
-    stamps = [e["created_at"] for e in run if e.get("created_at")]
+    stamps = [stamp for e in run if (stamp := moment(e.get("created_at")))]
     agents = list(dict.fromkeys(e.get("source") for e in run if e.get("source") != USER))
     meta = {"final_output": final, "format": NAME, "tool_errors": failed, "agents": agents, "stop_reason": stop_reason}
     return {
-        "episode_id": f"{agent_id}:{stem}:{number}",
+        "episode_id": episode_id,
         "agent_id": agent_id,
         "status": "success",
-        "started_at": min(stamps) if stamps else f"{day.isoformat()}T00:00:00Z",
-        **({"ended_at": max(stamps)} if stamps else {}),
+        **timed(stamps, day),
         "steps": [{"step_index": i, **step} for i, step in enumerate(steps)],
         "metadata": {key: value for key, value in meta.items() if value},
     }
@@ -137,9 +135,17 @@ def _read(record: RawRecord) -> dict:
     return line
 
 
+@dataclass
+class _Run:
+    first: RawRecord
+    events: list[dict] = field(default_factory=list)
+    stop_reason: str | None = None
+    lines: int = 0
+
+
 def convert(records: Iterator[RawRecord], agent_id: str, day: date, **options: Any) -> Iterator[RawRecord]:
     """Lines in file order, split into runs at TaskResults and at each new user task."""
-    runs: list[tuple[RawRecord, list[dict], str | None]] = []  # first record, events, stop reason
+    runs: list[_Run] = []
     open_run = False  # the last run still takes events
     for record in records:
         try:
@@ -149,17 +155,19 @@ def convert(records: Iterator[RawRecord], agent_id: str, day: date, **options: A
             continue
         if _is_result(line):
             if open_run:  # the stream's closing TaskResult: its messages repeat the events above
-                runs[-1] = (*runs[-1][:2], line["stop_reason"])
+                runs[-1].stop_reason, runs[-1].lines = line["stop_reason"], runs[-1].lines + 1
             else:  # a TaskResult saved on its own
-                runs.append((record, line["messages"], line["stop_reason"]))
+                runs.append(_Run(record, line["messages"], line["stop_reason"], lines=1))
             open_run = False
             continue
         # a user's reply inside a run (UserProxyAgent named "user") follows its own UserInputRequestedEvent
         new_task = line["type"] == "TextMessage" and line["source"] == USER
-        if not open_run or (new_task and runs[-1][1][-1]["source"] != USER):
-            runs.append((record, [], None))
+        if not open_run or (new_task and runs[-1].events[-1]["source"] != USER):
+            runs.append(_Run(record))
             open_run = True
-        runs[-1][1].append(line)
-    for number, (first, events, stop_reason) in enumerate(runs, 1):
-        episode = _episode(events, stop_reason, number, agent_id, day, Path(first.source).stem)
-        yield RawRecord(first.source, f"{first.locator} run {number}", json.dumps(episode), day)
+        runs[-1].events.append(line)
+        runs[-1].lines += 1
+    for number, run in enumerate(runs, 1):
+        episode_id = f"{agent_id}:{Path(run.first.source).stem}:{number}"
+        episode = run_episode(run.events, run.stop_reason, episode_id, agent_id, day)
+        yield RawRecord(run.first.source, f"{run.first.locator} run {number}", json.dumps(episode), day, source_records=run.lines)

@@ -4,13 +4,48 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterator
-from datetime import date
+from datetime import UTC, date, datetime
 from typing import Any
 
 from pydantic import ValidationError
 
 from eval_pipeline.episodes.records import RawRecord
 from eval_pipeline.llm.gateway import Tokens
+
+
+def moment(stamp: Any) -> datetime | None:
+    """An ISO 8601 time in UTC (naive ones taken as UTC); None when `stamp` is not one."""
+    try:
+        parsed = datetime.fromisoformat(str(stamp).replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return parsed.astimezone(UTC) if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+
+
+def timed(stamps: list[datetime], day: date) -> dict:
+    """A run's start, end and wall time (what latency deltas compare) from the times its records carry;
+    midnight of `day`, untimed, without any."""
+    if not stamps:
+        return {"started_at": f"{day.isoformat()}T00:00:00Z"}
+    started, ended = min(stamps), max(stamps)
+    wall_ms = (ended - started).total_seconds() * 1000
+    return {"started_at": started.isoformat(), "ended_at": ended.isoformat(), "total_duration_ms": wall_ms}
+
+
+def log_message(raw: str) -> tuple[Any, str]:
+    """The JSON a `logging` handler's line carries, and the formatter's prefix before it: a bare JSON line
+    (the default formatter), or one after `2026-11-05 10:00:00,123 - autogen_core.events - INFO - `.
+    ValueError when the line ends in no JSON object."""
+    try:
+        return json.loads(raw), ""
+    except ValueError:
+        start = raw.find("{")
+        if start < 0:
+            raise ValueError("no JSON object in the line") from None
+        message, end = json.JSONDecoder().raw_decode(raw, start)
+        if raw[end:].strip():
+            raise ValueError("text after the JSON object") from None
+        return message, raw[:start]
 
 
 def as_text(value: Any) -> str | None:

@@ -30,7 +30,7 @@ def detect(record: Any) -> bool:
     return isinstance(record, dict) and str(record.get("event", "")).startswith("on_") and "run_id" in record
 
 
-def _message(value: Any) -> dict:
+def message_dict(value: Any) -> dict:
     """A message as a plain dict with a `type`, from dumpd output or model_dump()."""
     if isinstance(value, dict) and value.get("lc") == 1 and isinstance(value.get("kwargs"), dict):
         kind = value["kwargs"].get("type") or str(value.get("id", [""])[-1]).removesuffix("Message").lower()
@@ -48,7 +48,7 @@ def _content(message: dict) -> str | None:
 def _last_human(data: dict) -> str | None:
     batches = (data.get("input") or {}).get("messages") or []
     messages = [m for batch in batches for m in (batch if isinstance(batch, list) else [batch])]
-    humans = [_message(m) for m in messages if _message(m).get("type") == "human"]
+    humans = [message_dict(m) for m in messages if message_dict(m).get("type") == "human"]
     return _content(humans[-1]) if humans else None
 
 
@@ -65,7 +65,7 @@ def _episode(root: str, events: list[dict], agent_id: str, day: date) -> dict:
         node = (event.get("metadata") or {}).get("langgraph_node")
         who = {"agent": node} if node else {}  # the graph node that acted: the agent of a multi-agent graph
         if kind == "on_chat_model_end":
-            output = _message(data.get("output"))
+            output = message_dict(data.get("output"))
             usage = output.get("usage_metadata") or {}
             text = _content(output)
             meta = event.get("metadata") or {}
@@ -85,7 +85,7 @@ def _episode(root: str, events: list[dict], agent_id: str, day: date) -> dict:
                  "metadata": who}
             )  # fmt: skip
         elif kind in ("on_tool_end", "on_tool_error"):
-            output = _message(data.get("output")) if data.get("output") is not None else {}
+            output = message_dict(data.get("output")) if data.get("output") is not None else {}
             error = (
                 str(data.get("error")) if kind == "on_tool_error" else ("tool error" if output.get("status") == "error" else None)
             )

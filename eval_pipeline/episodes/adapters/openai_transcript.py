@@ -33,7 +33,7 @@ def to_episode(record: dict, agent_id: str, day: date) -> dict:
     if reward is not None and not isinstance(reward, int | float):
         raise Rejected(f"reward {reward!r} is not a number")
     trial = record.get("trial", 0)
-    steps, final_output = _steps(traj)
+    steps, final_output = chat_steps(traj)
     metadata = {
         "task_id": str(record["task_id"]),
         "trial": trial,
@@ -61,7 +61,9 @@ def _text(content: Any) -> str:
     return ""
 
 
-def _steps(traj: list[dict]) -> tuple[list[dict], str | None]:
+def chat_steps(traj: list[dict]) -> tuple[list[dict], str | None]:
+    """OpenAI chat messages as steps, and the final answer: each assistant turn an LLM call, each tool call
+    followed by its own result."""
     results = {m.get("tool_call_id"): m for m in traj if m["role"] == "tool" and m.get("tool_call_id")}
     used: set[int] = set()
     steps: list[dict] = []
@@ -105,7 +107,7 @@ def _arguments(arguments: Any) -> str | None:
 def _tool_result(name: str | None, message: dict) -> dict:
     output = _text(message.get("content"))
     step = {"step_type": "tool_result", "tool_name": name or message.get("name"), "output_summary": output}
-    if output.lstrip().lower().startswith("error"):  # tau-bench tools answer failures as "Error: ..."
+    if output.lstrip().lower().startswith("error") or message.get("status") == "error":  # tau-bench: "Error: ..."
         step["error"] = output
     return step
 
