@@ -339,3 +339,13 @@ def test_plaited_export_round_trips(project_env, capsys, tmp_path_factory):
     with Warehouse(project_env / "eval.duckdb").connect(read_only=True) as con:
         original = con.execute(f"SELECT {columns} FROM episodes WHERE partition_date = '2026-11-02' ORDER BY 1").fetchall()
     assert back == original
+
+
+def test_an_agent_the_days_do_not_hold_is_a_usage_error_naming_the_ones_they_do(project_env, capsys):
+    write_samples(project_env / "episodes")
+    assert main(["run", "--date", "2026-11-01", "--agent", "nosuch-agent"]) == 2
+    err = capsys.readouterr().err
+    assert "--agent nosuch-agent: no episode of that agent on 2026-11-01; agents there: none" in err
+    assert main(["run", "--date", "2026-11-01", "--fail-on", "never"]) == 0
+    assert main(["run", "--date", "2026-11-01", "--agent", "support-bott"]) == 2
+    assert "agents there: billing-bot, code-assistant, research-agent, support-bot" in capsys.readouterr().err

@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from eval_pipeline.runner import Progress, RunRequest
     from eval_pipeline.settings import Settings
     from eval_pipeline.warehouse.cases import CaseResults
+    from eval_pipeline.warehouse.connection import Warehouse
 
 
 def _arguments(parser: argparse.ArgumentParser) -> None:
@@ -158,6 +159,8 @@ def evaluate(settings: Settings, request: RunRequest) -> None:
     from eval_pipeline.warehouse.reports import report_rows
 
     run_id = launch(settings, request)
+    if request.agent_id:
+        _check_agent_seen(Warehouse(settings.duckdb_path), request)
     config = load_config(settings.config_path)
     cases = [case.id for case in case_set(settings, config)]
     agents = [agent.agent_id for agent in config.capture.capture_agents if request.agent_id in (None, agent.agent_id)]
@@ -205,6 +208,17 @@ def _print_case_results(results: CaseResults) -> None:
         rates = per_category["pass_rate"].map(lambda rate: "–" if pd.isna(rate) else f"{rate:.0%}")
         print_table(per_category.drop(columns="pass_rate").assign(**{"pass rate": rates}), f"{title}: per category")
         print()
+
+
+def _check_agent_seen(warehouse: Warehouse, request: RunRequest) -> None:
+    """`--agent A` where the days hold no episode of A is a typo more often than a quiet night: say so, exit 2."""
+    from eval_pipeline.warehouse.reports import agents_seen
+
+    seen = agents_seen(warehouse, request.days)
+    if request.agent_id not in seen:
+        span = str(request.days[0]) if len(request.days) == 1 else f"{request.days[0]}..{request.days[-1]}"
+        known = ", ".join(seen) if seen else "none"
+        raise UsageError(f"--agent {request.agent_id}: no episode of that agent on {span}; agents there: {known}")
 
 
 @contextmanager
