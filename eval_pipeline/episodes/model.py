@@ -15,6 +15,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from eval_pipeline.episodes.records import EARLIEST_DAY, is_iso_timestamp, latest_day, plausible_day
+
 
 class EpisodeStatus(StrEnum):
     RUNNING = "running"
@@ -32,10 +34,18 @@ class StepType(StrEnum):
     ERROR = "error"
 
 
+def _iso_text(value: Any) -> Any:
+    if value is None or isinstance(value, datetime):
+        return value
+    if not (isinstance(value, str) and is_iso_timestamp(value)):
+        raise ValueError(f"{value!r} is not an ISO 8601 timestamp")
+    return value
+
+
 class Step(BaseModel):
     model_config = ConfigDict(extra="allow")
 
-    step_index: int
+    step_index: int = Field(ge=0)
     step_type: StepType
     air_record_id: str | None = None
     tool_name: str | None = None
@@ -43,12 +53,17 @@ class Step(BaseModel):
     provider: str | None = None
     input_summary: str | None = None
     output_summary: str | None = None
-    tokens: int = 0
-    cost_usd: float = 0.0
-    duration_ms: float = 0.0
+    tokens: int = Field(0, ge=0)
+    cost_usd: float = Field(0.0, ge=0, allow_inf_nan=False)
+    duration_ms: float = Field(0.0, ge=0, allow_inf_nan=False)
     timestamp: datetime | None = None
     error: str | None = None
     metadata: dict[str, Any] = Field(default_factory=dict)
+
+    @field_validator("timestamp", mode="before")
+    @classmethod
+    def _iso_8601(cls, value: Any) -> Any:
+        return _iso_text(value)
 
     @property
     def is_error(self) -> bool:
@@ -63,9 +78,9 @@ class Episode(BaseModel):
     status: EpisodeStatus
     steps: list[Step] = Field(default_factory=list)
     tools_used: list[str] = Field(default_factory=list)
-    total_tokens: int | None = None  # None: the sum over the steps
-    total_cost_usd: float | None = None
-    total_duration_ms: float | None = None
+    total_tokens: int | None = Field(None, ge=0)  # None: the sum over the steps
+    total_cost_usd: float | None = Field(None, ge=0, allow_inf_nan=False)
+    total_duration_ms: float | None = Field(None, ge=0, allow_inf_nan=False)
     step_count: int | None = None
     started_at: datetime
     ended_at: datetime | None = None
@@ -79,6 +94,26 @@ class Episode(BaseModel):
             self.total_cost_usd = sum(s.cost_usd for s in self.steps)
         if self.total_duration_ms is None:
             self.total_duration_ms = sum(s.duration_ms for s in self.steps)
+        return self
+
+    @field_validator("started_at", "ended_at", mode="before")
+    @classmethod
+    def _iso_8601(cls, value: Any) -> Any:
+        """Only ISO 8601 text, read as the warehouse reads it (episodes/records.ISO_TIMESTAMP)."""
+        return _iso_text(value)
+
+    @field_validator("started_at")
+    @classmethod
+    def _plausible(cls, value: datetime) -> datetime:
+        day = (value.astimezone(UTC) if value.tzinfo else value).date()
+        if not plausible_day(day):
+            raise ValueError(f"{day} is not between {EARLIEST_DAY} and {latest_day()} (tomorrow): a broken clock")
+        return value
+
+    @model_validator(mode="after")
+    def _distinct_step_indexes(self) -> Episode:
+        if len({s.step_index for s in self.steps}) < len(self.steps):
+            raise ValueError("step_index repeats: each step needs its own")
         return self
 
     @field_validator("started_at", "ended_at")

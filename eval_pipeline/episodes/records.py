@@ -8,9 +8,34 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from datetime import UTC, date, datetime
+from datetime import UTC, date, datetime, timedelta
 
 _STARTED_AT = re.compile(r'"started_at"\s*:\s*"([^"]+)"')
+
+# The timestamps we read: ISO 8601 as both Python's `fromisoformat` and DuckDB's cast read it alike (a day, a
+# time to the minute or finer, `Z` or an offset). Anything else ("... UTC", a zone name, a leading space) is
+# rejected the same way by the file index and the warehouse, so a record is never indexed on one day and
+# parsed onto another.
+ISO_TIMESTAMP = r"\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?)?(?:Z|[+-]\d{2}(?::?\d{2})?)?"
+EARLIEST_DAY = date(2000, 1, 1)  # before any agent ran: a record dated earlier (1970, 0001) has a broken clock
+
+
+_ISO = re.compile(ISO_TIMESTAMP)
+
+
+def is_iso_timestamp(text: str) -> bool:
+    return _ISO.fullmatch(text) is not None
+
+
+def latest_day() -> date:
+    """The latest day a record may start on (tomorrow, UTC: clocks drift); later (9999) is a broken clock."""
+    return datetime.now(UTC).date() + timedelta(days=1)
+
+
+def plausible_day(day: date) -> bool:
+    return EARLIEST_DAY <= day <= latest_day()
+
+
 _EPISODE_ID = re.compile(r'"episode_id"\s*:\s*"([^"]+)"')
 
 
@@ -32,11 +57,15 @@ def record_days(raw: str) -> set[date]:
     """
     days = set()
     for value in _STARTED_AT.findall(raw):
+        if not is_iso_timestamp(value):
+            continue
         try:
             parsed = datetime.fromisoformat(value)
         except ValueError:
             continue
-        days.add((parsed.astimezone(UTC) if parsed.tzinfo else parsed).date())
+        day = (parsed.astimezone(UTC) if parsed.tzinfo else parsed).date()
+        if plausible_day(day):
+            days.add(day)
     return days
 
 

@@ -20,7 +20,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from eval_pipeline.episodes.model import EpisodeStatus, StepType
-from eval_pipeline.episodes.records import RawRecord
+from eval_pipeline.episodes.records import EARLIEST_DAY, ISO_TIMESTAMP, RawRecord, latest_day
 from eval_pipeline.warehouse.connection import Warehouse, replace_partition
 
 BATCH_ROWS = 20_000  # records staged per statement: bounds Python-side memory
@@ -45,7 +45,10 @@ _STEP_FIELDS = {
     "provider": "VARCHAR", "input_summary": "VARCHAR", "output_summary": "VARCHAR", "tokens": "BIGINT",
     "cost_usd": "DOUBLE", "duration_ms": "DOUBLE", "timestamp": "VARCHAR", "error": "VARCHAR", "metadata": "JSON",
 }  # fmt: skip
+# Counts and amounts: a value of the wrong type, negative or not finite is rejected, never coerced.
 _NUMBERS = {"total_tokens": "an integer", "total_cost_usd": "a number", "total_duration_ms": "a number"}
+_STEP_NUMBERS = {"tokens": "an integer", "cost_usd": "a number", "duration_ms": "a number"}
+_STEP_COUNTS = ("tokens",)
 _EPISODE_SCHEMA = json.dumps(
     {
         "episode_id": "VARCHAR",
@@ -60,9 +63,38 @@ _EPISODE_SCHEMA = json.dumps(
         "metadata": "JSON",
     }
 )
+# The integer fields read again as DOUBLE: where the two differ, the record gave a fraction for a count.
+_COUNTS_AS_NUMBERS = json.dumps({"total_tokens": "DOUBLE", "steps": [{"tokens": "DOUBLE"}]})
 _STATUSES = ", ".join(f"'{s.value}'" for s in EpisodeStatus)
 _STEP_TYPES = ", ".join(f"'{s.value}'" for s in StepType)
-_BAD_STEP = f"lambda s: s.step_index IS NULL OR s.step_type IS NULL OR s.step_type NOT IN ({_STEP_TYPES})"
+_BAD_STEP = f"lambda s: s.step_index IS NULL OR s.step_index < 0 OR s.step_type IS NULL OR s.step_type NOT IN ({_STEP_TYPES})"
+
+
+def _timestamp(text: str) -> str:
+    """The one timestamp parser (the file index applies the same pattern): NULL for anything but ISO 8601."""
+    return f"CASE WHEN regexp_full_match({text}, '{ISO_TIMESTAMP}') THEN TRY_CAST({text} AS TIMESTAMPTZ) END"
+
+
+_BAD_STEP_TIME = f"lambda s: s.timestamp IS NOT NULL AND ({_timestamp('s.timestamp')}) IS NULL"
+
+
+def _out_of_range(value: str) -> str:
+    return f"({value} < 0 OR NOT isfinite({value}::DOUBLE))"
+
+
+def _bad_step_number(name: str) -> str:
+    """A step whose `name` has the wrong type (NULL after the lenient parse, though present; a fraction for a
+    count), or is negative or not finite."""
+    present = f"coalesce(json_type(raw, '$.steps[' || (i - 1) || '].{name}'), 'NULL') <> 'NULL'"
+    fraction = f" OR counts.steps[i].{name} <> s.{name}" if name in _STEP_COUNTS else ""
+    return (
+        f"lambda s, i: coalesce(CASE WHEN s.{name} IS NULL THEN {present} ELSE {_out_of_range(f's.{name}')}{fraction} END, false)"
+    )
+
+
+def _first_step(condition: str) -> str:
+    """The position of the first step meeting `condition` (a lambda), for the reason; NULL when none does."""
+    return f"nullif(list_position(list_transform(e.steps, {condition}), true), 0) - 1"
 
 
 def _present(field: str) -> str:
@@ -70,22 +102,42 @@ def _present(field: str) -> str:
     return f"coalesce(json_type(raw, '$.{field}'), 'NULL') <> 'NULL'"
 
 
+# Numbers that are no numbers, negative, not finite, or a fraction for a count: the first such field names the reason.
+_NUMBER_REASONS = "\n        ".join(
+    [
+        *(
+            f"WHEN {_first_step(_bad_step_number(name))} IS NOT NULL THEN 'step ' || {_first_step(_bad_step_number(name))}"
+            f" || ': {name} must be {kind}, finite and not negative'"
+            for name, kind in _STEP_NUMBERS.items()
+        ),
+        f"WHEN {_first_step(_BAD_STEP_TIME)} IS NOT NULL "
+        f"THEN 'step ' || {_first_step(_BAD_STEP_TIME)} || ': timestamp is not an ISO 8601 timestamp'",
+        *(f"WHEN e.{name} IS NULL AND {_present(name)} THEN '{name} is not {kind}'" for name, kind in _NUMBERS.items()),
+        *(
+            f"WHEN {_out_of_range(f'e.{name}')} THEN '{name} must be finite and not negative, not ' || e.{name}"
+            for name in _NUMBERS
+        ),
+        "WHEN counts.total_tokens <> e.total_tokens THEN 'total_tokens is not an integer: ' || counts.total_tokens",
+    ]
+)
+
 # Parses one staged batch; only the day's records (of the agent, when scoped) are kept.
 _PARSE = f"""
 WITH typed AS (
     SELECT seq, source, locator, raw, fallback_day, rejected, source_records,
-           TRY(json_transform(raw, '{_EPISODE_SCHEMA}')) AS e
+           TRY(json_transform(raw, '{_EPISODE_SCHEMA}')) AS e,
+           TRY(json_transform(raw, '{_COUNTS_AS_NUMBERS}')) AS counts  -- a count read as a number: 1.5 is no count
     FROM _batch
 ), parsed AS (
 SELECT
     seq, source, locator, raw, fallback_day, source_records,
     e.episode_id, e.agent_id, e.status,
-    TRY_CAST(e.started_at AS TIMESTAMPTZ) AS started_at,
-    TRY_CAST(e.ended_at AS TIMESTAMPTZ) AS ended_at,
+    {_timestamp("e.started_at")} AS started_at,
+    {_timestamp("e.ended_at")} AS ended_at,
     e.total_tokens, e.total_cost_usd, e.total_duration_ms,
     list_sort(list_transform(e.steps, lambda s: {{
         {", ".join(f"'{name}': s.{name}" for name in _STEP_FIELDS if name != "timestamp")},
-        'timestamp': TRY_CAST(s.timestamp AS TIMESTAMPTZ)
+        'timestamp': {_timestamp("s.timestamp")}
     }})) AS steps,
     e.metadata,
     CASE
@@ -98,18 +150,26 @@ SELECT
         WHEN e.status NOT IN ({_STATUSES})
             THEN 'status ''' || e.status || ''' is not one of {_STATUSES.replace("'", "")}'
         WHEN e.started_at IS NULL THEN 'missing started_at'
-        WHEN TRY_CAST(e.started_at AS TIMESTAMPTZ) IS NULL
+        WHEN {_timestamp("e.started_at")} IS NULL
             THEN 'started_at ''' || e.started_at || ''' is not an ISO 8601 timestamp'
-        WHEN e.ended_at IS NOT NULL AND TRY_CAST(e.ended_at AS TIMESTAMPTZ) IS NULL
+        WHEN NOT CAST(timezone('UTC', {_timestamp("e.started_at")}) AS DATE) BETWEEN $earliest AND $latest
+            THEN 'started_at ''' || e.started_at || ''' is not between ' || $earliest || ' and ' || $latest
+                 || ' (tomorrow): a broken clock'
+        WHEN e.ended_at IS NOT NULL AND {_timestamp("e.ended_at")} IS NULL
             THEN 'ended_at ''' || e.ended_at || ''' is not an ISO 8601 timestamp'
         WHEN e.steps IS NULL AND {_present("steps")} THEN 'steps is not a list'
         WHEN list_bool_or(list_transform(e.steps, {_BAD_STEP}))
             THEN 'step ' || (list_position(list_transform(e.steps, {_BAD_STEP}), true) - 1)
-                 || ': step_index must be an integer and step_type one of {_STEP_TYPES.replace("'", "")}'
-        {" ".join(f"WHEN e.{name} IS NULL AND {_present(name)} THEN '{name} is not {kind}'" for name, kind in _NUMBERS.items())}
+                 || ': step_index must be an integer, not negative, and step_type one of {_STEP_TYPES.replace("'", "")}'
+        WHEN len(list_distinct(list_transform(e.steps, lambda s: s.step_index))) < len(e.steps)
+            THEN 'step_index repeats: each step needs its own'
+        {_NUMBER_REASONS}
         WHEN e.metadata IS NOT NULL AND json_type(e.metadata) NOT IN ('OBJECT', 'NULL') THEN 'metadata is not an object'
     END AS reason,
-    coalesce(CAST(timezone('UTC', TRY_CAST(e.started_at AS TIMESTAMPTZ)) AS DATE), fallback_day) AS day
+    coalesce(
+        list_filter([CAST(timezone('UTC', {_timestamp("e.started_at")}) AS DATE)], lambda d: d BETWEEN $earliest AND $latest)[1],
+        fallback_day
+    ) AS day  -- a record without a plausible day of its own is quarantined on its file's day
 FROM typed
 )
 SELECT * FROM parsed WHERE day = $day AND ($agent IS NULL OR agent_id = $agent)
@@ -196,7 +256,7 @@ def _staged(records: Iterable[RawRecord]) -> Iterator[pa.Table]:
 def canonical_episodes(con: duckdb.DuckDBPyConnection, day: date, records: Iterable[RawRecord], agent_id: str | None) -> int:
     """Parse `records` into the temp tables `_parsed` (every record of `day`, with its rejection reason) and
     `_canonical` (the day's valid episodes, one per id); return how many records were read."""
-    params = {"day": day, "agent": agent_id}
+    params = {"day": day, "agent": agent_id, "earliest": EARLIEST_DAY, "latest": latest_day()}
     con.register("_batch", _STAGING_SCHEMA.empty_table())
     con.execute(f"CREATE OR REPLACE TEMP TABLE _parsed AS {_PARSE}", params)
     read = 0

@@ -163,7 +163,7 @@ def test_bad_records_are_quarantined_with_locator_and_reason_and_good_ones_load(
         "test.jsonl:4": "missing agent_id",
         "test.jsonl:5": "status 'exploded' is not one of running, success, failure, timeout, killed",
         "test.jsonl:6": "started_at 'yesterday' is not an ISO 8601 timestamp",
-        "test.jsonl:7": "step 0: step_index must be an integer and step_type one of "
+        "test.jsonl:7": "step 0: step_index must be an integer, not negative, and step_type one of "
         "llm_call, tool_call, tool_result, decision, error",
         "test.jsonl:8": "total_cost_usd is not a number",
         "test.jsonl:9": "steps is not a list",
@@ -234,3 +234,68 @@ def test_sample_malformed_records_land_in_their_days(warehouse, tmp_path):
         assert counts.quarantined == MALFORMED_LINES_PER_DAY[day]
     locators = [row[0] for row in rows(warehouse, "SELECT locator FROM quarantine")]
     assert all(Path(locator.rsplit(":", 1)[0]).name.startswith("episodes-2026-11-0") for locator in locators)
+
+
+def step(**overrides) -> dict:
+    return {"step_index": 0, "step_type": "llm_call", "input_summary": "hi", "output_summary": "hello", **overrides}
+
+
+# What a red team fed the loader: each kind once. Before, the three marked loaded as if valid (a negative
+# step index or cost, text for tokens), a NaN cost scored 1.0, and the timestamps DuckDB reads but Python
+# does not (or a broken clock) were neither loaded nor quarantined.
+MALFORMED = {
+    "negative step index": good("m1", steps=[step(step_index=-3)]),  # loaded before
+    "negative cost": good("m2", steps=[step(cost_usd=-5)]),  # loaded before
+    "tokens as text": good("m3", steps=[step(tokens="lots")]),  # loaded before
+    "NaN cost": '{"episode_id": "m4", "agent_id": "a", "status": "success", "started_at": "2026-11-01T10:00:00Z", '
+    '"total_cost_usd": NaN}',
+    "infinite cost": good("m5", steps=[step(cost_usd=float("inf"))]),
+    "negative duration": good("m6", total_duration_ms=-1),
+    "repeated step index": good("m7", steps=[step(), step(step_type="tool_call", tool_name="x")]),
+    "zone name": good("m8", started_at="2026-11-01 10:00:00 UTC"),
+    "leading space": good("m9", started_at=" 2026-11-01T10:00:00Z"),
+    "step time as a zone name": good("m10", steps=[step(timestamp="2026-11-01 10:00:00 Europe/Paris")]),
+    "1970": good("m11", started_at="1970-01-01T00:00:00Z"),
+    "year 1": good("m12", started_at="0001-01-01T00:00:00Z"),
+    "year 9999": good("m13", started_at="9999-12-31T23:59:59Z"),
+    "negative tokens": good("m14", total_tokens=-7),
+    "tokens as a float": good("m15", steps=[step(tokens=1.5)]),
+    "total tokens as a float": good("m16", total_tokens=2.5),
+}
+
+
+def test_every_malformed_kind_is_quarantined_naming_its_field_and_the_model_rejects_it_too(warehouse):
+    lines = [good("ok-1"), *MALFORMED.values(), good("ok-2")]
+    counts = load_episodes(warehouse, DAY, records(*lines))
+    assert counts.records_read == counts.episodes + counts.quarantined == len(lines)  # nothing lost, nothing coerced
+    assert counts.episodes == 2
+    reasons = dict(rows(warehouse, "SELECT locator, reason FROM quarantine"))
+    by_kind = {kind: reasons[f"test.jsonl:{n}"] for n, kind in enumerate(MALFORMED, 2)}
+    expected_words = {
+        "negative step index": "step_index", "negative cost": "cost_usd", "tokens as text": "tokens",
+        "NaN cost": "total_cost_usd", "infinite cost": "cost_usd", "negative duration": "total_duration_ms",
+        "repeated step index": "step_index repeats",
+        "zone name": "not an ISO 8601", "leading space": "not an ISO 8601", "step time as a zone name": "timestamp",
+        "1970": "broken clock", "year 1": "broken clock", "year 9999": "broken clock", "negative tokens": "total_tokens",
+        "tokens as a float": "tokens", "total tokens as a float": "total_tokens",
+    }  # fmt: skip
+    for kind, word in expected_words.items():
+        assert word in by_kind[kind], (kind, by_kind[kind])
+    for line in MALFORMED.values():  # the model (adapters, the store, `schemas`) draws the same line
+        with pytest.raises(ValueError):
+            Episode.model_validate_json(line if isinstance(line, str) else json.dumps(line))
+    scored = rows(warehouse, "SELECT count(*) FROM episodes WHERE total_cost_usd < 0 OR NOT isfinite(total_cost_usd)")
+    assert scored == [(0,)]
+
+
+def test_timestamps_python_would_not_read_are_quarantined_on_their_files_day_not_lost(warehouse, tmp_path):
+    """Six records in, three episodes and zero quarantined, before: the other three named another day in a form
+    DuckDB read and Python did not, so the file index never read the file on that day."""
+    (tmp_path / "episodes").mkdir()
+    lines = [good(f"ok-{n}", started_at=f"2026-11-01T1{n}:00:00Z") for n in range(3)]
+    lines += [good(f"odd-{n}", started_at=text) for n, text in enumerate(
+        ["2026-11-02 10:00:00 UTC", " 2026-11-02T10:00:00Z", "2026-11-02T10:00:00 Europe/Paris"])]  # fmt: skip
+    (tmp_path / "episodes" / "day.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
+    source = FileSource(tmp_path / "episodes", tmp_path / "index.json")
+    counts = [load_episodes(warehouse, day, source.records_for(day)) for day in (DAY, date(2026, 11, 2))]
+    assert [(c.records_read, c.episodes, c.quarantined) for c in counts] == [(6, 3, 3), (0, 0, 0)]
