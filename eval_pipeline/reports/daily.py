@@ -101,8 +101,7 @@ def build_report(data: ReportData, context: RunContext) -> Report:
          "dimension": f.dimension, "since": _day(f.since), "message": f.message}
         for f in gone.itertuples()
     ]  # fmt: skip
-    judged = scores[scores["passed"].notna()].assign(_passed=lambda frame: frame["passed"].astype(bool))
-    worst = judged.sort_values(["_passed", "weighted_score", "episode_id"], na_position="first").head(WORST_EPISODES)
+    issues_of = _issues_by_episode(data.issues, secret_patterns)
     episodes = [
         {
             "episode_id": s.episode_id,
@@ -110,13 +109,16 @@ def build_report(data: ReportData, context: RunContext) -> Report:
             "task_id": s.task_id,
             "weighted_score": _number(s.weighted_score),
             **{d.column: _number(getattr(s, d.column), 1 if d.percent else 3) for d in dimensions()},
-            "passed": bool(s.passed),
+            "passed": None if pd.isna(s.passed) else bool(s.passed),
             "verdict_reason": s.verdict_reason if isinstance(s.verdict_reason, str) else None,
+            "issue_score": _number(s.issue_score, 1),
+            "issue_grade": s.issue_grade if isinstance(s.issue_grade, str) else None,
+            "issues": issues_of.get(s.episode_id, []),
             "tools": _names(s.tools),
             "baseline_tools": _names(s.baseline_tools),
             "final_output": _answer(getattr(s, "final_output", None), secret_patterns),
         }
-        for s in worst.itertuples()
+        for s in _worst_first(scores).head(WORST_EPISODES).itertuples()
     ]
     judgements, pairwise = data.judgements, data.pairwise
     judge = None
@@ -179,6 +181,25 @@ def _verdicts(counts: VerdictCounts) -> Verdicts:
 def _names(value: Any) -> list[str]:
     """A tool sequence as a list; none (no baseline) as an empty one."""
     return [str(name) for name in value] if isinstance(value, list | tuple | np.ndarray) else []
+
+
+def _worst_first(scores: pd.DataFrame) -> pd.DataFrame:
+    """Failed episodes first, then those without a verdict (no baseline yet: their grade still speaks), then the
+    passed ones; each by weighted score, then by issue score, lowest first."""
+    verdict_order = scores["passed"].astype("boolean").map({False: 0, True: 2}).astype("Float64").fillna(1)
+    ordered = scores.assign(_verdict=verdict_order)
+    return ordered.sort_values(["_verdict", "weighted_score", "issue_score", "episode_id"], na_position="first")
+
+
+def _issues_by_episode(issues: pd.DataFrame, secret_patterns: tuple[str, ...]) -> dict[str, list[dict[str, str | None]]]:
+    """Each episode's issues, the most severe first, their details redacted and kept short."""
+    rank = {severity: n for n, severity in enumerate(("critical", "error", "warning", "info"))}
+    found: dict[str, list[dict[str, str | None]]] = {}
+    for issue in sorted(issues.itertuples(), key=lambda i: (rank.get(str(i.severity), 9), str(i.check))):
+        detail = excerpt(issue.detail, secret_patterns, ANSWER_CHARS) if isinstance(issue.detail, str) else None
+        found.setdefault(str(issue.episode_id), []).append({"check": str(issue.check), "severity": str(issue.severity),
+                                                            "detail": detail})  # fmt: skip
+    return found
 
 
 def _answer(text: Any, secret_patterns: tuple[str, ...]) -> str | None:
@@ -395,13 +416,19 @@ def render_markdown(report: Report) -> str:
         ]
     lines += ["", f"## Episode Scores (worst {len(report['episodes'])})", ""]
     lines += table(
-        ["Episode", "Agent", "Score", *(column_title(d) for d in dimensions())],
+        ["Episode", "Agent", "Verdict", "Score", *(column_title(d) for d in dimensions()), "Grade", "Issues"],
         [
-            [e["episode_id"], e["agent_id"], e["weighted_score"], *(dimension_cell(d, e[d.column]) for d in dimensions())]
+            [e["episode_id"], e["agent_id"], _verdict_cell(e["passed"]), e["weighted_score"],
+             *(dimension_cell(d, e[d.column]) for d in dimensions()), e["issue_grade"] or "–",
+             ", ".join(f"{i['check']} ({i['severity']})" for i in e["issues"]) or "–"]
             for e in report["episodes"]
         ],
-    )
+    )  # fmt: skip
     return "\n".join(lines) + "\n"
+
+
+def _verdict_cell(passed: bool | None) -> str:
+    return "no verdict" if passed is None else "passed" if passed else "FAILED"
 
 
 def write_report_files(report: Report, directory: Path) -> dict[str, Path]:

@@ -30,6 +30,7 @@ class ReportData:
     superseded: int  # episodes of case-set runs a later run of their agent that day superseded (kept, not counted)
     quarantined: int
     judgements: pd.DataFrame
+    issues: pd.DataFrame  # `issues`: what the deterministic checks found in each episode
     pairwise: pd.DataFrame  # `pairwise_judgements`
     pass_at_k: pd.DataFrame
     task_trials: pd.DataFrame

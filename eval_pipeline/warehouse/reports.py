@@ -44,6 +44,7 @@ def report_inputs(warehouse: Warehouse, day: date, trend_days: int) -> ReportDat
         superseded_count = one_row(con, f"SELECT count(*) FROM ({superseded})", params)[0]
         quarantined = one_row(con, "SELECT count(*) FROM quarantine WHERE partition_date = $day", params)[0]
         judgements = con.execute("SELECT * FROM judgements WHERE partition_date = $day", params).df()
+        issues = con.execute('SELECT episode_id, "check", severity, detail FROM issues WHERE partition_date = $day', params).df()
         pairwise = con.execute("SELECT * FROM pairwise_judgements WHERE partition_date = $day", params).df()
         pass_at_k = con.execute("SELECT * FROM pass_at_k WHERE partition_date = $day", params).df()
         task_trials = con.execute("SELECT * FROM task_trials WHERE partition_date = $day", params).df()
@@ -57,6 +58,7 @@ def report_inputs(warehouse: Warehouse, day: date, trend_days: int) -> ReportDat
         superseded=int(superseded_count),
         quarantined=int(quarantined),
         judgements=judgements,
+        issues=issues,
         pairwise=pairwise,
         pass_at_k=pass_at_k,
         task_trials=task_trials,

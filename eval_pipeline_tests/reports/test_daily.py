@@ -20,6 +20,9 @@ DAY = date(2026, 11, 2)
 ISSUES = pd.DataFrame(columns=ISSUE_COLUMNS)
 
 
+NO_ISSUES = pd.DataFrame(columns=["episode_id", "check", "severity", "detail"])
+
+
 def test_categories_trials_and_aggregate_regressions_are_reported():
     scores = with_verdicts(score_episodes(frame({}, {"total_cost_usd": 0.02}, {}), EvalConfig()), ISSUES, EvalConfig())
     scores["category"] = ["billing", "billing", None]
@@ -52,7 +55,8 @@ def test_categories_trials_and_aggregate_regressions_are_reported():
              for n in range(10)]  # fmt: skip
     data = ReportData(
         day=DAY, scores=scores, findings=findings, previous_findings=findings.iloc[:0], status_counts={"success": 3},
-        superseded=0, quarantined=0, judgements=empty, pairwise=pairwise, pass_at_k=pass_at_k, task_trials=task_trials,
+        superseded=0, quarantined=0, judgements=empty, issues=NO_ISSUES, pairwise=pairwise, pass_at_k=pass_at_k,
+        task_trials=task_trials,
         failed_trials=failed, trend=pd.DataFrame(columns=["partition_date", "agent_id"]), previous_summary=None,
     )  # fmt: skip
     report = build_report(data, RunContext(run_id="r", config_version="v", calibration_size=3, balance=balance(cases)))
@@ -84,3 +88,27 @@ def test_categories_trials_and_aggregate_regressions_are_reported():
         "## Aggregate Regressions" in markdown
         and "| WARNING | support-bot | cost_delta | 24.0 | 21.1 to 26.9 | – | 20.0 |" in markdown
     )
+
+
+def test_without_a_baseline_every_episode_still_shows_its_grade_and_issues(project_env, monkeypatch):
+    """An evallab user's first day: "episodes": [] in the JSON report, grades and issues only by SQL."""
+    import json
+
+    from eval_pipeline.cli import main
+    from eval_pipeline.episodes.samples import write_samples
+
+    write_samples(project_env / "episodes")
+    (project_env / "eval.toml").write_text("[baseline]\nlookback_days = 0\n")  # no baseline from anywhere
+    monkeypatch.setenv("EVAL_CONFIG", str(project_env / "eval.toml"))
+    assert main(["run", "--date", "2026-11-02", "--fail-on", "never"]) == 0
+    report = json.loads((project_env / "reports" / "eval-report-2026-11-02.json").read_text())
+    episodes = report["episodes"]
+    assert len(episodes) == min(50, report["summary"]["total_episodes"])
+    assert {e["passed"] for e in episodes} >= {None} and all(e["issue_grade"] in set("ABCDF") for e in episodes)
+    order = {False: 0, None: 1, True: 2}
+    assert [order[e["passed"]] for e in episodes] == sorted(order[e["passed"]] for e in episodes)  # failed first
+    with_issues = [e for e in episodes if e["issues"]]
+    assert with_issues and all({"check", "severity", "detail"} <= i.keys() for e in with_issues for i in e["issues"])
+    markdown = (project_env / "reports" / "eval-report-2026-11-02.md").read_text()
+    assert "| Episode | Agent | Verdict | Score |" in markdown and "| Grade | Issues |" in markdown
+    assert "no verdict" in markdown
