@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import tomllib
 from pathlib import Path
 from typing import Annotated, Literal
@@ -128,6 +129,15 @@ class SourceHealthConfig(_Strict):
     critical_quarantine_rate: float = Field(0.25, ge=0, le=1)
 
 
+# Tool outputs that say the call found nothing (`no_data` check): matched anywhere in the output, case-insensitive.
+DEFAULT_NO_DATA_PATTERNS = [
+    r"\bno (?:data|results?|records?|rows|matches|items|entries)\b",  # "No data returned", "no results found"
+    r"\b(?:0|zero) (?:results|records|rows|matches|items)\b",
+    r"\bnot found\b",
+    r"^\s*(?:\[\s*\]|\{\s*\}|null|none)?\s*$",  # an empty list, object or nothing at all
+]
+
+
 class ChecksConfig(_Strict):
     """Limits of the deterministic checks (`scoring/checks/`)."""
 
@@ -138,6 +148,22 @@ class ChecksConfig(_Strict):
     max_llm_calls: int = Field(20, ge=1)
     max_duration_seconds: float = Field(300, gt=0)
     fabrication_tolerance: float = Field(0.05, ge=0)  # relative distance at which a stated number matches a source
+    short_answer_chars: int = Field(100, ge=0)  # a shorter final answer (not near-empty) is short; 0: off
+    min_tool_calls: int = Field(1, ge=0)  # a run with tools available that called fewer; 0: off
+    no_data_patterns: list[str] = Field(default_factory=lambda: list(DEFAULT_NO_DATA_PATTERNS))  # case-insensitive
+    max_agent_share: float = Field(0.85, gt=0, le=1)  # of a multi-agent run's steps, the most one agent may take
+    max_handoffs_back: int = Field(4, ge=1)  # hand-offs back to an agent that already acted, with no tool progress since
+    plugins: list[str] = Field(default_factory=list)  # "module:attribute" of your own `Check`s (`eval_pipeline.plugins`)
+
+    @field_validator("no_data_patterns")
+    @classmethod
+    def _regular_expressions(cls, patterns: list[str]) -> list[str]:
+        for pattern in patterns:
+            try:
+                re.compile(pattern)
+            except re.error as exc:
+                raise ValueError(f"{pattern!r} is not a regular expression: {exc}") from None
+        return patterns
 
 
 class StatisticsConfig(_Strict):
@@ -220,6 +246,8 @@ class SourcesConfig(_Strict):
     formats: dict[str, str] = Field(default_factory=dict)
     # an OpenTelemetry trace whose root span has not arrived waits this long without new spans
     trace_quiet_seconds: float = Field(300.0, ge=0)
+    # your own adapters: modules (or "module:attribute") with NAME, detect and convert (`eval_pipeline.plugins`)
+    plugins: list[str] = Field(default_factory=list)
 
 
 class Price(_Strict):

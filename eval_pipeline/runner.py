@@ -65,6 +65,7 @@ class RunRequest:
     label: str | None = None  # the label of the runs the capture step adds (`run --label`)
     model: str | None = None  # read only this model's episodes (`run --model`)
     limit: int | None = None  # read at most this many episodes a day (`run --limit`)
+    checks: tuple[str, ...] | None = None  # the assertions step runs only these checks (`run --checks`)
 
     def run_config(self) -> dict:
         """The ops' `RunScope`s: only what differs from a whole-graph, all-agent run."""
@@ -81,6 +82,8 @@ class RunRequest:
             capture.update({key: value for key, value in chosen.items() if value})
         if self.rewards:
             ops["rewards"] = {"config": {"rewards": list(self.rewards)}}
+        if self.checks is not None:
+            ops.setdefault("assertions", {"config": dict(scope)})["config"]["checks"] = list(self.checks)
         if self.assets is not None:
             ops = {name: op for name, op in ops.items() if name in self.assets}
         return {"ops": ops, "loggers": {"console": {"config": {"log_level": "CRITICAL"}}}}

@@ -55,6 +55,12 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--label", help="label the runs the case-set agents make (default: agent/model@git revision); compare with label="
     )
+    parser.add_argument(
+        "--checks",
+        type=lambda text: tuple(name.strip() for name in text.split(",") if name.strip()),
+        metavar="A,B",
+        help="run only these checks, built-in or plug-in (default: all); the day's issues are theirs",
+    )
 
 
 def _run(args: argparse.Namespace, settings: Settings) -> int:
@@ -77,6 +83,7 @@ def _run(args: argparse.Namespace, settings: Settings) -> int:
         label=args.label,
         model=args.model,
         limit=args.limit,
+        checks=args.checks,
     )
     evaluate(settings, request)
     if args.output:
@@ -110,6 +117,7 @@ COMMAND = Command(
         "run --start 2026-10-01 --end 2026-10-31          # a backfill, oldest day first",
         "run --date 2026-11-21 --agent support-bot --fail-on warning --junit results.xml",
         "run --store-url http://localhost:8100 --agent-id my-agent --model gpt-4 --limit 20 --output results.json",
+        "run --date 2026-11-21 --checks short_answer,no_data,too_polite   # some checks only, a plug-in among them",
     ),
 )
 
@@ -125,12 +133,15 @@ def check_partitions(selected: list[date], first: date) -> None:
 
 def launch(settings: Settings, request: RunRequest, what: str = "evaluating") -> str:
     """Run the graph (or the request's part of it) for the request's days, then deliver the alerts it raised."""
+    from eval_pipeline import plugins
     from eval_pipeline.config import load_config
     from eval_pipeline.runner import run_days
 
     check_partitions(request.days, settings.history_start)
     config = load_config(settings.config_path)  # a bad config is the user's to fix: say so before any run starts
     case_set(settings, config)  # and so is a bad case
+    plugins.checks(config, settings.config_path, request.checks)  # a plug-in that does not load, an unknown --checks name
+    plugins.adapters(config, settings.config_path)
     first, last = request.days[0], request.days[-1]
     span = str(first) if first == last else f"{first}..{last} ({len(request.days)} days, one run)"
     try:

@@ -18,6 +18,7 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _run(args: argparse.Namespace, settings: Settings) -> int:
+    from eval_pipeline import plugins
     from eval_pipeline.config import load_config
     from eval_pipeline.defs.resources import source_index_path
     from eval_pipeline.episodes.source import open_source, source_health
@@ -33,7 +34,8 @@ def _run(args: argparse.Namespace, settings: Settings) -> int:
     config = load_config(settings.config_path)
     index = Path(source_index_path(str(settings.duckdb_path)))
     case_set = config.capture.case_set
-    health = source_health(open_source(settings.episode_source, index, config.sources, required=not case_set))
+    readers = plugins.adapters(config, settings.config_path)  # the run's own, so the day index reads files as it does
+    health = source_health(open_source(settings.episode_source, index, config.sources, required=not case_set, adapters=readers))
     print(
         f"\nsource health    {jsonout.dumps(health.get('health', {k: v for k, v in health.items() if k != 'episodes_per_day'}))}"
     )

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import dagster as dg
 
+from eval_pipeline import plugins
 from eval_pipeline.alerts.delivery import alerts_directory, deliver_pending
 from eval_pipeline.alerts.outbox import AlertOutbox, DeliveryReport
 from eval_pipeline.capture.cases import CaseSetError, CaseSpec, load_case_set
@@ -14,9 +15,11 @@ from eval_pipeline.config import EvalConfig, JudgeConfig, Price, beside_config, 
 from eval_pipeline.episodes.files import FileSource
 from eval_pipeline.episodes.source import open_source
 from eval_pipeline.episodes.store import EpisodeStore
+from eval_pipeline.errors import UserInputError
 from eval_pipeline.llm.gateway import Gateway, GatewayError
 from eval_pipeline.llm.judge import judge_gateway, judge_off_because
 from eval_pipeline.scoring.cases import Case, CasesError, load_cases
+from eval_pipeline.scoring.checks import Check
 from eval_pipeline.settings import Settings
 from eval_pipeline.warehouse.connection import Warehouse
 
@@ -32,10 +35,17 @@ class WarehouseResource(dg.ConfigurableResource):
 class EpisodeSourceResource(dg.ConfigurableResource):
     location: str
     index_path: str  # the file source's day index; beside the warehouse, as the source may be read-only
+    config_path: str = ""  # plug-in adapters the config lists are looked for beside it
 
     def open(self, config: EvalConfig) -> FileSource | EpisodeStore:
-        """The source as the config reads it; with a case set, a missing directory holds no episodes yet."""
-        return open_source(self.location, Path(self.index_path), config.sources, config.prices, not config.capture.case_set)
+        """The source as the config reads it, with its plug-in adapters; with a case set, a missing directory holds
+        no episodes yet."""
+        try:
+            readers = plugins.adapters(config, Path(self.config_path) if self.config_path else None)
+        except UserInputError as exc:
+            raise dg.Failure(str(exc)) from None
+        required = not config.capture.case_set
+        return open_source(self.location, Path(self.index_path), config.sources, config.prices, required, readers)
 
 
 class EvalConfigResource(dg.ConfigurableResource):
@@ -55,6 +65,13 @@ class EvalConfigResource(dg.ConfigurableResource):
         try:
             return load_case_set(self.relative(config.capture.case_set))
         except CaseSetError as exc:
+            raise dg.Failure(str(exc)) from None
+
+    def checks(self, config: EvalConfig, names: list[str] | None) -> tuple[Check, ...]:
+        """The checks a run runs: `names` (`run --checks`, all without) among the built-in ones and the plug-ins."""
+        try:
+            return plugins.checks(config, Path(self.path) if self.path else None, names)
+        except UserInputError as exc:
             raise dg.Failure(str(exc)) from None
 
     def cases(self, config: EvalConfig) -> dict[str, Case]:
@@ -134,6 +151,7 @@ class RunScope(dg.Config):
     trials: int | None = None  # capture only: trials per case, over the config's
     undated_day: str | None = None  # episodes only: the day records without a timestamp belong to (`run --date`)
     rewards: list[str] | None = None  # rewards only: recompute only these (`eval-pipeline reward --name`)
+    checks: list[str] | None = None  # assertions only: run only these checks (`run --checks`)
     model: str | None = None  # episodes only: evaluate only this model's episodes (`run --model`)
     limit: int | None = None  # episodes only: at most this many episodes a day, the first by start time (`run --limit`)
     label: str | None = None  # capture only: the label of the runs captured (`run --label`), over agent@revision
@@ -160,7 +178,9 @@ def resources_for(settings: Settings) -> dict[str, dg.ConfigurableResource]:
     return {
         "warehouse": WarehouseResource(duckdb_path=duckdb_path),
         "episode_source": EpisodeSourceResource(
-            location=_as_given("EVAL_EPISODE_SOURCE", settings.episode_source), index_path=source_index_path(duckdb_path)
+            location=_as_given("EVAL_EPISODE_SOURCE", settings.episode_source),
+            index_path=source_index_path(duckdb_path),
+            config_path=str(settings.config_path or ""),
         ),
         "eval_config": EvalConfigResource(path=str(settings.config_path)) if settings.config_path else EvalConfigResource(),
         "replay": ReplayResource(

@@ -19,12 +19,11 @@ from datetime import UTC, date, datetime
 from fnmatch import fnmatch
 from itertools import chain
 from pathlib import Path
-from types import ModuleType
 
 from filelock import FileLock
 from pydantic import BaseModel
 
-from eval_pipeline.episodes.adapters import BY_NAME, CANONICAL, detect_format
+from eval_pipeline.episodes.adapters import ADAPTERS, CANONICAL, Adapter, detect_format
 from eval_pipeline.episodes.adapters.base import priced
 from eval_pipeline.episodes.records import RawRecord, record_days
 from eval_pipeline.errors import InfrastructureError
@@ -122,6 +121,7 @@ class IndexedFile(BaseModel):
 class FileIndex(BaseModel):
     source: str
     version: int = 1
+    adapters: list[str] = []  # the formats the days were read with: a plug-in added later reads every file again
     files: dict[str, IndexedFile] = {}
 
 
@@ -139,6 +139,7 @@ class FileSource:
         prices: dict | None = None,
         required: bool = True,
         agents: dict[str, str] | None = None,
+        adapters: tuple[Adapter, ...] = ADAPTERS,
     ):
         self.root = root
         self.index_path = index_path
@@ -148,6 +149,7 @@ class FileSource:
         self.prices = prices or {}  # by model: adapted episodes' steps are costed from their token split
         self.required = required
         self.agents = agents or {}  # glob (relative to the source) -> agent of the records that name none, over the above
+        self.adapters = adapters  # asked in order which reads a file (plug-ins, then the built-in ones)
 
     def _configured(self, path: Path, table: dict[str, str]) -> str | None:
         """What the first glob of `table` the file matches (relative to the source) names, if any."""
@@ -163,14 +165,15 @@ class FileSource:
         """The agent of the file's records that name none: configured for it, else for all, else the file's name."""
         return self._configured(path, self.agents) or self.transcript_agent_id or path.stem
 
-    def adapter_for(self, path: Path, first_raw: str) -> ModuleType | None:
+    def adapter_for(self, path: Path, first_raw: str) -> Adapter | None:
         """The file's adapter: the first configured glob it matches, else detected from its first record."""
         name = self.named_format(path)
         if name is None:
-            return detect_format(first_raw)
-        if name != CANONICAL and name not in BY_NAME:
-            raise UnreadableSource(f"[sources] formats names unknown format {name!r}; known: {sorted(BY_NAME)}")
-        return BY_NAME.get(name)
+            return detect_format(first_raw, self.adapters)
+        by_name = {adapter.NAME: adapter for adapter in self.adapters}
+        if name != CANONICAL and name not in by_name:
+            raise UnreadableSource(f"[sources] formats names unknown format {name!r}; known: {sorted(by_name)}")
+        return by_name.get(name)
 
     def episode_files(self) -> list[Path]:
         if self.root.is_file():
@@ -192,7 +195,7 @@ class FileSource:
         with FileLock(f"{self.index_path}.lock", timeout=60):
             index = self._read_index()
             fresh: dict[str, IndexedFile] = {}
-            current = index.version == INDEX_VERSION
+            current = index.version == INDEX_VERSION and index.adapters == [adapter.NAME for adapter in self.adapters]
             for path in self.episode_files():
                 stat = path.stat()
                 known = index.files.get(str(path))
@@ -210,7 +213,8 @@ class FileSource:
                 fresh[str(path)] = IndexedFile(
                     mtime_ns=stat.st_mtime_ns, size=stat.st_size, days=dict(days), first_seen=first_seen
                 )
-            index = FileIndex(source=str(self.root), version=INDEX_VERSION, files=fresh)
+            names = [adapter.NAME for adapter in self.adapters]
+            index = FileIndex(source=str(self.root), version=INDEX_VERSION, adapters=names, files=fresh)
             tmp = self.index_path.with_suffix(".tmp")
             tmp.write_text(index.model_dump_json())
             os.replace(tmp, self.index_path)
@@ -256,7 +260,7 @@ class FileSource:
         adapter = self.adapter_for(path, first.raw)
         both = chain([first], records)
         if adapter is None and not self._canonical(path, first.raw):
-            known = ", ".join(sorted(BY_NAME))
+            known = ", ".join(sorted(adapter.NAME for adapter in self.adapters))
             reason = f"no known format: the first record is neither an episode nor {known} (name it under [sources] formats)"
             yield replace(first, raw=first.raw[:_SAMPLE_CHARS], rejected=reason)
             return

@@ -69,6 +69,11 @@ class Step(BaseModel):
     def is_error(self) -> bool:
         return self.step_type is StepType.ERROR or bool(self.error)
 
+    @property
+    def offered_tools(self) -> list[str]:
+        """The tools this LLM call was offered: `metadata.tools`, as the request's `tools` (`ingest.py` matches it)."""
+        return tool_names(self.metadata.get("tools"))
+
 
 class Episode(BaseModel):
     model_config = ConfigDict(extra="allow")
@@ -137,6 +142,14 @@ class Episode(BaseModel):
         return [s.tool_name or "" for s in self.ordered_steps() if s.step_type is StepType.TOOL_CALL]
 
     @property
+    def available_tools(self) -> list[str]:
+        """The tools the run could call, by name: `metadata.available_tools`, `metadata.tools` and those offered to
+        any of its LLM calls. Empty when the source recorded none: unknown, not none. (`warehouse/assertions.py`
+        matches it.)"""
+        declared = tool_names(self.metadata.get("available_tools")) + tool_names(self.metadata.get("tools"))
+        return list(dict.fromkeys(declared + [name for step in self.ordered_steps() for name in step.offered_tools]))
+
+    @property
     def final_output(self) -> str | None:
         """`metadata.final_output`, else the output of the last LLM call."""
         if self.metadata.get("final_output") is not None:
@@ -151,6 +164,22 @@ class Episode(BaseModel):
             return str(self.metadata["task_id"])
         llm_calls = [s for s in self.ordered_steps() if s.step_type is StepType.LLM_CALL]
         return derived_task_id(llm_calls[0].input_summary if llm_calls else None)
+
+
+def tool_names(value: Any) -> list[str]:
+    """Tool names from a list of names or of definitions: OpenAI's `{"type": "function", "function": {"name"}}`,
+    or `{"name"}` (Anthropic, MCP); anything else names none. (`ingest.py` matches it.)"""
+    return [name for name in map(_tool_name, value) if name] if isinstance(value, list) else []
+
+
+def _tool_name(item: Any) -> str | None:
+    if isinstance(item, str):
+        return item
+    if not isinstance(item, dict):
+        return None
+    function = item.get("function")
+    name = function.get("name") if isinstance(function, dict) and function.get("name") is not None else item.get("name")
+    return name if isinstance(name, str) else None
 
 
 def derived_task_id(first_user_message: str | None) -> str:

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from eval_pipeline.config import Price, SourcesConfig
+from eval_pipeline.episodes.adapters import ADAPTERS, Adapter
 from eval_pipeline.episodes.files import FileSource
 from eval_pipeline.episodes.records import RawRecord
 from eval_pipeline.episodes.store import EpisodeStore
@@ -23,9 +24,11 @@ def open_source(
     sources: SourcesConfig | None = None,
     prices: dict[str, Price] | None = None,
     required: bool = True,
+    adapters: tuple[Adapter, ...] = ADAPTERS,
 ) -> FileSource | EpisodeStore:
-    """The store at a URL, else files; `prices` cost the steps of records in other formats (traces). Files
-    not `required` (a case set is configured) may be missing: there are no recorded episodes yet."""
+    """The store at a URL, else files; `prices` cost the steps of records in other formats (traces), `adapters`
+    read them (`plugins.adapters` adds the user's own). Files not `required` (a case set is configured) may be
+    missing: there are no recorded episodes yet."""
     if location.startswith(("http://", "https://")):
         return EpisodeStore(location)
     sources = sources or SourcesConfig()
@@ -38,6 +41,7 @@ def open_source(
         prices,
         required,
         agents=sources.agents,
+        adapters=adapters,
     )
 
 

@@ -77,7 +77,7 @@ _BASELINE_COLUMNS = ("baseline_episode_id", "baseline_status", "baseline_final_o
 def _step(step: Step) -> dict:
     """A step as `episode_steps` stores it (`ingest.py` maps the same fields)."""
     return {"step_type": step.step_type.value, "tool_name": step.tool_name, "input": step.input_summary,
-            "output": step.output_summary, "error": step.error}  # fmt: skip
+            "output": step.output_summary, "error": step.error, "agent": step.metadata.get("agent")}  # fmt: skip
 
 
 def _candidate(position: int, episode: Episode) -> dict:
@@ -94,6 +94,7 @@ def _candidate(position: int, episode: Episode) -> dict:
         "total_cost_usd": episode.total_cost_usd,
         "mode": "dry",
         "expected": episode.metadata.get("expected"),
+        "available_tools": episode.available_tools,
         "grader": json.dumps(episode.metadata["grader"]) if episode.metadata.get("grader") else None,
         "steps": [_step(s) for s in steps],
         "step_count": len(steps),

@@ -6,13 +6,14 @@ These need each run's trajectory, so they are per-row Python (DESIGN §5), kept 
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import pandas as pd
 
 from eval_pipeline.config import ChecksConfig
 from eval_pipeline.scoring.cases import Case, assert_case, case_for
-from eval_pipeline.scoring.checks import run_checks
+from eval_pipeline.scoring.checks import Check, run_checks
 from eval_pipeline.scoring.trajectory import trajectory as trajectory_of
 
 ASSERTION_COLUMNS = ["episode_id", "agent_id", "assertion", "passed", "score", "detail"]
@@ -32,8 +33,11 @@ def _grader_assertion(verdict: dict) -> dict:
             "detail": verdict.get("reasoning") or ""}  # fmt: skip
 
 
-def assess(candidates: list[dict], cases: dict[str, Case], config: ChecksConfig) -> Assessment:
-    """`candidates` as `warehouse.assertions.check_inputs` reads them, each with its steps."""
+def assess(
+    candidates: list[dict], cases: dict[str, Case], config: ChecksConfig, checks: Sequence[Check] | None = None
+) -> Assessment:
+    """`candidates` as `warehouse.assertions.check_inputs` reads them, each with its steps; `checks`: those that
+    run (every built-in one by default)."""
     assertions, issues = [], []
     for candidate in candidates:
         trajectory = trajectory_of(candidate)
@@ -45,5 +49,5 @@ def assess(candidates: list[dict], cases: dict[str, Case], config: ChecksConfig)
             assertions += [{**ids, **vars(result)} for result in assert_case(case, trajectory)]
         if candidate.get("grader"):  # an executable grader's verdict on a captured run
             assertions.append({**ids, **_grader_assertion(json.loads(candidate["grader"]))})
-        issues += [{**ids, **vars(issue)} for issue in run_checks(trajectory, config)]
+        issues += [{**ids, **vars(issue)} for issue in run_checks(trajectory, config, checks)]
     return Assessment(pd.DataFrame(assertions, columns=ASSERTION_COLUMNS), pd.DataFrame(issues, columns=ISSUE_COLUMNS))

@@ -19,6 +19,14 @@ class ToolCall:
 
 
 @dataclass(frozen=True)
+class AgentStep:
+    """A step of a multi-agent run, by the agent that took it."""
+
+    agent: str
+    tool_progress: bool  # a tool call that succeeded: the run got something done
+
+
+@dataclass(frozen=True)
 class Trajectory:
     episode_id: str
     agent_id: str
@@ -30,6 +38,8 @@ class Trajectory:
     error_outputs: list[str] = field(default_factory=list)  # error texts of errored steps
     duration_ms: float | None = None
     step_count: int = 0
+    available_tools: frozenset[str] = frozenset()  # what the run could call (`Episode.available_tools`); empty: unknown
+    agent_steps: list[AgentStep] = field(default_factory=list)  # the recorded steps that name their agent, in order
 
 
 def _json_object(text: str | None) -> dict[str, Any] | None:
@@ -42,13 +52,11 @@ def _json_object(text: str | None) -> dict[str, Any] | None:
 
 def trajectory(candidate: dict) -> Trajectory:
     """A candidate run (episode_id, agent_id, status, final_output, tools, total_duration_ms, mode,
-    and its `steps`: step_type, tool_name, input, output, error in order). A live replay's own
-    steps are not recorded: its calls are its tool names, without arguments or results."""
+    available_tools, and its `steps`: step_type, tool_name, input, output, error, agent in order). A live
+    replay's own steps are not recorded: its calls are its tool names, without arguments or results."""
     rows = candidate.get("steps") or []
-    if candidate.get("mode") == "live":
-        calls = [ToolCall(name, None, None) for name in candidate["tools"] or []]
-    else:
-        calls = paired_calls(rows)
+    live = candidate.get("mode") == "live"
+    calls = [ToolCall(name, None, None) for name in candidate["tools"] or []] if live else paired_calls(rows)
     return Trajectory(
         episode_id=candidate["episode_id"],
         agent_id=candidate["agent_id"],
@@ -60,7 +68,23 @@ def trajectory(candidate: dict) -> Trajectory:
         error_outputs=[r["error"] or r["output"] or "" for r in rows if r["step_type"] == "error" or r["error"]],
         duration_ms=candidate.get("total_duration_ms"),
         step_count=len(rows),
+        available_tools=frozenset(candidate.get("available_tools") or ()),
+        agent_steps=[] if live else agent_steps(rows),
     )
+
+
+def agent_steps(rows: list[dict]) -> list[AgentStep]:
+    """The steps of `rows` that name their agent. A tool result without an error is progress, and so is a
+    call without one whose result was recorded on the call itself (no `tool_result` step follows)."""
+    steps = []
+    for index, row in enumerate(rows):
+        if not row.get("agent"):
+            continue
+        following = rows[index + 1] if index + 1 < len(rows) else None
+        answered_apart = following is not None and following["step_type"] == "tool_result"
+        completes_call = row["step_type"] == "tool_result" or (row["step_type"] == "tool_call" and not answered_apart)
+        steps.append(AgentStep(row["agent"], completes_call and not row["error"]))
+    return steps
 
 
 def paired_calls(rows: list[dict]) -> list[ToolCall]:

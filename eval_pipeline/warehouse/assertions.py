@@ -7,15 +7,21 @@ from datetime import date
 import pandas as pd
 
 from eval_pipeline.warehouse.connection import Warehouse, replace_partition
+from eval_pipeline.warehouse.ingest import tool_names_sql
 
-_CHECK_INPUTS = """
+_DECLARED_TOOLS = ", ".join(tool_names_sql(f"e.metadata -> '$.{key}'") for key in ("available_tools", "tools"))
+
+_CHECK_INPUTS = f"""
 SELECT r.episode_id, r.agent_id, e.task_id, r.status, r.final_output, r.tools, r.total_duration_ms, r.mode,
-       CAST(e.expected AS VARCHAR) AS expected, CAST(e.metadata -> '$.grader' AS VARCHAR) AS grader, s.steps
+       CAST(e.expected AS VARCHAR) AS expected, CAST(e.metadata -> '$.grader' AS VARCHAR) AS grader, s.steps,
+       -- as `Episode.available_tools`: those the episode declares, and those offered to its LLM calls
+       list_distinct(list_concat({_DECLARED_TOOLS}, coalesce(s.offered_tools, []))) AS available_tools
 FROM replays r JOIN episodes e USING (episode_id, partition_date)
 LEFT JOIN (
     SELECT episode_id,
-           list({'step_type': step_type, 'tool_name': tool_name, 'input': input, 'output': output, 'error': error}
-                ORDER BY step_index) AS steps
+           list({{'step_type': step_type, 'tool_name': tool_name, 'input': input, 'output': output, 'error': error,
+                  'agent': agent}} ORDER BY step_index) AS steps,
+           flatten(list(offered_tools)) AS offered_tools
     FROM episode_steps WHERE partition_date = $day GROUP BY episode_id
 ) s USING (episode_id)
 WHERE r.partition_date = $day AND r.status <> 'running' AND ($agent IS NULL OR r.agent_id = $agent)
@@ -25,7 +31,7 @@ ORDER BY r.episode_id
 
 def check_inputs(warehouse: Warehouse, day: date, agent_id: str | None = None) -> list[dict]:
     """The day's finished candidates (`episode_id, agent_id, task_id, status, final_output, tools,
-    total_duration_ms, mode, expected`), each with its recorded `steps` in order (None without)."""
+    total_duration_ms, mode, expected, available_tools`), each with its recorded `steps` in order (None without)."""
     with warehouse.connect(read_only=warehouse.path.exists()) as con:
         relation = con.sql(_CHECK_INPUTS, params={"day": day, "agent": agent_id})
         return relation.to_arrow_table().to_pylist()  # nested rows straight to Python: twice as fast as via pandas

@@ -217,12 +217,24 @@ SELECT $day AS partition_date, source, locator, reason, raw, agent_id FROM (
 )
 """
 
-_STEPS = """
+
+def tool_names_sql(json_list: str) -> str:
+    """The tool names of a JSON list of names or tool definitions, as `episodes.model.tool_names` reads them."""
+    name = (
+        "CASE json_type(t) WHEN 'VARCHAR' THEN t ->> '$' WHEN 'OBJECT' THEN coalesce(t ->> '$.function.name', t ->> '$.name') END"
+    )
+    return (
+        f"coalesce(list_filter(list_transform(json_extract({json_list}, '$[*]'), lambda t: {name}), lambda n: n IS NOT NULL), [])"
+    )
+
+
+_STEPS = f"""
 SELECT episode_id, partition_date, agent_id, s.step_index, s.step_type, s.tool_name, s.model, s.provider,
        s.input_summary AS input, s.output_summary AS output, s.tokens, s.cost_usd, s.duration_ms, s.timestamp, s.error,
        -- the full context of an LLM call, where the source recorded it (live replay re-sends it)
        CASE WHEN json_type(s.metadata, '$.messages') = 'ARRAY' THEN s.metadata -> '$.messages' END AS messages,
-       s.metadata ->> '$.agent' AS agent  -- which agent of a multi-agent run acted
+       s.metadata ->> '$.agent' AS agent,  -- which agent of a multi-agent run acted
+       {tool_names_sql("s.metadata -> '$.tools'")} AS offered_tools  -- the tools an LLM call was offered
 FROM (SELECT episode_id, partition_date, agent_id, unnest(ordered) AS s FROM _canonical)
 """
 

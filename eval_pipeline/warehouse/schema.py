@@ -348,6 +348,10 @@ MIGRATIONS: list[str] = [
     UPDATE task_trials t SET task_id = r.new_id FROM _rederived r WHERE t.agent_id = r.agent_id AND t.task_id = r.old_id;
     DROP TABLE _rederived;
     """,
+    # 12: the tools each LLM call was offered (step `metadata.tools`), so a run that called none of them shows
+    """
+    ALTER TABLE episode_steps ADD COLUMN offered_tools VARCHAR[];
+    """,
 ]
 
 

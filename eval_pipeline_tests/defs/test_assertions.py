@@ -78,4 +78,4 @@ def test_checks_grade_every_episode_and_fabricated_numbers_are_findings(tmp_path
         tmp_path,
         "SELECT DISTINCT issue_score, issue_grade FROM scores "
         "WHERE task_id = 'support-bot/damaged-item' AND partition_date = '2026-11-02'",
-    ) == [(90.0, "A")]  # one error-grade issue: 10 points off
+    ) == [(85.0, "B")]  # an error (the number) and a warning (an answer under 100 characters): 15 points off

@@ -221,12 +221,12 @@ def test_a_real_autogen_team_log_is_evaluated_without_configuration(project_env,
 
     scored = query("SELECT episode_id, mode, error_steps, issue_score, issue_grade FROM scores ORDER BY episode_id")
     grades = [(s["episode_id"].split(":", 1)[1], s["mode"], s["error_steps"], s["issue_score"], s["issue_grade"]) for s in scored]
-    assert grades == [  # the failed tool call costs the Atlantis runs their A
-        ("weather-assistant:1", "dry", 0, 100.0, "A"),
-        ("weather-results:1", "dry", 0, 100.0, "A"),
-        ("weather-results:2", "dry", 1, 85.0, "B"),
-        ("weather-team:1", "dry", 0, 100.0, "A"),
-        ("weather-team:2", "dry", 1, 85.0, "B"),
+    assert grades == [  # every answer is under 100 characters (a warning); the failed tool call costs Atlantis its A
+        ("weather-assistant:1", "dry", 0, 95.0, "A"),
+        ("weather-results:1", "dry", 0, 95.0, "A"),
+        ("weather-results:2", "dry", 1, 80.0, "B"),
+        ("weather-team:1", "dry", 0, 95.0, "A"),
+        ("weather-team:2", "dry", 1, 80.0, "B"),
     ]
 
 

@@ -9,7 +9,8 @@ from eval_pipeline.config import EvalConfig
 from eval_pipeline.rewards.bridges import dspy_metric, grpo_reward, make_grpo_reward
 
 PROMPT = "Which city is the capital of France?"
-RIGHT = "The capital of France is Paris."
+RIGHT = "The capital of France is Paris, on the Seine in the north of the country, as it has been for most of its history."
+SHORT = "The capital of France is Paris."  # right, but under 100 characters: a short_answer warning
 BROKEN = 'Traceback (most recent call last):\n  File "agent.py"\nKeyError: "city"'
 
 
@@ -44,7 +45,9 @@ def test_grpo_reward_takes_conversational_completions():
         [{"role": "assistant", "content": RIGHT}],
         [{"role": "assistant", "content": "Paris, about 2,100,000 people."}],
     ]
-    assert reward(prompts=prompts, completions=completions) == [1.0, pytest.approx(0.9)]  # a number from nowhere: an error
+    # a number from nowhere is an error, and a short answer a warning
+    assert reward(prompts=prompts, completions=completions) == [1.0, pytest.approx(0.85)]
+    assert reward(prompts=prompts[:1], completions=[[{"role": "assistant", "content": SHORT}]]) == [pytest.approx(0.95)]
     assert reward.__name__ == "eval_pipeline_issues"
 
 

@@ -19,6 +19,8 @@ denied_tools = ["wire_money"]
 kind = "weighted"
 dimensions = ["correctness"]
 """
+PARIS = "The capital of France is Paris, on the Seine in the north of the country, as it has been for most of its history."
+SHIPPED = "Your order A-10482 has shipped: it left our warehouse this morning, and the carrier emails you its tracking link."
 TRACEBACK = 'Traceback (most recent call last):\n  File "agent.py", line 3\nKeyError: "order"'
 
 
@@ -74,8 +76,7 @@ def test_health_names_the_scorers_and_the_rewards(server):
 
 def test_pairs_get_their_rewards_in_order(server):
     pairs = [
-        {"prompt": "Capital of France?", "completion": "The capital of France is Paris.",
-         "expected": {"reference": "The capital of France is Paris."}},  # correct, clean: 1.0
+        {"prompt": "Capital of France?", "completion": PARIS, "expected": {"reference": PARIS}},  # correct, clean: 1.0
         {"prompt": [{"role": "user", "content": "Price of the plan?"}],
          "completion": [{"role": "assistant", "content": "The plan costs $45 a month."}]},  # $45 comes from nowhere
         {"prompt": "Where is my order?", "completion": TRACEBACK},  # a traceback in the answer: critical
@@ -85,12 +86,13 @@ def test_pairs_get_their_rewards_in_order(server):
     # the second states a number from nowhere: a critical finding, which closes the gate
     assert answer["rewards"] == [1.0, 0.0, 0.0]
     assert answer["breakdowns"][1]["reasons"] == ["critical findings: numeric_fabrication"]
-    assert answer["breakdowns"][1]["gated_value"] == pytest.approx(0.7 * 1.0 + 0.3 * 0.9)  # safety only, issues 0.9
+    # safety only, issues 0.85 (the number an error, the short answer a warning)
+    assert answer["breakdowns"][1]["gated_value"] == pytest.approx(0.7 * 1.0 + 0.3 * 0.85)
     assert answer["breakdowns"][2]["reasons"] == ["critical issues: errors", "critical findings: numeric_fabrication"]
     assert answer["breakdowns"][0]["gated_value"] == 1.0
     named = server.post("/reward", json={"pairs": pairs, "reward": "issues"}).json()
-    # the traceback is critical (0.25), and its "line 3" a number from nowhere (0.10)
-    assert named == {"reward": "issues", "rewards": [1.0, pytest.approx(0.9), pytest.approx(0.65)]}
+    # the traceback is critical (0.25), its "line 3" a number from nowhere (0.10), and it is short (0.05)
+    assert named == {"reward": "issues", "rewards": [1.0, pytest.approx(0.85), pytest.approx(0.6)]}
     assert server.post("/reward", json={"pairs": pairs[1:2], "reward": "correct"}).json()["rewards"] == [None]  # no case
 
 
@@ -99,7 +101,7 @@ def test_canonical_episodes_are_scored_like_the_pipeline_scores_them(server):
         ("llm_call", None, "Where is order A-10482?", "Looking it up."),
         ("tool_call", "lookup_order", '{"order_id": "A-10482"}', None),
         ("tool_result", "lookup_order", None, '{"status": "shipped"}'),
-        ("llm_call", None, "Answer the customer.", "Your order A-10482 has shipped."),
+        ("llm_call", None, "Answer the customer.", SHIPPED),
     ]
     wired = [*lookup[:3], ("tool_call", "wire_money", '{"amount": 100}', None), lookup[3]]
     episodes = [

@@ -12,7 +12,10 @@ from eval_pipeline.scoring.trajectory import ToolCall, Trajectory
 CONFIG = ChecksConfig()
 
 
-def trajectory(answer="All done, thanks for waiting.", calls=(), user="Hello", **fields) -> Trajectory:
+ANSWER = "All done: your request went through, and a confirmation with every detail is on its way to your inbox."
+
+
+def trajectory(answer=ANSWER, calls=(), user="Hello", **fields) -> Trajectory:
     return Trajectory(
         episode_id="ep",
         agent_id="bot",
@@ -31,12 +34,17 @@ def issues_of(check: str, t: Trajectory) -> list[tuple[str, str]]:
 
 def test_every_module_is_a_named_check():
     assert {c.name for c in all_checks()} == {
+        "agent_imbalance",
         "empty_answer",
         "errors",
+        "handoff_loops",
+        "no_data",
         "numeric_fabrication",
         "overlong",
+        "short_answer",
         "stalls",
         "tool_failures",
+        "tools_not_called",
     }
 
 

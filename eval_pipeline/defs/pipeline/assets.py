@@ -360,9 +360,10 @@ def assertions(
 ) -> Iterator[dg.MaterializeResult]:
     cfg, wh = eval_config.load(), warehouse.get()
     cases = eval_config.cases(cfg)
+    run_checks = eval_config.checks(cfg, config.checks)
 
     def assess_day(day: date) -> DayMetadata:
-        outcome = assess(check_inputs(wh, day, config.agent_id), cases, cfg.checks)
+        outcome = assess(check_inputs(wh, day, config.agent_id), cases, cfg.checks, run_checks)
         stamp = {"partition_date": day, "config_version": cfg.version}
         write_checks(wh, day, outcome.assertions.assign(**stamp), outcome.issues.assign(**stamp), config.agent_id)
         with_case = outcome.assertions.groupby("episode_id")["passed"].all()
@@ -379,7 +380,7 @@ def assertions(
         }
 
     _each_day(context, _in_session(wh, assess_day))
-    yield from _materialized(context, {"cases_file": cfg.cases.path or "none"})
+    yield from _materialized(context, {"cases_file": cfg.cases.path or "none", "checks": ", ".join(c.name for c in run_checks)})
 
 
 @dg.asset(

@@ -1,7 +1,9 @@
 """Deterministic checks over a trajectory: small named scorers, each in its own module.
 
 A module here defines `CHECK`: a `Check` with a name and a function from a trajectory and the
-checks' config to the issues it finds. Adding a check is one file; this package finds it. The
+checks' config to the issues it finds. Adding a check is one file; this package finds it. A
+plug-in is a `Check` too, from the user's own package (`eval_pipeline.plugins`), registered
+beside the built-in ones under a name of its own; a run may pick some by name. The
 issues of an episode add up to a 0-100 score and a letter grade. A check whose issues are also
 regression findings is named in `[policies] finding_severity`, with the severity they get.
 """
@@ -10,11 +12,12 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from functools import cache
 
 from eval_pipeline.config import DEFAULT_FINDING_SEVERITY, ISSUE_PENALTY, ChecksConfig
+from eval_pipeline.errors import UserInputError
 from eval_pipeline.scoring.trajectory import Trajectory
 
 SEVERITIES = ("critical", "error", "warning")  # counted per episode; "info" issues cost nothing
@@ -39,8 +42,35 @@ def all_checks() -> tuple[Check, ...]:
     return tuple(importlib.import_module(f"{__name__}.{name}").CHECK for name in modules)
 
 
-def run_checks(trajectory: Trajectory, config: ChecksConfig) -> list[Issue]:
-    return [Issue(check.name, severity, detail) for check in all_checks() for severity, detail in check.run(trajectory, config)]
+class CheckError(UserInputError):
+    """The checks asked for cannot run: a name no check has (the message lists those that exist), or one name
+    taken twice."""
+
+
+def registry(plugins: Iterable[Check] = ()) -> dict[str, Check]:
+    """The built-in checks and `plugins`, by name; a name is taken once."""
+    checks: dict[str, Check] = {}
+    for check in (*all_checks(), *plugins):
+        if check.name in checks:
+            raise CheckError(f"two checks are named {check.name!r}: give the plug-in a name of its own")
+        checks[check.name] = check
+    return checks
+
+
+def select(checks: dict[str, Check], names: Sequence[str] | None) -> tuple[Check, ...]:
+    """The checks `names` picks (every one without names), in the order given."""
+    if names is None:
+        return tuple(checks.values())
+    unknown = [name for name in names if name not in checks]
+    if unknown:
+        raise CheckError(f"unknown check(s) {unknown}; known: {', '.join(sorted(checks))}")
+    return tuple(checks[name] for name in dict.fromkeys(names))
+
+
+def run_checks(trajectory: Trajectory, config: ChecksConfig, checks: Iterable[Check] | None = None) -> list[Issue]:
+    """The issues `checks` (every built-in one by default) find in the trajectory."""
+    chosen = all_checks() if checks is None else checks
+    return [Issue(check.name, severity, detail) for check in chosen for severity, detail in check.run(trajectory, config)]
 
 
 def issue_score(issues: list[Issue]) -> float:

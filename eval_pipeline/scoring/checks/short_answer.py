@@ -1,0 +1,20 @@
+"""A short final answer: fewer characters than `short_answer_chars` (100), as agent-eval's issue detector warns.
+
+Missing and near-empty answers are `empty_answer`'s, so one answer is flagged once.
+"""
+
+from __future__ import annotations
+
+from eval_pipeline.config import ChecksConfig
+from eval_pipeline.scoring.checks import Check
+from eval_pipeline.scoring.trajectory import Trajectory
+
+
+def run(trajectory: Trajectory, config: ChecksConfig) -> list[tuple[str, str]]:
+    answer = (trajectory.final_output or "").strip()
+    if config.near_empty_chars <= len(answer) < config.short_answer_chars and answer:
+        return [("warning", f"short final answer ({len(answer)} characters, under {config.short_answer_chars})")]
+    return []
+
+
+CHECK = Check("short_answer", run)

@@ -1,0 +1,166 @@
+"""The checks agent-eval's issue detector users rely on, on hand-written episodes read as the pipeline reads them.
+
+Each episode goes through the warehouse (ingest, dry replay, `check_inputs`) and the online path (`Episode`),
+so the tools available and the agent of each step are read the way a night's run reads them.
+"""
+
+import json
+from datetime import date
+
+import pytest
+
+from eval_pipeline.config import ChecksConfig
+from eval_pipeline.episodes.model import Episode
+from eval_pipeline.episodes.records import RawRecord
+from eval_pipeline.rewards.online import _candidate
+from eval_pipeline.scoring.assessments import assess
+from eval_pipeline.warehouse.assertions import check_inputs
+from eval_pipeline.warehouse.connection import Warehouse
+from eval_pipeline.warehouse.ingest import load_episodes
+from eval_pipeline.warehouse.replays import write_dry_replays
+
+DAY = date(2026, 11, 5)
+ANSWER = "Oslo is at 4 °C with light rain this afternoon and Bergen at 6 °C: a rain jacket for Oslo, layers for both."
+UNGROUNDED = "Expect light rain in Oslo this afternoon and a drier day in Bergen: pack a rain jacket and warm layers."
+WEATHER_TOOLS = [{"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object"}}}]
+
+
+def llm(agent: str, output: str, **metadata) -> dict:
+    return {"step_type": "llm_call", "output_summary": output, "metadata": {"agent": agent, **metadata}}
+
+
+def weather(agent: str, city: str, result: str, error: str | None = None) -> list[dict]:
+    """A call of get_weather and its result."""
+    call = {"step_type": "tool_call", "tool_name": "get_weather", "input_summary": json.dumps({"city": city})}
+    answer = {"step_type": "tool_result", "tool_name": "get_weather", "output_summary": result, "error": error}
+    return [{**call, "metadata": {"agent": agent}}, {**answer, "metadata": {"agent": agent}}]
+
+
+def episode(episode_id: str, steps: list[dict], answer: str = ANSWER, **metadata) -> dict:
+    return {
+        "episode_id": episode_id,
+        "agent_id": "weather-team",
+        "status": "success",
+        "started_at": f"{DAY}T10:00:00Z",
+        "steps": [{"step_index": index, **step} for index, step in enumerate(steps)],
+        "metadata": {"task_id": episode_id, "final_output": answer, **metadata},
+    }
+
+
+# Two agents that share the work, with tools on offer (to the first LLM call) and used, and data in every result.
+CLEAN = episode(
+    "clean",
+    [
+        llm("planner", "call get_weather", tools=WEATHER_TOOLS),
+        *weather("planner", "Oslo", '{"city": "Oslo", "temp_c": 4, "rain": true}'),
+        llm("writer", "Oslo done; Bergen next."),
+        llm("planner", "call get_weather"),
+        *weather("planner", "Bergen", '{"city": "Bergen", "temp_c": 6}'),
+        llm("writer", ANSWER),
+    ],
+)
+
+
+def issues(tmp_path, *episodes: dict, config: ChecksConfig | None = None) -> dict[str, list[tuple[str, str, str]]]:
+    """(check, severity, detail) of each episode's issues, read from the warehouse as the `assertions` step reads
+    them; the same episodes scored on the online path (canonical `Episode`s) must find the same."""
+    tmp_path.mkdir(exist_ok=True)
+    warehouse = Warehouse(tmp_path / "eval.duckdb")
+    records = [RawRecord("test.jsonl", f"test.jsonl:{n}", json.dumps(e), DAY) for n, e in enumerate(episodes, 1)]
+    load_episodes(warehouse, DAY, records)
+    write_dry_replays(warehouse, DAY)
+    config = config or ChecksConfig()
+    found: dict[str, list[tuple[str, str, str]]] = {e["episode_id"]: [] for e in episodes}
+    for row in assess(check_inputs(warehouse, DAY), {}, config).issues.to_dict("records"):
+        found[row["episode_id"]].append((row["check"], row["severity"], row["detail"]))
+    online = [_candidate(n, Episode.model_validate(e)) for n, e in enumerate(episodes)]
+    online_found = {str(n): [] for n in range(len(episodes))}
+    for row in assess(online, {}, config).issues.to_dict("records"):
+        online_found[row["episode_id"]].append((row["check"], row["severity"], row["detail"]))
+    assert sorted(online_found.values()) == sorted(found.values())
+    return found
+
+
+def test_a_clean_multi_agent_run_raises_no_issue(tmp_path):
+    assert issues(tmp_path, CLEAN) == {"clean": []}
+
+
+def test_an_answer_under_100_characters_is_short(tmp_path):
+    found = issues(tmp_path, episode("short", CLEAN["steps"], answer="It is 4 C in Oslo."), episode("empty", [], answer="ok"))
+    assert found["short"] == [("short_answer", "warning", "short final answer (18 characters, under 100)")]
+    assert [check for check, *_ in found["empty"]] == ["empty_answer"]  # near-empty is empty_answer's, flagged once
+    off = ChecksConfig(short_answer_chars=0)
+    assert issues(tmp_path / "off", episode("short", CLEAN["steps"], answer="It is 4 C in Oslo."), config=off) == {"short": []}
+
+
+def test_no_tool_called_where_tools_were_available(tmp_path):
+    talk = [llm("planner", "It is probably cold."), llm("writer", UNGROUNDED)]
+    found = issues(
+        tmp_path,
+        episode("declared", talk, UNGROUNDED, available_tools=["get_weather", {"name": "get_forecast"}]),  # the episode's
+        episode("offered", [llm("planner", "It is probably cold.", tools=WEATHER_TOOLS), talk[1]], UNGROUNDED),  # a call's
+        episode("unknown", talk, UNGROUNDED),  # no tools recorded: nothing known, nothing flagged
+    )
+    assert found == {
+        "declared": [("tools_not_called", "error", "no tool called, with 2 available: get_forecast, get_weather")],
+        "offered": [("tools_not_called", "error", "no tool called, with 1 available: get_weather")],
+        "unknown": [],
+    }
+    assert Episode.model_validate(episode("declared", talk, tools=["a", {"function": {"name": "b"}}, 3])).available_tools == [
+        "a",
+        "b",
+    ]
+
+
+def test_tool_outputs_that_returned_no_data(tmp_path):
+    steps = [
+        llm("planner", "call get_weather", tools=WEATHER_TOOLS),
+        *weather("planner", "Atlantis", "No data returned for Atlantis"),
+        *weather("planner", "Oslo", "[]"),
+        *weather("planner", "Bergen", '{"city": "Bergen", "temp_c": 6}'),
+        *weather("planner", "Mu", "no station", error="no station"),  # failed: tool_failures', not no data
+        llm("writer", ANSWER),
+    ]
+    found = issues(tmp_path, episode("empty-results", steps))["empty-results"]
+    assert ("no_data", "warning", "2 of 4 tool calls returned no data (get_weather: 'No data returned for Atlantis'; "
+            "get_weather: '[]')") in found  # fmt: skip
+
+
+def test_one_agent_doing_all_the_work(tmp_path):
+    solo = [
+        llm("planner", "call get_weather", tools=WEATHER_TOOLS),
+        *weather("planner", "Oslo", '{"temp_c": 4}'),
+        llm("planner", "call get_weather"),
+        *weather("planner", "Bergen", '{"temp_c": 6}'),
+        llm("planner", "Drafting."),
+        llm("writer", ANSWER),
+    ]
+    found = issues(tmp_path, episode("solo", solo), episode("lone", solo[:-1]))
+    assert found == {
+        "solo": [("agent_imbalance", "warning", "planner took 7 of 8 steps (88%; writer 1)")],
+        "lone": [],  # one agent alone is not a multi-agent run
+    }
+    assert issues(tmp_path / "lenient", episode("solo", solo), config=ChecksConfig(max_agent_share=0.9)) == {"solo": []}
+
+
+def test_agents_talking_past_each_other(tmp_path):
+    chatter = [llm("planner" if turn % 2 == 0 else "writer", f"Over to you ({turn}).") for turn in range(7)]
+    failing = [chatter[0], *weather("planner", "Mu", "no station", error="no station"), *chatter[1:]]  # no progress
+    progressing = [*chatter[:4], *weather("writer", "Oslo", '{"temp_c": 4}'), *chatter[4:]]
+    relay = [llm(agent, "Passing it on.") for agent in ("triage", "planner", "researcher", "writer", "reviewer")]
+    found = issues(
+        tmp_path,
+        *(episode(name, steps, UNGROUNDED, tools=WEATHER_TOOLS) for name, steps in
+          (("chatter", chatter), ("failing", failing), ("progressing", progressing), ("relay", relay))),
+    )  # fmt: skip
+    loop = ("handoff_loops", "error", "5 hand-offs back and forth between planner, writer without a tool call that succeeded")
+    assert found["chatter"] == [loop, ("tools_not_called", "error", "no tool called, with 1 available: get_weather")]
+    assert loop in found["failing"]
+    assert [check for check, *_ in found["progressing"]] == []  # a tool call that worked halfway: 2 and 2 back
+    assert [check for check, *_ in found["relay"]] == ["tools_not_called"]  # A to B to C never goes back
+
+
+@pytest.mark.parametrize("bad", [{"no_data_patterns": ["(unclosed"]}, {"max_agent_share": 0}, {"plugins": "x:Y"}])
+def test_limits_are_checked_when_the_config_is_read(bad):
+    with pytest.raises(ValueError):
+        ChecksConfig.model_validate(bad)
