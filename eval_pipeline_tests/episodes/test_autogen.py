@@ -318,3 +318,10 @@ def test_a_real_autogen_run_logged_by_its_event_logger_is_scored_and_compared_en
     assert main(["compare", "--a", "agent=weather-v1", "--b", "agent=weather-v2", "--format", "json"]) == 0
     meta = json.loads(capsys.readouterr().out)["meta"]
     assert (meta["tasks_in_common"], meta["tasks_only_in_a"], meta["tasks_only_in_b"]) == (3, 0, 0)
+
+    # what agent-eval's issue detector flags is flagged here: answers under 100 characters, the failed tool call;
+    # no run is a clean 1.0 with no issue
+    issues = query('SELECT DISTINCT "check" FROM issues ORDER BY ALL')
+    assert [row["check"] for row in issues] == ["errors", "short_answer", "tool_failures"]
+    best = query("SELECT reward_name, max(value) AS value FROM rewards WHERE reward_name IN ('issues', 'overall') GROUP BY ALL")
+    assert {row["reward_name"]: row["value"] for row in best} == {"issues": pytest.approx(0.95), "overall": pytest.approx(0.985)}
