@@ -5,7 +5,7 @@ import json
 import pytest
 
 from eval_pipeline.config import ChecksConfig
-from eval_pipeline.scoring.checks import Issue, all_checks, grade, issue_score, run_checks
+from eval_pipeline.scoring.checks import Check, CheckError, Issue, all_checks, grade, issue_score, run_checks
 from eval_pipeline.scoring.checks.fabrication import numbers
 from eval_pipeline.scoring.trajectory import ToolCall, Trajectory
 
@@ -108,3 +108,9 @@ def test_issues_add_up_to_a_score_and_grade():
     assert issue_score([]) == 100.0 and grade(100.0) == "A"
     assert issue_score([Issue("x", "critical", "")] * 5) == 0.0 and grade(0.0) == "F"
     assert [grade(s) for s in (95, 85, 75, 65, 59.9)] == ["A", "B", "C", "D", "F"]
+
+
+def test_an_issue_of_no_known_severity_is_refused():
+    loud = Check("loud", lambda trajectory, config: [("high", "too loud")])
+    with pytest.raises(CheckError, match="check 'loud' gave severity 'high'; severities: critical, error, warning, info"):
+        run_checks(trajectory(), CONFIG, [loud])

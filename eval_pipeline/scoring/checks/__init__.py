@@ -33,7 +33,8 @@ class Issue:
 @dataclass(frozen=True)
 class Check:
     name: str
-    run: Callable[[Trajectory, ChecksConfig], list[tuple[str, str]]]  # (severity, detail) per issue
+    # (severity, detail) per issue; severity is critical, error, warning or info
+    run: Callable[[Trajectory, ChecksConfig], list[tuple[str, str]]]
 
 
 @cache
@@ -43,8 +44,8 @@ def all_checks() -> tuple[Check, ...]:
 
 
 class CheckError(UserInputError):
-    """The checks asked for cannot run: a name no check has (the message lists those that exist), or one name
-    taken twice."""
+    """The checks asked for cannot run: a name no check has (the message lists those that exist), one name
+    taken twice, or an issue of a severity there is no such thing as."""
 
 
 def registry(plugins: Iterable[Check] = ()) -> dict[str, Check]:
@@ -70,7 +71,11 @@ def select(checks: dict[str, Check], names: Sequence[str] | None) -> tuple[Check
 def run_checks(trajectory: Trajectory, config: ChecksConfig, checks: Iterable[Check] | None = None) -> list[Issue]:
     """The issues `checks` (every built-in one by default) find in the trajectory."""
     chosen = all_checks() if checks is None else checks
-    return [Issue(check.name, severity, detail) for check in chosen for severity, detail in check.run(trajectory, config)]
+    issues = [Issue(check.name, severity, detail) for check in chosen for severity, detail in check.run(trajectory, config)]
+    for issue in issues:
+        if issue.severity not in ISSUE_PENALTY:  # a plug-in's: an issue no count or penalty would see
+            raise CheckError(f"check {issue.check!r} gave severity {issue.severity!r}; severities: {', '.join(ISSUE_PENALTY)}")
+    return issues
 
 
 def issue_score(issues: list[Issue]) -> float:
