@@ -19,9 +19,9 @@ from collections.abc import Sequence
 from importlib.metadata import entry_points
 from pathlib import Path
 
-from eval_pipeline.capture.imports import import_beside
 from eval_pipeline.config import ConfigError, EvalConfig
 from eval_pipeline.episodes.adapters import ADAPTERS, Adapter
+from eval_pipeline.imports import import_beside
 from eval_pipeline.scoring.checks import Check, registry, select
 
 CHECKS_GROUP = "eval_pipeline.checks"

@@ -21,11 +21,11 @@ from typing import Literal
 from eval_pipeline.capture.cases import CaseSpec
 from eval_pipeline.capture.grader import grade, reference_failure
 from eval_pipeline.capture.headless import HeadlessAgent, load_schema
-from eval_pipeline.capture.imports import import_beside
 from eval_pipeline.capture.process import History, Run, directory_name, prepared, spawn
 from eval_pipeline.capture.runs import CaptureRun
 from eval_pipeline.config import CaptureAgent
 from eval_pipeline.episodes.adapters import plaited
+from eval_pipeline.imports import import_beside
 
 PROMPT_VARIABLE = "EVAL_PROMPT"
 STDERR_KEPT = 4000  # characters of stderr quoted in a failed run's error step
