@@ -57,15 +57,6 @@ def _default_thresholds() -> dict[str, Threshold]:
     return {**declared, PASS_RATE: Threshold(warning=0.7, critical=0.5)}
 
 
-DEFAULT_SECRET_PATTERNS = [
-    r"sk-[A-Za-z0-9_\-]{16,}",  # OpenAI-style and many vendors' API keys
-    r"AKIA[0-9A-Z]{16}",  # AWS access key id
-    r"gh[pousr]_[A-Za-z0-9]{30,}",  # GitHub tokens
-    r"xox[abprs]-[A-Za-z0-9\-]{10,}",  # Slack tokens
-    r"-----BEGIN [A-Z ]*PRIVATE KEY-----",
-]
-
-
 # Findings that are not threshold breaches, and the severity each gets: a failed case, and the issues of
 # finding-grade checks by check name. Critical fails the episode, as users who write expectations or
 # check numbers against tool outputs treat these as failures.
@@ -73,10 +64,21 @@ DEFAULT_FINDING_SEVERITY: dict[str, Severity] = {"case": "critical", "numeric_fa
 
 
 class Policies(_Strict):
-    secret_patterns: list[str] = Field(default_factory=lambda: list(DEFAULT_SECRET_PATTERNS))
+    secret_patterns: list[str] = Field(default_factory=list)  # beyond redaction.SECRET_KINDS, which always apply
     denied_tools: list[str] = Field(default_factory=list)
     pass_threshold: float = Field(0.7, ge=0, le=1)
     finding_severity: dict[str, Severity] = Field(default_factory=lambda: dict(DEFAULT_FINDING_SEVERITY))
+
+    @field_validator("secret_patterns")
+    @classmethod
+    def _patterns_compile(cls, patterns: list[str]) -> list[str]:
+        """A bad pattern would break every output that redacts: say which, when the config is read."""
+        for pattern in patterns:
+            try:
+                re.compile(pattern)
+            except re.error as exc:
+                raise ValueError(f"{pattern!r} is not a regular expression: {exc}") from None
+        return patterns
 
     @model_validator(mode="before")
     @classmethod

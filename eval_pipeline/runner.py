@@ -21,6 +21,7 @@ from filelock import FileLock
 from eval_pipeline.alerts.delivery import alerts_directory
 from eval_pipeline.alerts.messages import run_failure_alert
 from eval_pipeline.alerts.outbox import AlertOutbox
+from eval_pipeline.config import load_config
 from eval_pipeline.defs.pipeline.jobs import EVALUATE_JOB
 from eval_pipeline.errors import InfrastructureError
 from eval_pipeline.settings import Settings, ensure_dagster_home
@@ -199,6 +200,7 @@ def run_days(settings: Settings, request: RunRequest, progress: Progress | None 
         failure = RunFailed(first, last, result.run_id, _root_cause(result))
         span = first.isoformat() if first == last else f"{first}..{last}"
         alert = run_failure_alert(result.run_id, EVALUATE_JOB, span, str(failure))
-        AlertOutbox(alerts_directory(settings.duckdb_path)).enqueue([alert], name=f"run-failed-{result.run_id}")
+        secret_patterns = load_config(settings.config_path).policies.secret_patterns
+        AlertOutbox(alerts_directory(settings.duckdb_path)).enqueue([alert], f"run-failed-{result.run_id}", secret_patterns)
         raise failure
     return result.run_id

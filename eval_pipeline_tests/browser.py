@@ -1,5 +1,6 @@
 """Headless Chromium for tests that must see a page as a person would (Debian's `chromium`)."""
 
+import re
 import shutil
 import struct
 import subprocess
@@ -43,3 +44,23 @@ def distinct_pixel_bytes(png: Path) -> int:
             pixels += data[position + 8 : position + 8 + length]
         position += 12 + length
     return len(set(zlib.decompress(pixels)))
+
+
+def page_width(page: Path, profile: Path, window_width: int = 1280) -> int:
+    """How wide the page lays out in a window `window_width` pixels wide: wider, and a reader scrolls sideways.
+
+    A copy of the page with a script that writes its scroll width into the title is loaded, since the page itself
+    runs none."""
+    probe = profile.parent / f"{page.stem}.width.html"
+    measure = "<script>document.title = document.documentElement.scrollWidth</script></body>"
+    probe.write_text(page.read_text().replace("</body>", measure))
+    dom = subprocess.run(
+        ["chromium", *HEADLESS, f"--user-data-dir={profile}", f"--window-size={window_width},1000", "--dump-dom", probe.as_uri()],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    ).stdout
+    title = re.search(r"<title>(\d+)</title>", dom)
+    assert title, "chromium did not run the measuring script"
+    return int(title.group(1))

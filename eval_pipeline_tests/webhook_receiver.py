@@ -12,7 +12,8 @@ class WebhookReceiver:
     def __init__(self) -> None:
         self.messages: list[dict[str, Any]] = []
         self.attempts = 0
-        self.fail_next = 0  # answer this many POSTs with HTTP 500
+        self.fail_next = 0  # answer this many POSTs with `fail_status`
+        self.fail_status = 500
         receiver = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -24,7 +25,7 @@ class WebhookReceiver:
                 receiver.attempts += 1
                 if receiver.fail_next > 0:
                     receiver.fail_next -= 1
-                    status = 500
+                    status = receiver.fail_status
                 else:
                     receiver.messages.append(json.loads(body))
                     status = 200

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable
+from contextvars import ContextVar
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -12,21 +13,54 @@ import httpx
 from eval_pipeline import jsonout
 from eval_pipeline.alerts.messages import group_key, slack_message
 from eval_pipeline.alerts.outbox import Alert, AlertOutbox, DeliveryReport
-from eval_pipeline.retry import Backoff, with_retries
+from eval_pipeline.retry import Backoff, RetriesExhausted, with_retries
 
 log = logging.getLogger(__name__)
 WEBHOOK_BACKOFF = Backoff(attempts=3, base_seconds=0.5, max_seconds=5.0)
 FALLBACK_FILE = "alerts.jsonl"  # in the outbox directory, when no webhook is configured
 
 
+class WebhookError(Exception):
+    """A POST that failed for good, said with the webhook's host only: its URL carries a token."""
+
+
+def webhook_host(url: str) -> str:
+    """How logs, errors and sensor ticks name a webhook (Slack's URLs are secrets)."""
+    return httpx.URL(url).host or "the webhook"
+
+
+_posting_to_webhook: ContextVar[bool] = ContextVar("posting_to_webhook", default=False)
+
+
+class _WebhookUrlAsHost(logging.Filter):
+    """httpx logs each request's URL at INFO; while a webhook is posted to, its host stands in for it."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if _posting_to_webhook.get() and isinstance(record.args, tuple):
+            record.args = tuple(arg.host if isinstance(arg, httpx.URL) else arg for arg in record.args)
+        return True
+
+
+logging.getLogger("httpx").addFilter(_WebhookUrlAsHost())
+
+
 def post_webhook(url: str, payload: dict, backoff: Backoff = WEBHOOK_BACKOFF) -> None:
-    """POST with retries on transport errors, 429 and 5xx; raises when it still fails."""
+    """POST with retries on transport errors, 429 and 5xx; raises WebhookError when it still fails."""
 
     def call() -> None:
         with httpx.Client(timeout=15.0) as client:
             client.post(url, content=jsonout.dumps(payload), headers={"Content-Type": "application/json"}).raise_for_status()
 
-    with_retries("alert webhook POST", call, backoff)
+    host = webhook_host(url)
+    posting = _posting_to_webhook.set(True)
+    try:
+        with_retries(f"alert webhook POST to {host}", call, backoff)
+    except httpx.HTTPStatusError as exc:  # its message holds the URL
+        raise WebhookError(f"alert webhook POST to {host} answered HTTP {exc.response.status_code}") from None
+    except (httpx.HTTPError, httpx.InvalidURL, RetriesExhausted) as exc:  # a transport error may quote the URL too
+        raise WebhookError(str(exc).replace(url, host)) from None
+    finally:
+        _posting_to_webhook.reset(posting)
 
 
 def deliver_pending(

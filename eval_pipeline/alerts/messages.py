@@ -41,34 +41,44 @@ def _number(value: Any, dimension: str) -> str:
 
 
 def slack_message(alerts: list[Alert], ui_base_url: str, secret_patterns: Iterable[str]) -> dict[str, Any]:
-    """A message Slack's incoming webhooks accept (`text` + `blocks`), plus the alert ids for deduplication."""
+    """A message Slack's incoming webhooks accept (`text` + `blocks`), plus the alert ids for deduplication.
+
+    Every value from the data is redacted and escaped as Slack asks (`&`, `<`, `>`), so an id cannot
+    `<!channel>`, mention a user or hide a link; only the message's own link is markup."""
     patterns = tuple(secret_patterns)
+
+    def shown(value: Any) -> str:
+        return redact(str(value), patterns).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
     first = alerts[0]
     run_link = f"{ui_base_url.rstrip('/')}/runs/{first['run_id']}"
     if first["kind"] == "run_failure":
-        text = f":rotating_light: eval_pipeline run failed ({first['job_name']}, {first['partitions']}): {first['message']}"
+        text = (
+            f":rotating_light: eval_pipeline run failed ({shown(first['job_name'])}, {shown(first['partitions'])}): "
+            f"{shown(first['message'])}"
+        )
         lines = [text, f"<{run_link}|Open the run>"]
     else:
         critical = sum(a["severity"] == "critical" for a in alerts)
         text = (
-            f"eval_pipeline: {first['agent_id']} on {first['partition_date']}: "
+            f"eval_pipeline: {shown(first['agent_id'])} on {shown(first['partition_date'])}: "
             f"{critical} critical, {len(alerts) - critical} warning regression(s)"
         )
         lines = [f"*{text}*"]
         ordered = sorted(alerts, key=lambda a: (a["severity"] != "critical", a["dimension"], a["episode_id"] or ""))
         for a in ordered[:LISTED_PER_MESSAGE]:
-            where = a["episode_id"] or "all episodes"
+            where = shown(a["episode_id"]) if a["episode_id"] else "all episodes"
             lines.append(
-                f"{SEVERITY_ICON.get(a['severity'], '')} *{a['severity'].upper()}* {a['dimension']} on {where}: "
+                f"{SEVERITY_ICON.get(a['severity'], '')} *{a['severity'].upper()}* {shown(a['dimension'])} on {where}: "
                 f"value {_number(a['value'], a['dimension'])} vs threshold {_number(a['threshold'], a['dimension'])}, "
-                f"baseline {_number(a['baseline_value'], a['dimension'])}. {a['message']}"
+                f"baseline {_number(a['baseline_value'], a['dimension'])}. {shown(a['message'])}"
             )
         if len(ordered) > LISTED_PER_MESSAGE:
             lines.append(f"… and {len(ordered) - LISTED_PER_MESSAGE} more in the day's report")
         lines.append(f"<{run_link}|Open the run in Dagster>")
-    body = redact("\n".join(lines), patterns)
+    body = "\n".join(lines)
     return {
-        "text": redact(text, patterns),
+        "text": text,
         "blocks": [{"type": "section", "text": {"type": "mrkdwn", "text": body[:2900]}}],
         "finding_ids": [a["alert_id"] for a in alerts],
     }

@@ -4,7 +4,8 @@ A run that finds regressions puts them in the outbox (one file per run and day);
 delivers (the alert sensor under the daemon, or `eval-pipeline run` itself) sends what the
 ledger has not recorded yet and records each alert id once its POST succeeded. A failed POST
 leaves the alert for the next attempt; only a crash between a POST and its record can repeat
-one, and the ids travel in the payload so a receiver can drop that duplicate.
+one, and the ids travel in the payload so a receiver can drop that duplicate. Alerts are
+redacted as they are put in, so the files hold no secret a report would not show.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from typing import Any
 from filelock import FileLock
 
 from eval_pipeline import jsonout
+from eval_pipeline.redaction import redact_tree
 
 Alert = dict[str, Any]  # a finding (or a failed run) as JSON: "alert_id" names it for the ledger
 
@@ -38,9 +40,9 @@ class AlertOutbox:
         self.ledger = self.directory / "delivered.jsonl"
         self._lock = FileLock(str(self.directory / ".lock"), timeout=lock_timeout_seconds)
 
-    def enqueue(self, alerts: Iterable[Alert], name: str) -> int:
+    def enqueue(self, alerts: Iterable[Alert], name: str, secret_patterns: Iterable[str]) -> int:
         """Put alerts under `name` (e.g. a day); the same name again replaces them, an empty batch removes them."""
-        batch = [dict(alert) for alert in alerts]
+        batch = redact_tree([dict(alert) for alert in alerts], secret_patterns)
         self.pending_dir.mkdir(parents=True, exist_ok=True)
         target = self.pending_dir / f"{name}.json"
         if not batch:

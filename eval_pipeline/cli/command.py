@@ -7,8 +7,9 @@ imported when it runs, so `eval-pipeline query` does not pay for Dagster.
 from __future__ import annotations
 
 import argparse
+import re
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import date
 from pathlib import Path
@@ -144,27 +145,44 @@ def emit(text: str, output: Path | None) -> int:
     return EXIT_OK
 
 
-def print_table(frame: pd.DataFrame, title: str | None = None) -> None:
-    """A rich table on a terminal; plain aligned text when piped, so scripts and logs read it as before."""
+def print_table(frame: pd.DataFrame, title: str | None = None, secret_patterns: Iterable[str] = ()) -> None:
+    """A rich table on a terminal; plain aligned text when piped, so scripts and logs read it as before.
+
+    The data may be hostile: every text is redacted (the built-in kinds and `secret_patterns`), its control
+    characters are shown as escapes rather than sent to the terminal, and none is read as Rich markup."""
     from rich.console import Console
     from rich.table import Table
+    from rich.text import Text
 
+    patterns = tuple(secret_patterns)
     console = Console()
+    shown_title = title and _terminal_text(title, patterns)
     if frame.empty:
-        print(f"{title}: (no rows)" if title else "(no rows)")
+        print(f"{shown_title}: (no rows)" if shown_title else "(no rows)")
         return
-    cells = frame.astype(object).map(_cell)
+    cells = frame.astype(object).map(lambda value: _terminal_text(_cell(value), patterns))
+    headers = [_terminal_text(str(column), patterns) for column in frame.columns]
     if not console.is_terminal:
-        if title:
-            print(f"\n{title}")
-        print(cells.to_string(index=False, max_colwidth=200))
+        if shown_title:
+            print(f"\n{shown_title}")
+        print(cells.set_axis(headers, axis=1).to_string(index=False, max_colwidth=200))
         return
-    table = Table(title=title, title_justify="left", header_style="bold")
-    for column in frame.columns:
-        table.add_column(str(column), justify="right" if frame[column].dtype.kind in "iuf" else "left", no_wrap=True)
+    table = Table(title=shown_title and Text(shown_title), title_justify="left", header_style="bold")
+    for header, column in zip(headers, frame.columns, strict=True):
+        table.add_column(Text(header), justify="right" if frame[column].dtype.kind in "iuf" else "left", no_wrap=True)
     for row in cells.itertuples(index=False):
-        table.add_row(*row)
+        table.add_row(*map(Text, row))
     console.print(table)
+
+
+_NOT_FOR_A_TERMINAL = re.compile("[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")  # controls, bidi overrides
+
+
+def _terminal_text(text: str, secret_patterns: tuple[str, ...]) -> str:
+    """Redacted, with each control character as its escape (`\\x1b`, `\\n`): shown, never obeyed."""
+    from eval_pipeline.redaction import redact
+
+    return _NOT_FOR_A_TERMINAL.sub(lambda match: match.group().encode("unicode_escape").decode(), redact(text, secret_patterns))
 
 
 def _cell(value: Any) -> str:

@@ -21,6 +21,7 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
 def _run(args: argparse.Namespace, settings: Settings) -> int:
     import duckdb
 
+    from eval_pipeline.config import load_config
     from eval_pipeline.warehouse.query import run_read_only
 
     warehouse = existing_warehouse(settings, "run `eval-pipeline demo` or `eval-pipeline run` first")
@@ -33,7 +34,7 @@ def _run(args: argparse.Namespace, settings: Settings) -> int:
     elif args.format == "json":
         print(jsonout.dumps(frame.astype(object).to_dict(orient="records")))
     else:
-        print_table(frame)
+        print_table(frame, secret_patterns=load_config(settings.config_path).policies.secret_patterns)
     return EXIT_OK
 
 

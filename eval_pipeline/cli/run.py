@@ -93,10 +93,12 @@ def _run(args: argparse.Namespace, settings: Settings) -> int:
         reports = [json.loads(Path(path).read_text()) for path in rows["json_path"]]
         emit(jsonout.dumps(reports[0] if len(selected) == 1 else reports, indent=2) + "\n", args.output)
     if args.junit:
+        from eval_pipeline.config import load_config
         from eval_pipeline.reports.junit import write_junit
         from eval_pipeline.warehouse.reports import junit_inputs
 
-        write_junit(args.junit, *junit_inputs(Warehouse(settings.duckdb_path), selected, args.agent))
+        patterns = load_config(settings.config_path).policies.secret_patterns
+        write_junit(args.junit, *junit_inputs(Warehouse(settings.duckdb_path), selected, args.agent), patterns)
         print(f"JUnit XML: {args.junit}")
     if args.fail_on == "never":
         return EXIT_OK

@@ -11,6 +11,7 @@ import pandas as pd
 
 from eval_pipeline.redaction import excerpt
 from eval_pipeline.regression.stats import seed_for
+from eval_pipeline.reports.markdown import code
 
 TEXT_CHARS = 8000  # of an input or output shown: enough to judge, bounded for a page a person reads
 
@@ -87,9 +88,9 @@ def render_calibration(day: str, sample: CalibrationSample) -> str:
     for number, trial in enumerate(sample["trials"], 1):
         lines += [
             "",
-            f"## {number}. `{trial['task_id']}` · trial {trial['trial']} · {trial['agent_id']}",
+            f"## {number}. {code(trial['task_id'])} · trial {trial['trial']} · {code(trial['agent_id'])}",
             "",
-            f"Episode `{trial['episode_id']}`",
+            f"Episode {code(trial['episode_id'])}",
             "",
         ]
         for label, key in SECTIONS:

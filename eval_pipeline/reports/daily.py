@@ -13,13 +13,13 @@ import pandas as pd
 from eval_pipeline import jsonout
 from eval_pipeline.config import SEVERITY_RANK
 from eval_pipeline.llm.judge import judge_summary
-from eval_pipeline.redaction import excerpt
+from eval_pipeline.redaction import excerpt, redact_tree
 from eval_pipeline.regression.findings import VerdictCounts
 from eval_pipeline.regression.lifecycle import resolved
 from eval_pipeline.reports.calibration import calibration_sample, render_calibration
 from eval_pipeline.reports.document import Report, ReportData, RunContext, Summary, Trend, Trials, Verdicts
 from eval_pipeline.reports.html import aggregate_alerts, render_html
-from eval_pipeline.reports.markdown import ci_cell, column_title, dimension_cell, signed_percent, table, verdict_line
+from eval_pipeline.reports.markdown import ci_cell, column_title, dimension_cell, plain, signed_percent, table, verdict_line
 from eval_pipeline.scoring.dimensions import dimensions
 
 FLAKIEST_TASKS = 10
@@ -41,6 +41,8 @@ def _number(value: Any, digits: int = 3) -> float | None:
 
 
 def build_report(data: ReportData, context: RunContext) -> Report:
+    """The day's document, every text in it redacted: each rendering (JSON, Markdown, HTML, the summary row, the
+    Dagster metadata) shows only what it holds."""
     day, scores, findings, secret_patterns = data.day, data.scores, data.findings, context.secret_patterns
     counts = VerdictCounts.of(scores)
     critical = int((findings["severity"] == "critical").sum())
@@ -136,7 +138,7 @@ def build_report(data: ReportData, context: RunContext) -> Report:
             for rubric, group in judgements.groupby("rubric", sort=True)
         ]
         judge = {"rubrics": rubrics, **judge_summary(judgements, pairwise)}
-    return {
+    report: Report = {
         "partition_date": day.isoformat(),
         "run_id": context.run_id,
         "config_version": context.config_version,
@@ -158,6 +160,7 @@ def build_report(data: ReportData, context: RunContext) -> Report:
         "episodes": episodes,
         "notes": list(context.notes),
     }
+    return redact_tree(report, secret_patterns)
 
 
 def _baselines_from(scores: pd.DataFrame) -> dict[str, int]:
@@ -302,7 +305,7 @@ def render_markdown(report: Report) -> str:
         f"Config `{report['config_version']}`.",
         "",
     ]
-    lines += [f"> {note}" for note in report["notes"]] + ([""] if report["notes"] else [])
+    lines += [f"> {plain(note)}" for note in report["notes"]] + ([""] if report["notes"] else [])
     lines += ["## Agents", ""]
     lines += table(
         ["Agent", "Episodes", "Pass Rate", "Avg Score", "Cost Δ", "Latency Δ", "Critical", "Warning"],
@@ -348,7 +351,7 @@ def render_markdown(report: Report) -> str:
         lines += table(
             ["Category", "Cases", "Share"], [[c["category"], c["cases"], f"{c['share']:.0%}"] for c in balance["categories"]]
         )
-        lines += ["", _balance_line(balance)]
+        lines += ["", plain(_balance_line(balance))]
     trials = report["trials"]
     if any(row["k"] > 1 for row in trials["pass_at_k"]):
         lines += ["", "## Repeated Trials", ""]
@@ -411,7 +414,8 @@ def render_markdown(report: Report) -> str:
     if report["resolved"]:
         lines += ["", "Resolved since yesterday:", ""]
         lines += [
-            f"- {r['severity'].upper()} {r['agent_id']} {r['task_id'] or '(all episodes)'} {r['dimension']} (since {r['since']})"
+            plain(f"- {r['severity'].upper()} {r['agent_id']} {r['task_id'] or '(all episodes)'} {r['dimension']} ")
+            + f"(since {r['since']})"
             for r in report["resolved"]
         ]
     lines += ["", f"## Episode Scores (worst {len(report['episodes'])})", ""]

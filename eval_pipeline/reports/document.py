@@ -46,7 +46,7 @@ class RunContext:
     run_id: str | None
     config_version: str
     notes: Sequence[str] = ()  # shown at the top (replay mode, why the judge was off)
-    secret_patterns: tuple[str, ...] = ()  # redacted from every answer the report shows
+    secret_patterns: tuple[str, ...] = ()  # configured beyond the built-in kinds, all redacted from every text shown
     calibration_size: int = 10  # failed trials sampled for a person to check the grader
     balance: dict[str, Any] | None = None  # the case set's coverage (`capture.cases.balance`), when there is one
 

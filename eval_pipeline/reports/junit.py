@@ -3,18 +3,25 @@
 Every CI system renders JUnit natively. A suite per day. An episode that did not pass fails with
 its findings' messages; one without a verdict (no baseline, no case) is skipped, not passed; a
 passing episode's warnings go to its output. Per-agent and source findings are test cases of
-their own: critical ones fail.
+their own: critical ones fail. Every text is redacted, and what XML 1.0 forbids (most control
+characters) is dropped, so a hostile id can neither leak a secret nor make the file unreadable.
 """
 
 from __future__ import annotations
 
+import re
 import xml.etree.ElementTree as ET
+from collections.abc import Iterable
 from pathlib import Path
 
 import pandas as pd
 
+from eval_pipeline.redaction import redact
 
-def junit_xml(scores: pd.DataFrame, findings: pd.DataFrame) -> str:
+NOT_IN_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+
+
+def junit_xml(scores: pd.DataFrame, findings: pd.DataFrame, secret_patterns: Iterable[str]) -> str:
     """`scores`: partition_date, agent_id, task_id, episode_id, passed, verdict_reason;
     `findings`: partition_date, agent_id, episode_id, dimension, severity, message."""
     root = ET.Element("testsuites", name="eval_pipeline")
@@ -49,10 +56,14 @@ def junit_xml(scores: pd.DataFrame, findings: pd.DataFrame) -> str:
         suite.attrib.update({key: str(value) for key, value in counts.items()})
         totals = {key: totals[key] + counts[key] for key in totals}
     root.attrib.update({key: str(value) for key, value in totals.items()})
+    patterns = tuple(secret_patterns)
+    for element in root.iter():
+        element.attrib = {key: NOT_IN_XML.sub("", redact(value, patterns)) for key, value in element.attrib.items()}
+        element.text = element.text and NOT_IN_XML.sub("", redact(element.text, patterns))
     ET.indent(root)
     return ET.tostring(root, encoding="unicode", xml_declaration=True) + "\n"
 
 
-def write_junit(path: Path, scores: pd.DataFrame, findings: pd.DataFrame) -> None:
+def write_junit(path: Path, scores: pd.DataFrame, findings: pd.DataFrame, secret_patterns: Iterable[str]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(junit_xml(scores, findings))
+    path.write_text(junit_xml(scores, findings, secret_patterns))

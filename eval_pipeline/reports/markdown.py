@@ -8,11 +8,25 @@ from typing import Any
 from eval_pipeline.scoring.dimensions import Dimension
 
 
+def plain(value: Any) -> str:
+    """Agent-controlled text as Markdown shows it literally: HTML in it is escaped, never rendered."""
+    return str(value).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def code(value: Any) -> str:
+    """Agent-controlled text as inline code on one line: fenced by more backticks than any run inside it."""
+    text = " ".join(str(value).splitlines())
+    fence = "`"
+    while fence in text:
+        fence += "`"
+    return f"{fence} {text} {fence}" if text.startswith("`") or text.endswith("`") else f"{fence}{text}{fence}"
+
+
 def cell(value: Any) -> str:
-    """No pipe or newline in agent output may break the table."""
+    """No pipe, newline or HTML in agent output may break the table or render."""
     if value is None:
         return "–"
-    return str(value).replace("\\", "\\\\").replace("|", "\\|").replace("\r", " ").replace("\n", " ")
+    return plain(str(value).replace("\\", "\\\\").replace("|", "\\|").replace("\r", " ").replace("\n", " "))
 
 
 def table(headers: Sequence[str], rows: Iterable[Sequence[Any]]) -> list[str]:

@@ -12,9 +12,10 @@ from typing import Any, NotRequired, TypedDict
 
 from eval_pipeline.capture.cases import CaseSpec, balance
 from eval_pipeline.capture.results import Result
-from eval_pipeline.redaction import excerpt
+from eval_pipeline.redaction import excerpt, redact
 from eval_pipeline.regression.stats import seed_for
 from eval_pipeline.reports.calibration import TEXT_CHARS, fenced
+from eval_pipeline.reports.markdown import code
 
 STEP_PREVIEW_CHARS = 100  # of a step's text, as plaited cuts it
 PLAN_PREVIEW_CHARS = 80
@@ -159,7 +160,8 @@ def calibration_review(
             "",
             "---",
             "",
-            f"## Sample {number}: `{result.id}`" + (f" · trial {result.trial}" if result.trial is not None else ""),
+            f"## Sample {number}: {code(redact(result.id, secret_patterns))}"
+            + (f" · trial {result.trial}" if result.trial is not None else ""),
         ]
         lines += ["", "**Input**", "", text(_prompt(result)), "", "**Hint**", "", text(result.hint)]
         lines += ["", "**Output**", "", text(result.output), "", "| grader | verdict | score |", "|---|---|---|"]

@@ -4,7 +4,6 @@ import time
 from eval_pipeline.alerts.delivery import deliver_pending
 from eval_pipeline.alerts.messages import group_key, run_failure_alert, slack_message
 from eval_pipeline.alerts.outbox import AlertOutbox
-from eval_pipeline.config import DEFAULT_SECRET_PATTERNS
 from eval_pipeline.retry import Backoff
 
 FAST = Backoff(attempts=2, base_seconds=0.01, max_seconds=0.02)
@@ -21,7 +20,7 @@ def finding(finding_id: str, agent: str = "support-bot", day: str = "2026-11-02"
 
 def test_each_alert_is_sent_once_and_a_failure_keeps_it(tmp_path):
     outbox = AlertOutbox(tmp_path)
-    outbox.enqueue([finding("f1"), finding("f2", agent="billing-bot")], name="2026-11-02-all")
+    outbox.enqueue([finding("f1"), finding("f2", agent="billing-bot")], "2026-11-02-all", [])
     sent, failures = [], [1]  # the billing-bot group fails once
 
     def flaky(alerts):
@@ -41,17 +40,17 @@ def test_each_alert_is_sent_once_and_a_failure_keeps_it(tmp_path):
 
 def test_a_rerun_replaces_the_days_batch_and_delivered_ids_stay_delivered(tmp_path):
     outbox = AlertOutbox(tmp_path)
-    outbox.enqueue([finding("f1")], name="day")
+    outbox.enqueue([finding("f1")], "day", [])
     outbox.deliver(lambda alerts: None, group_key)
-    outbox.enqueue([finding("f1"), finding("f3")], name="day")  # the re-run finds f1 again, and f3
+    outbox.enqueue([finding("f1"), finding("f3")], "day", [])  # the re-run finds f1 again, and f3
     assert [a["alert_id"] for a in outbox.pending()] == ["f3"]
-    outbox.enqueue([], name="day")  # a re-run that finds nothing withdraws what was not sent yet
+    outbox.enqueue([], "day", [])  # a re-run that finds nothing withdraws what was not sent yet
     assert outbox.pending() == []
 
 
 def test_slack_message_groups_links_lists_ids_and_redacts_secrets():
     alerts = [finding("f1", message=f"tools [lookup, {LEAK}]"), finding("f2", severity="warning")]
-    message = slack_message(alerts, "http://ui.example:3000/", DEFAULT_SECRET_PATTERNS)
+    message = slack_message(alerts, "http://ui.example:3000/", [])
     body = message["blocks"][0]["text"]["text"]
     assert message["text"] == "eval_pipeline: support-bot on 2026-11-02: 1 critical, 1 warning regression(s)"
     assert message["finding_ids"] == ["f1", "f2"]
@@ -59,6 +58,27 @@ def test_slack_message_groups_links_lists_ids_and_redacts_secrets():
     assert "<http://ui.example:3000/runs/run-1|" in body
     assert LEAK not in body and "sk-…[redacted]" in body
     assert body.index("CRITICAL") < body.index("WARNING")
+
+
+def test_slack_markup_in_the_data_is_escaped_and_only_the_run_link_is_markup():
+    hostile = "<!channel> <@U012ABCDEF> <http://evil.example|click> & co"
+    alerts = [finding("f1", agent=hostile, episode_id=hostile, message=hostile, dimension=hostile)]
+    message = slack_message(alerts, "http://ui.example:3000", [])
+    body = message["blocks"][0]["text"]["text"]
+    escaped = "&lt;!channel&gt; &lt;@U012ABCDEF&gt; &lt;http://evil.example|click&gt; &amp; co"
+    assert message["text"].startswith(f"eval_pipeline: {escaped} on") and body.count(escaped) == 4
+    assert body.count("<") == 1 and "<http://ui.example:3000/runs/run-1|Open the run in Dagster>" in body
+    failure = run_failure_alert("run-9", "<!here>", "<!here>", "<@U012ABCDEF> failed")
+    assert "<!here>" not in str(slack_message([failure], "http://ui", [])) and "&lt;!here&gt;" in str(
+        slack_message([failure], "http://ui", [])
+    )
+
+
+def test_the_outbox_holds_alerts_redacted(tmp_path):
+    outbox = AlertOutbox(tmp_path)
+    outbox.enqueue([finding("f1", message=f"tools [lookup, {LEAK}]", agent=f"bot {LEAK}")], "day", ["lookup"])
+    stored = (outbox.pending_dir / "day.json").read_text()
+    assert LEAK not in stored and "sk-\\u2026[redacted]" in stored and "lookup" not in stored  # the extra pattern too
 
 
 def test_large_groups_list_twenty_and_count_the_rest():
@@ -76,7 +96,7 @@ def test_run_failures_travel_alone():
 
 def test_webhook_delivery_retries_then_keeps_alerts_for_later(tmp_path, webhook):
     outbox = AlertOutbox(tmp_path)
-    outbox.enqueue([finding("f1")], name="day")
+    outbox.enqueue([finding("f1")], "day", [])
     webhook.fail_next = 5  # more than one delivery's attempts
     report = deliver_pending(outbox, webhook.url, "http://ui", [], FAST)
     assert report.delivered == 0 and report.pending == 1 and "HTTP 500" in report.errors[0]
@@ -86,9 +106,21 @@ def test_webhook_delivery_retries_then_keeps_alerts_for_later(tmp_path, webhook)
     assert webhook.finding_ids == ["f1"]
 
 
+def test_a_webhook_that_refuses_is_named_by_its_host_only(tmp_path, webhook, caplog):
+    """A 4xx answer raises an error quoting the full URL, and Slack's URLs carry their token."""
+    outbox = AlertOutbox(tmp_path)
+    outbox.enqueue([finding("f1")], "day", [])
+    token = "T0AAAAAAA/B0BBBBBBB/" + "Xq7Wd9Lk2Mn4Pb6Vc8Zr1Ty3"
+    webhook.fail_status, webhook.fail_next = 404, 5
+    with caplog.at_level("DEBUG"):
+        report = deliver_pending(outbox, f"{webhook.url}/services/{token}", "http://ui", [], FAST)
+    assert report.errors == ["alert webhook POST to 127.0.0.1 answered HTTP 404"]
+    assert "Xq7Wd9Lk2Mn4" not in caplog.text and report.pending == 1
+
+
 def test_without_a_webhook_alerts_go_to_a_file_and_the_log(tmp_path, caplog):
     outbox = AlertOutbox(tmp_path)
-    outbox.enqueue([finding("f1")], name="day")
+    outbox.enqueue([finding("f1")], "day", [])
     with caplog.at_level("INFO"):
         assert deliver_pending(outbox, None, "http://ui", []).delivered == 1
     assert "support-bot on 2026-11-02" in (tmp_path / "alerts.jsonl").read_text()
@@ -97,7 +129,7 @@ def test_without_a_webhook_alerts_go_to_a_file_and_the_log(tmp_path, caplog):
 
 def test_two_deliverers_never_send_the_same_alert(tmp_path):
     """The sensor and a CLI run deliver under one lock: the second finds nothing left to send."""
-    AlertOutbox(tmp_path).enqueue([finding("f1"), finding("f2", agent="billing-bot")], name="day")
+    AlertOutbox(tmp_path).enqueue([finding("f1"), finding("f2", agent="billing-bot")], "day", [])
     sent: list[str] = []
 
     def slow_send(alerts):

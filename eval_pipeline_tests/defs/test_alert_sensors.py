@@ -5,7 +5,9 @@ from datetime import date
 import dagster as dg
 import pytest
 
+from eval_pipeline.cli import main
 from eval_pipeline.defs.alerting.sensors import regression_alerts, run_failure_alerts
+from eval_pipeline.defs.resources import AlertsResource, EvalConfigResource
 from eval_pipeline.episodes.samples import LEAKED_KEY, write_samples
 from eval_pipeline.warehouse.connection import Warehouse
 from eval_pipeline_tests.defs.graph import GRAPH, local_resources
@@ -66,3 +68,19 @@ def test_a_failed_run_is_announced_once(tmp_path, webhook):
     assert len(webhook.messages) == 1
     assert "run failed" in webhook.messages[0]["text"] and webhook.messages[0]["finding_ids"] == [f"run-failed:{result.run_id}"]
     assert date(2026, 11, 2).isoformat() in webhook.messages[0]["text"]
+
+
+def test_a_webhook_that_refuses_is_named_by_its_host_in_the_run_and_the_sensor_tick(project_env, monkeypatch, webhook, capsys):
+    """Slack answers 4xx to a revoked hook, and httpx's error quotes the URL, whose path is the token."""
+    token = "T0AAAAAAA/B0BBBBBBB/" + "Xq7Wd9Lk2Mn4Pb6Vc8Zr1Ty3"
+    url = f"{webhook.url}/services/{token}"
+    webhook.fail_status, webhook.fail_next = 403, 1000
+    write_samples(project_env / "episodes")
+    monkeypatch.setenv("EVAL_ALERT_WEBHOOK_URL", url)
+    assert main(["run", "--date", "2026-11-02", "--fail-on", "never"]) == 0
+    printed = capsys.readouterr()
+    assert "alert webhook POST to 127.0.0.1 answered HTTP 403" in printed.err
+    alerts = AlertsResource(directory=str(project_env / "alerts"), webhook_url=url)
+    skipped = tick({"alerts": alerts, "eval_config": EvalConfigResource()}, dg.DagsterInstance.ephemeral())
+    assert skipped.endswith("webhook failed, retried next tick: alert webhook POST to 127.0.0.1 answered HTTP 403")
+    assert "Xq7Wd9Lk2Mn4" not in printed.out + printed.err + skipped

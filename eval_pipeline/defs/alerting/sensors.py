@@ -31,8 +31,9 @@ def run_failure_alerts(context: dg.RunFailureSensorContext, alerts: AlertsResour
         filter(None, [tags.get("dagster/asset_partition_range_start"), tags.get("dagster/asset_partition_range_end")])
     )
     error = context.failure_event.message or "failed"
-    outbox = alerts.outbox()
-    outbox.enqueue([run_failure_alert(run.run_id, run.job_name, partitions or "-", error)], name=f"run-failed-{run.run_id}")
-    report = alerts.deliver(eval_config.load().policies.secret_patterns)
+    secret_patterns = eval_config.load().policies.secret_patterns
+    alert = run_failure_alert(run.run_id, run.job_name, partitions or "-", error)
+    alerts.outbox().enqueue([alert], name=f"run-failed-{run.run_id}", secret_patterns=secret_patterns)
+    report = alerts.deliver(secret_patterns)
     if report.errors:
         context.log.warning(f"alert webhook failed, the regression_alerts sensor retries: {report.errors[0]}")

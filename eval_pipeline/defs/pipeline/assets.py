@@ -38,6 +38,7 @@ from eval_pipeline.defs.resources import (
     WarehouseResource,
 )
 from eval_pipeline.llm.judge import configured_rubrics, judge_partition, judge_summary
+from eval_pipeline.redaction import redact, redact_tree
 from eval_pipeline.regression.findings import VerdictCounts, partition_findings
 from eval_pipeline.regression.lifecycle import with_lifecycle
 from eval_pipeline.regression.source_health import TRAILING_DAYS
@@ -93,6 +94,22 @@ def _tables(code_version: str, deps: list[str], tables: dict[str, str]) -> list[
 DayMetadata = dict[str, dict]  # per table the step wrote, the figures of one day
 
 
+def _redacted(metadata: dict) -> dict:
+    """A day's metadata as the UI and the event log show it: its tables of findings and episodes hold agent text."""
+    patterns = CONFIG.policies.secret_patterns
+
+    def shown(value: Any) -> Any:
+        if isinstance(value, str):
+            return redact(value, patterns)
+        if isinstance(value, dg.MarkdownMetadataValue) and value.md_str:
+            return dg.MetadataValue.md(redact(value.md_str, patterns))
+        if isinstance(value, dg.JsonMetadataValue) and value.data is not None:
+            return dg.MetadataValue.json(redact_tree(value.data, patterns))
+        return value
+
+    return {key: shown(value) for key, value in metadata.items()}
+
+
 def _each_day(context: dg.AssetExecutionContext, work: Callable[[date], DayMetadata]) -> list[DayMetadata]:
     """Run `work` for each day in order; each table's metadata of a day goes on that table's partition only.
 
@@ -103,8 +120,9 @@ def _each_day(context: dg.AssetExecutionContext, work: Callable[[date], DayMetad
     for day in partition_days(context):
         by_table = work(day)
         for name, metadata in by_table.items():
-            context.add_asset_metadata(metadata, asset_key=name, partition_key=day.isoformat())
-            context.log.info(f"{name} {day}: {metadata}")
+            shown = _redacted(metadata)
+            context.add_asset_metadata(shown, asset_key=name, partition_key=day.isoformat())
+            context.log.info(f"{name} {day}: {shown}")
         per_day.append(by_table)
     return per_day
 
@@ -445,7 +463,8 @@ def regression_findings(
         found = with_lifecycle(partition_findings(today, trailing, counts, day, cfg, issues), yesterday, day)
         write_findings(wh, day, found, config.agent_id)
         # announced by the alert sensor, or by `eval-pipeline run` itself; a re-run replaces the day's batch
-        outbox.enqueue(finding_alerts(found, context.run.run_id), name=f"{day}-{config.agent_id or 'all-agents'}")
+        batch = f"{day}-{config.agent_id or 'all-agents'}"
+        outbox.enqueue(finding_alerts(found, context.run.run_id), batch, cfg.policies.secret_patterns)
         shown = found[["severity", "agent_id", "dimension", "episode_id", "message"]]
         return {
             "regression_findings": {

@@ -1,0 +1,33 @@
+"""JUnit XML stays readable XML and shows no secret, whatever the ids and messages hold."""
+
+import xml.etree.ElementTree as ET
+from datetime import date
+
+import pandas as pd
+
+from eval_pipeline.reports.junit import junit_xml
+
+TOKEN = "ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"
+
+
+def test_control_characters_are_dropped_and_secrets_redacted():
+    day = pd.Timestamp(date(2026, 11, 2))
+    scores = pd.DataFrame(
+        [{"partition_date": day, "agent_id": "bot\x00\x1b", "task_id": "t\x07", "episode_id": "ep\x01\x0b-1",
+          "passed": False, "verdict_reason": f"tools [{TOKEN}]\x0c"}]
+    )  # fmt: skip
+    findings = pd.DataFrame(
+        [{"partition_date": day, "agent_id": "bot\x00\x1b", "episode_id": "ep\x01\x0b-1", "dimension": "tool_match",
+          "severity": "critical", "message": f"tools [lookup_{TOKEN}] vs baseline [lookup]\x1f"},
+         {"partition_date": day, "agent_id": "bot\x00\x1b", "episode_id": None, "dimension": "pass_rate",
+          "severity": "critical", "message": "internal INT-4711\x02"}]
+    )  # fmt: skip
+    xml = junit_xml(scores, findings, ["INT-[0-9]+"])
+    root = ET.fromstring(xml)  # parses: no character XML 1.0 forbids
+    case = root.find(".//testcase[@name='t [ep-1]']")
+    assert case is not None and case.get("classname") == "bot"
+    assert TOKEN[4:] not in xml and "ghp_…[redacted]" in case.find("failure").text
+    assert (
+        "INT-4711" not in xml
+        and root.find(".//testcase[@name='aggregate pass_rate']/failure").get("message") == "internal …[redacted]"
+    )

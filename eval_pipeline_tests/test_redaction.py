@@ -1,0 +1,84 @@
+"""The one redaction: each kind of secret found and hidden, split ones too, prose left alone, bounded time."""
+
+import time
+
+import pytest
+
+from eval_pipeline.redaction import HIDDEN, SECRET_KINDS, contains_secret, excerpt, redact, redact_tree
+from eval_pipeline_tests.leaks import LEAKS, ZERO_WIDTH_SPACE
+
+
+def test_every_kind_has_an_example_leak():
+    assert {kind.name for kind in SECRET_KINDS} == {leak.kind for leak in LEAKS}
+
+
+@pytest.mark.parametrize("leak", LEAKS, ids=lambda leak: f"{leak.kind}: {leak.text[:12]!r}")
+def test_each_kind_is_hidden_and_what_surrounds_it_kept(leak):
+    shown = redact(leak.text)
+    assert HIDDEN in shown and not [tell for tell in leak.tells if tell in shown]
+    assert shown == leak.text.replace(leak.secret, HIDDEN)  # only the secret: `sk-`, `password=`, the URL's host stay
+    assert contains_secret(leak.text)
+
+
+def test_what_a_report_shows():
+    key = "sk-" + "Ab3dEf6hIj9kLm2nOp5qRs8t"
+    assert redact(f"use {key} now") == "use sk-…[redacted] now"
+    assert redact("postgres://admin:" + "s3cr3tP4ss" + "@db:5432/app") == "postgres://admin:…[redacted]@db:5432/app"
+    assert excerpt(f"{key} and more", (), 9) == "sk-…[reda…"  # redacted before the cut, which could halve the key
+    assert redact(redact(f"use {key}")) == redact(f"use {key}")
+    assert redact("lookup_ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8") == "lookup_ghp_…[redacted]"  # a tool's name
+
+
+def test_a_secret_split_by_invisible_characters_or_line_breaks_is_hidden_whole():
+    for splitter in (ZERO_WIDTH_SPACE, "\u2060", "\ufeff", "\u00ad", "\n", "\r\n", ZERO_WIDTH_SPACE + "\n"):
+        text = "Here:\nsk-" + "Ab3dEf6h" + splitter + "Ij9kLm2nOp5q" + splitter + "Rs8t. Thanks"
+        assert redact(text) == "Here:\nsk-…[redacted]. Thanks", repr(splitter)
+
+
+@pytest.mark.parametrize(
+    "prose",
+    [
+        "Resolved task-refund-order-processing-flow and ask-the-customer-for-details.",
+        "Reset your password: see the account page. Passwords: 3 tried.",
+        "Used 1,234 tokens; max_tokens=1024; total_tokens: 123456789.",
+        "commit 3bfa953d1c0e4a7b9f2e8d6c5b4a3f2e1d0c9b8a fixed it",
+        "See https://example.com:8080/path and http://host/a@b.",
+        "The bearer of bad news. Secret: none.",
+        "Our office in Asia\nand AKIA.",
+    ],
+)
+def test_prose_is_left_alone(prose):
+    assert redact(prose) == prose
+
+
+def test_configured_patterns_add_to_the_kinds():
+    assert redact("ticket INT-12345 is internal", ["int-[0-9]+"]) == "ticket …[redacted] is internal"
+    assert redact("employee id E-99", [r"employee id (?P<secret>\S+)"]) == "employee id …[redacted]"
+
+
+def test_every_string_of_a_document_is_redacted_keys_too():
+    key = "ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"
+    document = {"agents": [{"agent_id": key, "n": 3}], key: (key, None)}
+    assert redact_tree(document) == {
+        "agents": [{"agent_id": "ghp_…[redacted]", "n": 3}],
+        "ghp_…[redacted]": ("ghp_…[redacted]", None),
+    }
+
+
+@pytest.mark.parametrize(
+    "hostile",
+    [
+        "a-" * 100_000,
+        "://a:" * 40_000,
+        "password=" * 20_000,
+        "secret_" * 30_000 + "=",
+        ("QUJD" * 16 + "/") * 3_000,
+        "-----BEGIN PRIVATE KEY-----" * 7_000,
+        "w" * 200_000,
+        "line\n" * 40_000,
+    ],
+)
+def test_time_stays_linear_on_hostile_text(hostile):
+    started = time.perf_counter()
+    redact(hostile)
+    assert time.perf_counter() - started < 2.0
