@@ -8,7 +8,8 @@ invisible characters removed, and with line breaks inside a token removed too.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Iterator, Sequence
+from bisect import bisect_right
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, TypeVar
@@ -20,97 +21,135 @@ HIDDEN = "…[redacted]"  # what replaces a secret; the text a pattern keeps aro
 
 @dataclass(frozen=True)
 class SecretKind:
-    """A kind of secret. `pattern` (case-insensitive) finds one; its group `secret`, else the whole match, is
-    hidden, so what the pattern keeps around it (`sk-`, `password=`, a URL's user and host) stays readable."""
+    """A kind of secret. `pattern` finds one; its group `secret`, else the whole match, is hidden, so what the
+    pattern keeps around it (`sk-`, `password=`, a URL's user and host) stays readable.
+
+    Patterns are case-sensitive, as vendors print their keys (`(?i:...)` where the case varies). A `standalone`
+    kind is not glued to a letter or digit before it: `task-…` holds no `sk-` key, `lookup_ghp_…` a GitHub token."""
 
     name: str
     pattern: str
+    standalone: bool = True
 
 
-_WORD_START = r"(?<![A-Za-z0-9])"  # not inside a word; after `_` it may be (a tool named lookup_ghp_...)
 _ASSIGNED = r"""["']?\s*[:=]\s*["']?"""  # password=..., "password": "...", password: ...
 _VALUE = r"""[^\s"'&;,<>]"""  # a value's characters, up to a quote, space or separator
 _TOKEN = r"[A-Za-z0-9/+=_\-.~]"
 SECRET_KINDS: tuple[SecretKind, ...] = (
-    SecretKind("OpenAI-style API key", _WORD_START + r"sk-(?P<secret>[A-Za-z0-9_\-]{16,})"),  # many vendors' too (sk-ant-, ...)
-    SecretKind("Stripe key", _WORD_START + r"[rs]k_(?:live|test)_(?P<secret>[A-Za-z0-9]{10,})"),
-    SecretKind("AWS access key id", _WORD_START + r"(?:AKIA|ASIA)(?P<secret>[A-Z0-9]{16})(?![A-Za-z0-9])"),
-    SecretKind("GitHub token", _WORD_START + r"(?:gh[pousr]_|github_pat_)(?P<secret>[A-Za-z0-9_]{22,})"),
-    SecretKind("GitLab token", _WORD_START + r"glpat-(?P<secret>[A-Za-z0-9_\-]{20,})"),
-    SecretKind("Hugging Face token", _WORD_START + r"hf_(?P<secret>[A-Za-z0-9]{30,})"),
-    SecretKind("npm token", _WORD_START + r"npm_(?P<secret>[A-Za-z0-9]{36})"),
-    SecretKind("Slack token", _WORD_START + r"xox[abposr]-(?P<secret>[A-Za-z0-9\-]{10,})"),
+    SecretKind("OpenAI-style API key", r"sk-(?P<secret>[A-Za-z0-9_\-]{16,})"),  # many vendors' too (sk-ant-, ...)
+    SecretKind("Stripe key", r"[rs]k_(?:live|test)_(?P<secret>[A-Za-z0-9]{10,})"),
+    SecretKind("AWS access key id", r"(?:AKIA|ASIA)(?P<secret>[A-Z0-9]{16})(?![A-Za-z0-9])"),
+    SecretKind("GitHub token", r"(?:gh[pousr]_|github_pat_)(?P<secret>[A-Za-z0-9_]{22,})"),
+    SecretKind("GitLab token", r"glpat-(?P<secret>[A-Za-z0-9_\-]{20,})"),
+    SecretKind("Hugging Face token", r"hf_(?P<secret>[A-Za-z0-9]{30,})"),
+    SecretKind("npm token", r"npm_(?P<secret>[A-Za-z0-9]{36})"),
+    SecretKind("Slack token", r"xox[abposr]-(?P<secret>[A-Za-z0-9\-]{10,})"),
     SecretKind(
         "chat webhook URL",  # the path is the credential
         r"(?:hooks\.slack\.com/(?:services|workflows|triggers)|discord(?:app)?\.com/api/webhooks)/(?P<secret>[A-Za-z0-9/_\-]+)",
+        standalone=False,
     ),
-    SecretKind("Google API key", _WORD_START + r"AIza(?P<secret>[A-Za-z0-9_\-]{35})"),
-    SecretKind("JSON Web Token", _WORD_START + r"eyJ(?P<secret>[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,})"),
-    SecretKind("private key", r"-----BEGIN [A-Z ]{0,30}PRIVATE KEY(?: BLOCK)?-----(?P<secret>[\s\S]*?)(?=-----END |\Z)"),
+    SecretKind("Google API key", r"AIza(?P<secret>[A-Za-z0-9_\-]{35})"),
+    SecretKind(
+        "JSON Web Token",  # possessive and bounded: a hostile text of near misses costs linear time
+        r"eyJ(?P<secret>[A-Za-z0-9_\-]{8,1024}+\.[A-Za-z0-9_\-]{8,}+\.[A-Za-z0-9_\-]{8,}+)",
+    ),
+    SecretKind(
+        "private key",
+        r"-----BEGIN [A-Z ]{0,30}PRIVATE KEY(?: BLOCK)?-----(?P<secret>[\s\S]*?)(?=-----END |\Z)",
+        standalone=False,
+    ),
     SecretKind(
         "password",  # a value that is not a plain word ("password: see the vault" says none)
-        rf"pass(?:word|wd|phrase)[\w\-]{{0,30}}{_ASSIGNED}(?P<secret>(?={_VALUE}*[^\sA-Za-z\"'&;,<>]){_VALUE}{{6,}})",
+        rf"(?i:pass(?:word|wd|phrase))[\w\-]{{0,30}}{_ASSIGNED}(?P<secret>(?={_VALUE}{{0,256}}[^\sA-Za-z\"'&;,<>]){_VALUE}{{6,}})",
+        standalone=False,
     ),
-    SecretKind("password in a URL", _WORD_START + r"[a-z][a-z0-9+.\-]{0,20}://[^\s:/@]{0,256}:(?P<secret>[^\s@/]{1,256})@"),
-    SecretKind("bearer token", _WORD_START + r"bearer\s+(?P<secret>[A-Za-z0-9._~+/\-]{16,}=*)"),
+    SecretKind("password in a URL", r"://[^\s:/@]{0,256}:(?P<secret>[^\s@/]{1,256})@", standalone=False),
+    SecretKind("bearer token", r"(?i:bearer)\s+(?P<secret>[A-Za-z0-9._~+/\-]{16,}=*)"),
     SecretKind(
         "secret assigned to a key",  # AWS_SECRET_ACCESS_KEY=..., "SessionToken": "...", api_key: '...'
-        rf"(?:secret|token|api[_\-]?key|access[_\-]?key|credentials?)[\w\-]{{0,30}}{_ASSIGNED}"
-        rf"(?P<secret>(?={_TOKEN}*\d)(?={_TOKEN}*[A-Za-z]){_TOKEN}{{8,}})",  # letters and digits: not a figure or a word
+        rf"(?i:secret|token|api[_\-]?key|access[_\-]?key|credentials?)[\w\-]{{0,30}}{_ASSIGNED}"
+        rf"(?P<secret>(?={_TOKEN}{{0,256}}\d)(?={_TOKEN}{{0,256}}[A-Za-z]){_TOKEN}{{8,}})",  # not a figure, not a word
+        standalone=False,
     ),
 )
 
-_INVISIBLE = "[\u00ad\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff]"
-_TOKEN_CHARACTER = r"[\w+/=.\-]"
-_LINE_BREAK_IN_TOKEN = rf"(?<={_TOKEN_CHARACTER}){_INVISIBLE}*(?:\r\n|\r|\n){_INVISIBLE}*(?={_TOKEN_CHARACTER})"
-_UNSEEN = (re.compile(_INVISIBLE), re.compile(f"{_LINE_BREAK_IN_TOKEN}|{_INVISIBLE}"))  # what each view removes
+_INVISIBLE = re.compile("[\u00ad\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff]")
+_IN_TOKEN = r"[\w+/=.\-]"
+_LINE_BREAK_IN_TOKEN = re.compile(  # the break first, then what surrounds it: quick to search
+    rf"\r\n(?<={_IN_TOKEN}\r\n)(?={_IN_TOKEN})|[\r\n](?<={_IN_TOKEN}[\r\n])(?={_IN_TOKEN})"
+)
 
 
 @dataclass(frozen=True)
 class _View:
-    """The text as matched once: `text` without what one of `_UNSEEN` removed."""
+    """A text as matched once: another (`beneath`, else the original) without what a regex removed."""
 
     text: str
-    origin: Sequence[int]  # the position in the original text of each character kept
-    seams: list[int]  # where something was removed: a line that was joined on may start a secret there
+    seams: list[int]  # where something was removed (ascending): a secret may start there whatever precedes it
+    shifts: list[int]  # how many characters were removed up to each seam
+    beneath: _View | None = None
+
+    def origin(self, position: int) -> int:
+        """Where the view's character at `position` is in the original text."""
+        seam = bisect_right(self.seams, position) - 1
+        below = position + (self.shifts[seam] if seam >= 0 else 0)
+        return self.beneath.origin(below) if self.beneath else below
+
+
+def _without(unseen: re.Pattern[str], text: str, beneath: _View | None = None) -> _View:
+    """`text` without what `unseen` matches, remembering where each removal was."""
+    seams, shifts, removed = [], [], 0
+    for match in unseen.finditer(text):
+        seams.append(match.start() - removed)
+        removed += match.end() - match.start()
+        shifts.append(removed)
+    return _View(unseen.sub("", text) if seams else text, seams, shifts, beneath)
 
 
 def _views(text: str) -> Iterator[_View]:
-    """Without invisible characters, then also without line breaks inside a token; each different view once."""
-    previous = None
-    for unseen in _UNSEEN:
-        removed = [match.span() for match in unseen.finditer(text)]
-        view = _View(text, range(len(text)), [])
-        if removed:
-            origin: list[int] = []
-            seams, last = [], 0
-            for start, end in removed:
-                origin += range(last, start)
-                seams.append(len(origin))
-                last = end
-            origin += range(last, len(text))
-            view = _View("".join(map(text.__getitem__, origin)), origin, seams)
-        if view.text != previous:
-            yield view
-        previous = view.text
+    """The text without invisible characters, then also without line breaks inside a token (when it has some)."""
+    visible = _without(_INVISIBLE, text)
+    yield visible
+    joined = _without(_LINE_BREAK_IN_TOKEN, visible.text, visible)
+    if joined.seams:
+        yield joined
 
 
 @dataclass(frozen=True)
 class _Compiled:
-    anywhere: re.Pattern[str]
-    at_seam: re.Pattern[str] | None  # without a leading word boundary: the joined line's last word is not the secret's
+    declared: re.Pattern[str]  # quick to search (it starts with its literal), blind to what precedes a match
+    alone: re.Pattern[str] | None  # a standalone kind's, not after a letter or digit: linear, but slower to search
 
 
 @lru_cache(maxsize=32)
 def _compiled(extra_patterns: tuple[str, ...]) -> tuple[_Compiled, ...]:
-    patterns = (*(kind.pattern for kind in SECRET_KINDS), *extra_patterns)
-    return tuple(
-        _Compiled(
-            re.compile(pattern, re.IGNORECASE),
-            re.compile(pattern.removeprefix(_WORD_START), re.IGNORECASE) if pattern.startswith(_WORD_START) else None,
-        )
-        for pattern in patterns
+    """Each kind's regexes; the configured patterns case-insensitive, as they always were."""
+    kinds = tuple(
+        _Compiled(re.compile(kind.pattern), re.compile(rf"(?<![A-Za-z0-9])(?:{kind.pattern})") if kind.standalone else None)
+        for kind in SECRET_KINDS
     )
+    return kinds + tuple(_Compiled(re.compile(pattern, re.IGNORECASE), None) for pattern in extra_patterns)
+
+
+def _matches(compiled: _Compiled, view: _View) -> Iterator[re.Match[str]]:
+    """The kind's matches in the view: anywhere, or standalone ones and those starting at a seam (each seam
+    not inside a match already, so a text of many joined lines costs linear time)."""
+    if compiled.alone is None:
+        yield from compiled.declared.finditer(view.text)
+        return
+    if not compiled.declared.search(view.text):  # most texts hold nothing of the kind: the quick search says so
+        return
+    found = list(compiled.alone.finditer(view.text))
+    yield from found
+    starts, reach = [match.start() for match in found], 0
+    for seam in view.seams:
+        before = bisect_right(starts, seam) - 1
+        if seam < reach or (before >= 0 and seam < found[before].end()):
+            continue  # inside a match already
+        if match := compiled.declared.match(view.text, seam):
+            yield match
+            reach = match.end()
 
 
 def secret_spans(text: str, extra_patterns: Iterable[str] = ()) -> list[tuple[int, int]]:
@@ -119,13 +158,10 @@ def secret_spans(text: str, extra_patterns: Iterable[str] = ()) -> list[tuple[in
     spans = []
     for view in _views(text):
         for regexes in compiled:
-            matches = list(regexes.anywhere.finditer(view.text))
-            if regexes.at_seam and view.seams:
-                matches += filter(None, (regexes.at_seam.match(view.text, seam) for seam in view.seams))
-            for match in matches:
+            for match in _matches(regexes, view):
                 start, end = match.span("secret") if "secret" in match.re.groupindex else match.span()
                 if start < end:
-                    spans.append((view.origin[start], view.origin[end - 1] + 1))
+                    spans.append((view.origin(start), view.origin(end - 1) + 1))
     merged: list[tuple[int, int]] = []
     for start, end in sorted(spans):
         if merged and start <= merged[-1][1]:
@@ -136,6 +172,7 @@ def secret_spans(text: str, extra_patterns: Iterable[str] = ()) -> list[tuple[in
 
 
 def contains_secret(text: str, extra_patterns: Iterable[str] = ()) -> bool:
+    """Whether `text` holds a secret: what scoring calls a leak is exactly what the outputs would hide."""
     return bool(secret_spans(text, extra_patterns))
 
 
