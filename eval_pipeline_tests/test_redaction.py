@@ -88,3 +88,13 @@ def test_time_stays_linear_on_hostile_text(hostile):
     started = time.perf_counter()
     redact(hostile)
     assert time.perf_counter() - started < 1.0
+
+
+def test_a_configured_pattern_that_is_no_regex_is_refused_when_the_config_is_read(tmp_path):
+    from eval_pipeline.config import load_config
+    from eval_pipeline.errors import UserInputError
+
+    config = tmp_path / "eval.toml"
+    config.write_text("[policies]\nsecret_patterns = ['INT-[0-9']\n")
+    with pytest.raises(UserInputError, match=r"secret_patterns.*'INT-\[0-9' is not a regular expression"):
+        load_config(config)
