@@ -6,9 +6,12 @@ import json
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
+import dagster as dg
 import pytest
 
 from eval_pipeline.cli import main
+from eval_pipeline.defs.alerting.sensors import regression_alerts
+from eval_pipeline.defs.resources import AlertsResource, EvalConfigResource
 from eval_pipeline_tests.browser import needs_chromium, page_width
 from eval_pipeline_tests.leaks import LEAKS
 
@@ -44,17 +47,20 @@ def _episode(episode_id: str, day: str, status: str, tool: str, tool_output: str
 
 @pytest.fixture
 def hostile_run(project_env, monkeypatch, webhook, capsys) -> tuple[Path, str]:
-    """Day 1 sets the baseline; on day 2 the same task fails, calls a tool named with a token and leaks everything."""
+    """Day 1 sets the baseline; on day 2 the same task fails, calls a tool named with a token and leaks everything.
+    The webhook refuses, so the alerts stay in the outbox."""
     source = project_env / "episodes"
     source.mkdir()
     day_1 = _episode("ep-1", "2026-11-01", "success", "lookup_order", "order A-1 found", "Refund issued.")
     day_2 = _episode(EPISODE, "2026-11-02", "failure", "lookup_" + GITHUB_TOKEN.text, EVERY_LEAK, EVERY_LEAK)
     (source / "hostile.jsonl").write_text("".join(json.dumps(e) + "\n" for e in (day_1, day_2)))
     monkeypatch.setenv("EVAL_ALERT_WEBHOOK_URL", webhook.url)
+    webhook.fail_status, webhook.fail_next = 404, 1000
     junit = project_env / "junit.xml"
     assert main(["run", "--start", "2026-11-01", "--end", "2026-11-02", "--junit", str(junit), "--fail-on", "never"]) == 0
     captured = capsys.readouterr()
-    return project_env, captured.out + captured.err + json.dumps(webhook.messages)
+    assert "alert webhook POST to 127.0.0.1 answered HTTP 404" in captured.err
+    return project_env, captured.out + captured.err
 
 
 def _leaked(text: str) -> list[str]:
@@ -66,12 +72,20 @@ def test_no_output_file_log_or_message_shows_a_secret(hostile_run):
     assert _leaked(printed) == []
     outputs = [path for path in root.rglob("*") if path.is_file() and path.relative_to(root).parts[0] not in RAW]
     assert {"reports", "alerts", "dagster_home", "junit.xml"} <= {path.relative_to(root).parts[0] for path in outputs}
+    assert list((root / "alerts" / "outbox").glob("*.json"))  # what the webhook refused waits there
     leaks = {str(path.relative_to(root)): found for path in outputs if (found := _leaked(path.read_bytes().decode("latin-1")))}
     assert leaks == {}
 
 
 def test_slack_markup_is_escaped_in_every_alert(hostile_run, webhook):
-    assert webhook.messages  # the failed day's regressions were alerted
+    root, _ = hostile_run
+    webhook.fail_next = 0  # the webhook is back: the alert sensor delivers what waited
+    alerts = AlertsResource(directory=str(root / "alerts"), webhook_url=webhook.url, ui_base_url="http://127.0.0.1:3000")
+    context = dg.build_sensor_context(
+        instance=dg.DagsterInstance.ephemeral(), resources={"alerts": alerts, "eval_config": EvalConfigResource()}
+    )
+    assert regression_alerts(context).skip_message.startswith("delivered 4 alert(s) to the webhook")
+    assert _leaked(json.dumps(webhook.messages)) == []
     for message in webhook.messages:
         for text in (message["text"], message["blocks"][0]["text"]["text"]):
             assert "&lt;!channel&gt;" in text and "&lt;@U012ABCDEF&gt;" in text and "&lt;http://evil.example|click&gt;" in text
