@@ -52,11 +52,12 @@ def numbers(text: str, *, claims_only: bool = False) -> list[tuple[str, float]]:
 
 
 def _supported(value: float, index: list[float], tolerance: float) -> bool:
-    """Whether a source in the sorted `index` is within `tolerance` of `value`. Sources are positive, so the ones
-    that match lie from value / (1 + tolerance) up: a bisection finds the nearest (and its neighbour, for rounding)
-    instead of a scan of every source for every claim, which made an answer full of numbers quadratic."""
+    """Whether a source in `index` (distinct, positive, sorted) is within `tolerance` of `value`. The ones that match
+    lie from value / (1 + tolerance) up, so a bisection finds the first (with a neighbour each side, for a bound that
+    rounds either way) instead of a scan of every source for every claim, which made an answer full of numbers
+    quadratic."""
     nearest = bisect_left(index, value / (1 + tolerance))
-    return any(abs(value - source) <= tolerance * source for source in index[max(nearest - 1, 0) : nearest + 1])
+    return any(abs(value - source) <= tolerance * source for source in index[max(nearest - 1, 0) : nearest + 2])
 
 
 def run(trajectory: Trajectory, config: ChecksConfig) -> list[tuple[str, str]]:
@@ -68,7 +69,7 @@ def run(trajectory: Trajectory, config: ChecksConfig) -> list[tuple[str, str]]:
     texts = [call.output or "" for call in trajectory.calls] + [call.arguments or "" for call in trajectory.calls]
     sources = [value for text in texts + trajectory.user_inputs for _, value in numbers(text) if value]
     sources += [value * 100 for value in sources if value < 1]  # a rate of 0.15 stated as 15 %
-    index = sorted(sources)
+    index = sorted(set(sources))
     return [
         ("error", f"{text!r} in the answer matches no number in the tool outputs or the user's input")
         for text, value in claims
