@@ -43,12 +43,20 @@ _UNSIGNED = re.compile(r"\d+")
 _SIGNED = re.compile(r"-?\d+")
 
 
-class BadExport(ValueError):
-    """A request body that is not an OTLP trace export; the message says why (answered with 400)."""
+class Refused(ValueError):
+    """A request the collector does not store; the message says why, `status` is the HTTP answer."""
+
+    status = 400
 
 
-class TooLarge(ValueError):
-    """A request past one of the collector's size limits; the message says which (answered with 413)."""
+class BadExport(Refused):
+    """A request body that is not an OTLP trace export."""
+
+
+class TooLarge(Refused):
+    """A request past one of the collector's size limits."""
+
+    status = 413
 
 
 def _read_exactly(stream: io.BufferedIOBase, size: int) -> bytes:
@@ -67,14 +75,15 @@ def _read_chunked(stream: io.BufferedIOBase) -> bytes:
     body = bytearray()
     while True:
         size_line = stream.readline(_MAX_CHUNK_LINE)
-        size = size_line.split(b";")[0].strip()
-        if not size_line.endswith(b"\n") or not _HEX.fullmatch(size):
+        hex_size = size_line.split(b";")[0].strip()
+        if not size_line.endswith(b"\n") or not _HEX.fullmatch(hex_size):
             raise BadExport(f"not a chunk size line: {size_line[:40]!r}")
-        if int(size, 16) == 0:
+        size = int(hex_size, 16)
+        if size == 0:
             break
-        if len(body) + int(size, 16) > MAX_BODY:
+        if len(body) + size > MAX_BODY:
             raise TooLarge(f"chunked body over the limit of {MAX_BODY} bytes")
-        body += _read_exactly(stream, int(size, 16))
+        body += _read_exactly(stream, size)
         if stream.readline(_MAX_CHUNK_LINE).strip():
             raise BadExport("a chunk is longer than its size line says")
     while stream.readline(_MAX_CHUNK_LINE).strip():
@@ -83,7 +92,7 @@ def _read_chunked(stream: io.BufferedIOBase) -> bytes:
 
 
 def read_body(stream: io.BufferedIOBase, headers: Message) -> bytes:
-    """A request's body, counted as it arrives: no Content-Length, negative, lying or absent, takes it past MAX_BODY."""
+    """A request's body, counted as it arrives, so that no Content-Length (negative, lying, absent) takes it past MAX_BODY."""
     if "chunked" in headers.get("Transfer-Encoding", "").lower():
         return _read_chunked(stream)
     declared = headers.get("Content-Length")
@@ -353,13 +362,13 @@ def serve(sink: TraceSink, host: str, port: int, read_timeout: float = READ_TIME
                 return self._refuse(404, "only POST /v1/traces is served")
             try:
                 body = read_body(self.rfile, self.headers)
-            except (BadExport, TooLarge) as exc:
+            except Refused as exc:
                 self.close_connection = True  # the rest of the body, if any, is left unread
-                return self._refuse(413 if isinstance(exc, TooLarge) else 400, str(exc))
+                return self._refuse(exc.status, str(exc))
             try:
                 line = stored_line(decode(body, content_type, self.headers.get("Content-Encoding", "")))
-            except (BadExport, TooLarge) as exc:
-                return self._refuse(413 if isinstance(exc, TooLarge) else 400, str(exc))
+            except Refused as exc:
+                return self._refuse(exc.status, str(exc))
             sink.append(line)
             protobuf = content_type.startswith("application/x-protobuf")
             self._answer(200, b"" if protobuf else b"{}", content_type.split(";")[0])
