@@ -14,7 +14,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from eval_pipeline.episodes.collector import MAX_BODY, MAX_LINE, TraceSink, serve
+from eval_pipeline.episodes.collector import MAX_BODY, MAX_LINE, MAX_PROTOBUF_MESSAGES, TraceSink, serve
 
 READ_TIMEOUT = 2.0  # the collector's deadline in these tests, short so that slow clients are cut off quickly
 EXPORT = {"resourceSpans": [{"scopeSpans": [{"spans": [{
@@ -188,3 +188,17 @@ def test_slow_clients_are_cut_off_at_the_deadline_while_others_are_served(collec
     assert len(closed) == len(open_), "slow connections were left open past the deadline"
     for connection in open_:
         connection.close()
+
+
+def test_a_protobuf_export_of_too_many_messages_is_refused_before_it_is_converted(collector):
+    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+
+    port, directory = collector
+    export = ExportTraceServiceRequest()
+    span = export.resource_spans.add().scope_spans.add().spans.add()
+    span.MergeFromString(b"\x4a\x00" * MAX_PROTOBUF_MESSAGES)  # empty attributes: 2 bytes each on the wire
+    body = export.SerializeToString()
+    assert len(body) < MAX_BODY
+    response = httpx.post(f"http://127.0.0.1:{port}/v1/traces", content=body, headers={"Content-Type": "application/x-protobuf"})
+    assert response.status_code == 413 and f"over {MAX_PROTOBUF_MESSAGES} messages" in response.json()["error"]
+    assert stored(directory) == []
