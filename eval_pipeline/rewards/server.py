@@ -17,6 +17,7 @@ is optional and takes the case format (`reference`, `expected_output_contains`, 
 
 from __future__ import annotations
 
+import asyncio
 import gc
 import json
 from typing import Any
@@ -65,14 +66,43 @@ class RewardRequest(BaseModel):
         return self
 
 
+def _error_body(message: str) -> bytes:
+    return jsonout.dumps({"error": message}).encode()
+
+
 def _error(status: int, message: str) -> web.Response:
-    return web.json_response({"error": message}, status=status, dumps=jsonout.dumps)
+    return web.Response(body=_error_body(message), status=status, content_type="application/json")
 
 
 def _first_problem(exc: ValidationError) -> str:
     first = exc.errors()[0]
     where = ".".join(str(part) for part in first["loc"])
     return f"{where}: {first['msg']}" if where else first["msg"]
+
+
+def _answer(body: bytes, config: EvalConfig, cases: dict[str, Case]) -> tuple[int, bytes]:
+    """A request body's HTTP status and JSON answer. Parsing and scoring take CPU in proportion to the body, so the
+    server runs this in a worker thread: the event loop stays free to answer /health and other requests meanwhile."""
+    try:
+        data = json.loads(body)
+    except ValueError as exc:
+        return 400, _error_body(f"body is not JSON: {exc}")
+    try:
+        parsed = RewardRequest.model_validate(data)
+    except ValidationError as exc:
+        return 422, _error_body(_first_problem(exc))
+    name = parsed.reward or config.rewards.default
+    if name not in config.rewards.define:
+        return 422, _error_body(f"reward: no reward {name!r}; defined: {', '.join(config.rewards.define)}")
+    episodes = parsed.episodes or [pair_episode(p.prompt, p.completion, p.expected) for p in parsed.pairs or []]
+    running = [i for i, episode in enumerate(episodes) if episode.status.value == "running"]
+    if running:
+        return 422, _error_body(f"episodes.{running[0]}: still running; a run is scored once it has finished")
+    results = online_rewards(episodes, name, config, cases)
+    answer: dict[str, Any] = {"reward": name, "rewards": [result.value for result in results]}
+    if parsed.breakdown:
+        answer["breakdowns"] = [result.breakdown for result in results]
+    return 200, jsonout.dumps(answer).encode()
 
 
 async def _freeze_what_startup_made(app: web.Application) -> None:
@@ -97,26 +127,8 @@ def reward_app(config: EvalConfig, cases: dict[str, Case]) -> web.Application:
             body = await request.read()
         except web.HTTPRequestEntityTooLarge:
             return _error(413, f"body is over the limit of {MAX_BODY} bytes")
-        try:
-            data = json.loads(body)
-        except ValueError as exc:
-            return _error(400, f"body is not JSON: {exc}")
-        try:
-            parsed = RewardRequest.model_validate(data)
-        except ValidationError as exc:
-            return _error(422, _first_problem(exc))
-        name = parsed.reward or config.rewards.default
-        if name not in config.rewards.define:
-            return _error(422, f"reward: no reward {name!r}; defined: {', '.join(config.rewards.define)}")
-        episodes = parsed.episodes or [pair_episode(p.prompt, p.completion, p.expected) for p in parsed.pairs or []]
-        running = [i for i, episode in enumerate(episodes) if episode.status.value == "running"]
-        if running:
-            return _error(422, f"episodes.{running[0]}: still running; a run is scored once it has finished")
-        results = online_rewards(episodes, name, config, cases)
-        answer: dict[str, Any] = {"reward": name, "rewards": [result.value for result in results]}
-        if parsed.breakdown:
-            answer["breakdowns"] = [result.breakdown for result in results]
-        return web.json_response(answer, dumps=jsonout.dumps)
+        status, answer = await asyncio.to_thread(_answer, body, config, cases)
+        return web.Response(body=answer, status=status, content_type="application/json")
 
     app = web.Application(client_max_size=MAX_BODY)
     app.on_startup.append(_freeze_what_startup_made)

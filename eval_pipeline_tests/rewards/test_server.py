@@ -3,6 +3,7 @@
 import os
 import subprocess
 import sys
+import threading
 import time
 
 import httpx
@@ -157,3 +158,24 @@ def test_an_oversized_body_is_refused_with_413_and_the_server_carries_on(server)
     first, second = server.post("/reward", json=batch).json(), server.post("/reward", json=batch).json()
     assert first == second and len(first["rewards"]) == 3  # no state between requests
     assert server.get("/reward").status_code == 405
+
+
+def test_health_answers_while_a_large_request_is_scored(server):
+    """Scoring runs off the event loop: a batch that takes seconds to score holds up no one else."""
+    numbers = " ".join(str(n) for n in range(400))  # each pair's prompt and answer full of numbers to check
+    large = {"pairs": [{"prompt": f"{i}: {numbers}", "completion": f"{numbers} {i}"} for i in range(1024)]}
+    finished: dict[str, float] = {}
+
+    def score_the_large_one() -> None:
+        response = server.post("/reward", json=large, timeout=300)
+        assert response.status_code == 200 and len(response.json()["rewards"]) == 1024
+        finished["large"] = time.monotonic()
+
+    scoring = threading.Thread(target=score_the_large_one)
+    scoring.start()
+    time.sleep(0.5)  # the large body is sent and being scored
+    with httpx.Client(base_url=server.base_url, timeout=300) as other:
+        assert other.get("/health").json()["status"] == "ok"
+    finished["health"] = time.monotonic()
+    scoring.join(300)
+    assert finished["health"] < finished["large"]

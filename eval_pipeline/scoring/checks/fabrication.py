@@ -10,6 +10,7 @@ nothing is an issue, and a regression finding (critical by default: `[policies] 
 from __future__ import annotations
 
 import re
+from bisect import bisect_left
 
 from eval_pipeline.config import ChecksConfig
 from eval_pipeline.scoring.checks import Check
@@ -22,7 +23,7 @@ _NOT_CLAIMS = re.compile(
     r"|\b\d{1,2}:\d{2}(?::\d{2})?\s*(?:[ap]\.?m\.?)?"  # 10:30, 9:05 pm
     rf"|\b{_MONTH}\s+\d{{1,2}}(?:st|nd|rd|th)?(?:,?\s+\d{{4}})?\b"  # November 5, 2026
     rf"|\b\d{{1,2}}(?:st|nd|rd|th)?\s+(?:of\s+)?{_MONTH}(?:,?\s+\d{{4}})?"  # 5th of November 2026
-    r"|(?m:^\s*\d{1,3}[.)](?=\s))",  # list numbering
+    r"|(?m:^[^\S\n]*\d{1,3}[.)](?=\s))",  # list numbering (indent within its line: \s* would rescan every blank line)
     re.IGNORECASE,
 )
 # Digits inside identifiers (A-10482, INV-2026-0412, rf-8817) or ranges (5-7) are not claims.
@@ -50,8 +51,13 @@ def numbers(text: str, *, claims_only: bool = False) -> list[tuple[str, float]]:
     return found
 
 
-def _supported(value: float, sources: list[float], tolerance: float) -> bool:
-    return any(abs(value - source) <= tolerance * abs(source) for source in sources if source)
+def _supported(value: float, index: list[float], tolerance: float) -> bool:
+    """Whether a source in `index` (distinct, positive, sorted) is within `tolerance` of `value`. The ones that match
+    lie from value / (1 + tolerance) up, so a bisection finds the first (with a neighbour each side, for a bound that
+    rounds either way) instead of a scan of every source for every claim, which made an answer full of numbers
+    quadratic."""
+    nearest = bisect_left(index, value / (1 + tolerance))
+    return any(abs(value - source) <= tolerance * source for source in index[max(nearest - 1, 0) : nearest + 2])
 
 
 def run(trajectory: Trajectory, config: ChecksConfig) -> list[tuple[str, str]]:
@@ -61,12 +67,13 @@ def run(trajectory: Trajectory, config: ChecksConfig) -> list[tuple[str, str]]:
     if not claims:
         return []
     texts = [call.output or "" for call in trajectory.calls] + [call.arguments or "" for call in trajectory.calls]
-    sources = [value for text in texts + trajectory.user_inputs for _, value in numbers(text)]
-    sources += [value * 100 for value in sources if 0 < value < 1]  # a rate of 0.15 stated as 15 %
+    sources = [value for text in texts + trajectory.user_inputs for _, value in numbers(text) if value]
+    sources += [value * 100 for value in sources if value < 1]  # a rate of 0.15 stated as 15 %
+    index = sorted(set(sources))
     return [
         ("error", f"{text!r} in the answer matches no number in the tool outputs or the user's input")
         for text, value in claims
-        if not _supported(value, sources, config.fabrication_tolerance)
+        if not _supported(value, index, config.fabrication_tolerance)
     ]
 
 
