@@ -267,7 +267,13 @@ class FileSource:
         if adapter is None:
             yield from both
             return
-        for record in adapter.convert(both, self.agent_for(path), fallback, quiet_seconds=self.trace_quiet_seconds):
-            if record.rejected is None and self.prices:
-                record = replace(record, raw=json.dumps(priced(json.loads(record.raw), self.prices)))
-            yield record
+        converted = adapter.convert(both, self.agent_for(path), fallback, quiet_seconds=self.trace_quiet_seconds)
+        try:
+            for record in converted:
+                if record.rejected is None and self.prices:
+                    record = replace(record, raw=json.dumps(priced(json.loads(record.raw), self.prices)))
+                yield record
+        except Exception as exc:  # an adapter's bug or a shape it did not foresee: the file is quarantined, the run goes on
+            reason = f"{adapter.NAME} could not read the rest of this file: {type(exc).__name__}: {exc}"
+            yield replace(first, locator=f"{path} (from the record the adapter stopped at)", raw=first.raw[:_SAMPLE_CHARS],
+                          rejected=reason)  # fmt: skip

@@ -185,3 +185,39 @@ def test_trace_steps_are_costed_from_the_price_table(tmp_path, records):
     with warehouse.connect(read_only=True) as con:
         total = con.execute(f"SELECT total_cost_usd FROM episodes WHERE episode_id = 'trace-{GENAI}'").fetchone()[0]
     assert total == pytest.approx((120 * 2.5 + 30 * 10.0 + 200 * 2.5 + 12 * 10.0) / 1e6)
+
+
+def test_attributes_shaped_unlike_the_conventions_quarantine_their_trace_not_the_run(tmp_path):
+    """An export of valid OTLP shape whose OpenInference key has a name where an index belongs made `run` exit 3."""
+    odd, good = "d" * 32, "e" * 32
+    exports = [
+        batch(
+            span(odd, "d1", None, "llm", 0, 400, {"openinference.span.kind": "LLM", "llm.input_messages.x.message.role": "user"})
+        ),
+        batch(span(good, "e1", None, "llm", 0, 400, {"openinference.span.kind": "LLM", "output.value": "fine"})),
+    ]
+    path = tmp_path / "src" / "traces.jsonl"
+    path.parent.mkdir()
+    path.write_text("".join(json.dumps(e) + "\n" for e in exports))
+    source = FileSource(tmp_path / "src", tmp_path / "index.json")
+    warehouse = Warehouse(tmp_path / "eval.duckdb")
+    counts = load_episodes(warehouse, DAY, source.records_for(DAY))
+    assert (counts.episodes, counts.quarantined) == (1, 1)
+    with warehouse.connect(read_only=True) as con:
+        [(reason,)] = con.execute("SELECT reason FROM quarantine").fetchall()
+    assert reason.startswith(f"otlp-json: trace {odd}: ValueError")
+
+
+def test_an_adapter_that_fails_midway_quarantines_its_file_and_the_run_goes_on(tmp_path, monkeypatch):
+    from eval_pipeline.episodes.adapters import otlp
+
+    def broken(records, agent_id, day, **options):
+        raise RuntimeError("a bug in the adapter")
+        yield  # a generator, like every convert
+
+    monkeypatch.setattr(otlp, "convert", broken)
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "traces.jsonl").write_text(json.dumps(batch(span("f" * 32, "f1", None, "x", 0, 10, {}))) + "\n")
+    source = FileSource(tmp_path / "src", tmp_path / "index.json")
+    counts = load_episodes(Warehouse(tmp_path / "eval.duckdb"), DAY, source.records_for(DAY))
+    assert (counts.episodes, counts.quarantined) == (0, 1)

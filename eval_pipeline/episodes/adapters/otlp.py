@@ -253,9 +253,13 @@ def convert(
         rooted = any(not s.get("parentSpanId") for s in spans)  # the root span is exported when the run ends
         if not rooted and max(_nanos(s["endTimeUnixNano"]) for s in spans) > cutoff:
             continue  # still receiving spans: read again once the file changes or the quiet period has passed
-        episode = _episode(trace_id, spans, agent_id)
+        origin = first_seen[trace_id]
+        try:
+            episode = _episode(trace_id, spans, agent_id)
+        except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:  # attributes shaped unlike the conventions
+            yield rejected(origin, day, f"{NAME}: trace {trace_id}: {type(exc).__name__}: {exc}")
+            continue
         if not rooted:
             episode["status"] = "killed"
             episode["metadata"]["cut_short"] = f"no root span after {quiet_seconds:g} s without new spans"
-        origin = first_seen[trace_id]
         yield RawRecord(origin.source, f"{origin.locator} trace {trace_id}", json.dumps(episode), day)
