@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Annotated, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from eval_pipeline.errors import UserInputError
 from eval_pipeline.scoring.dimensions import Direction, dimensions, judged_dimensions
@@ -31,6 +31,19 @@ def threshold_directions() -> dict[str, Direction]:
 Severity = Literal["warning", "critical"]
 SEVERITY_RANK: dict[str, int] = {"warning": 1, "critical": 2}  # the one order of finding severities
 ISSUE_PENALTY: dict[str, int] = {"critical": 25, "error": 10, "warning": 5, "info": 0}  # points off 100 per check issue
+
+
+def _compiled(patterns: list[str]) -> list[str]:
+    """A bad pattern would break every output that uses it: say which, when the config is read."""
+    for pattern in patterns:
+        try:
+            re.compile(pattern)
+        except re.error as exc:
+            raise ValueError(f"{pattern!r} is not a regular expression: {exc}") from None
+    return patterns
+
+
+RegularExpressions = Annotated[list[str], AfterValidator(_compiled)]
 
 
 class _Strict(BaseModel):
@@ -64,21 +77,10 @@ DEFAULT_FINDING_SEVERITY: dict[str, Severity] = {"case": "critical", "numeric_fa
 
 
 class Policies(_Strict):
-    secret_patterns: list[str] = Field(default_factory=list)  # beyond redaction.SECRET_KINDS, which always apply
+    secret_patterns: RegularExpressions = Field(default_factory=list)  # beyond redaction.SECRET_KINDS, which always apply
     denied_tools: list[str] = Field(default_factory=list)
     pass_threshold: float = Field(0.7, ge=0, le=1)
     finding_severity: dict[str, Severity] = Field(default_factory=lambda: dict(DEFAULT_FINDING_SEVERITY))
-
-    @field_validator("secret_patterns")
-    @classmethod
-    def _patterns_compile(cls, patterns: list[str]) -> list[str]:
-        """A bad pattern would break every output that redacts: say which, when the config is read."""
-        for pattern in patterns:
-            try:
-                re.compile(pattern)
-            except re.error as exc:
-                raise ValueError(f"{pattern!r} is not a regular expression: {exc}") from None
-        return patterns
 
     @model_validator(mode="before")
     @classmethod
@@ -152,20 +154,10 @@ class ChecksConfig(_Strict):
     fabrication_tolerance: float = Field(0.05, ge=0)  # relative distance at which a stated number matches a source
     short_answer_chars: int = Field(100, ge=0)  # a shorter final answer (not near-empty) is short; 0: off
     min_tool_calls: int = Field(1, ge=0)  # a run with tools available that called fewer; 0: off
-    no_data_patterns: list[str] = Field(default_factory=lambda: list(DEFAULT_NO_DATA_PATTERNS))  # case-insensitive
+    no_data_patterns: RegularExpressions = Field(default_factory=lambda: list(DEFAULT_NO_DATA_PATTERNS))  # case-insensitive
     max_agent_share: float = Field(0.85, gt=0, le=1)  # of a multi-agent run's steps, the most one agent may take
     max_handoffs_back: int = Field(4, ge=1)  # hand-offs back to an agent that already acted, with no tool progress since
     plugins: list[str] = Field(default_factory=list)  # "module:attribute" of your own `Check`s (`eval_pipeline.plugins`)
-
-    @field_validator("no_data_patterns")
-    @classmethod
-    def _regular_expressions(cls, patterns: list[str]) -> list[str]:
-        for pattern in patterns:
-            try:
-                re.compile(pattern)
-            except re.error as exc:
-                raise ValueError(f"{pattern!r} is not a regular expression: {exc}") from None
-        return patterns
 
 
 class StatisticsConfig(_Strict):
