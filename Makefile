@@ -50,5 +50,8 @@ ui: install
 bench: install
 	$(BIN)/python benchmarks/run_throughput.py
 
+# Everything the demo and runs write under data/: the warehouse and what lives beside it (alert outbox and
+# ledger, stored captures, the source's file index), reports, episodes and run history.
 clean:
-	rm -rf data/episodes data/eval.duckdb* data/reports data/dagster_home
+	rm -rf data/episodes data/eval.duckdb* data/reports data/dagster_home data/alerts data/captures \
+		data/episode_source_index.json data/*.lock
