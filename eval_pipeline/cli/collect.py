@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import signal
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -29,6 +30,7 @@ def _run(args: argparse.Namespace, settings: Settings) -> int:
         raise UsageError(f"cannot listen on {args.host}:{args.port}: {exc}") from None
     host, port = str(server.server_address[0]), server.server_address[1]
     print(f"collecting OTLP/HTTP traces on http://{host}:{port}/v1/traces into {directory}", flush=True)
+    signal.signal(signal.SIGTERM, _interrupted)  # a supervisor's stop, even where SIGTERM was inherited as ignored
     try:
         server.serve_forever(poll_interval=0.2)
     except KeyboardInterrupt:
@@ -36,6 +38,11 @@ def _run(args: argparse.Namespace, settings: Settings) -> int:
     finally:
         server.server_close()
     return EXIT_OK
+
+
+def _interrupted(signum: int, frame: object) -> None:
+    """SIGTERM stops the server as Ctrl-C does: the socket is closed and the command ends."""
+    raise KeyboardInterrupt
 
 
 COMMAND = Command(
