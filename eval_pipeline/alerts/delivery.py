@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import contextvars
 import logging
-from collections.abc import Iterable
+import threading
+import time
+from collections.abc import Callable, Iterable
 from contextvars import ContextVar
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -17,6 +21,18 @@ from eval_pipeline.retry import Backoff, RetriesExhausted, with_retries
 
 log = logging.getLogger(__name__)
 WEBHOOK_BACKOFF = Backoff(attempts=3, base_seconds=0.5, max_seconds=5.0)
+
+
+@dataclass(frozen=True)
+class Deadlines:
+    """How long delivery may take, whatever the webhook does: a server answering a byte every few seconds
+    never trips a per-read timeout, so each POST (its retries included) and each delivery run has a total."""
+
+    per_post_seconds: float = 20.0
+    per_delivery_seconds: float = 60.0  # past it, the rest stays in the outbox for the next run or the sensor
+
+
+WEBHOOK_DEADLINES = Deadlines()
 FALLBACK_FILE = "alerts.jsonl"  # in the outbox directory, when no webhook is configured
 
 
@@ -44,23 +60,50 @@ class _WebhookUrlAsHost(logging.Filter):
 logging.getLogger("httpx").addFilter(_WebhookUrlAsHost())
 
 
-def post_webhook(url: str, payload: dict, backoff: Backoff = WEBHOOK_BACKOFF) -> None:
-    """POST with retries on transport errors, 429 and 5xx; raises WebhookError when it still fails."""
+def post_webhook(
+    url: str, payload: dict, backoff: Backoff = WEBHOOK_BACKOFF, deadline_seconds: float = WEBHOOK_DEADLINES.per_post_seconds
+) -> None:
+    """POST with retries on transport errors, 429 and 5xx, all within `deadline_seconds`; raises WebhookError when
+    it still fails or the deadline passes (the POST is then abandoned: its socket is closed under it)."""
+    client = httpx.Client(timeout=min(15.0, deadline_seconds))
 
     def call() -> None:
-        with httpx.Client(timeout=15.0) as client:
-            client.post(url, content=jsonout.dumps(payload), headers={"Content-Type": "application/json"}).raise_for_status()
+        client.post(url, content=jsonout.dumps(payload), headers={"Content-Type": "application/json"}).raise_for_status()
 
     host = webhook_host(url)
     posting = _posting_to_webhook.set(True)
     try:
-        with_retries(f"alert webhook POST to {host}", call, backoff)
+        _within(deadline_seconds, lambda: with_retries(f"alert webhook POST to {host}", call, backoff), client.close)
+    except TimeoutError:
+        raise WebhookError(f"alert webhook POST to {host} took longer than {deadline_seconds:g} s; kept for later") from None
     except httpx.HTTPStatusError as exc:  # its message holds the URL
         raise WebhookError(f"alert webhook POST to {host} answered HTTP {exc.response.status_code}") from None
     except (httpx.HTTPError, httpx.InvalidURL, RetriesExhausted) as exc:  # a transport error may quote the URL too
         raise WebhookError(str(exc).replace(url, host)) from None
     finally:
         _posting_to_webhook.reset(posting)
+        client.close()
+
+
+def _within(seconds: float, work: Callable[[], None], abandon: Callable[[], None]) -> None:
+    """`work()` in a worker thread; TimeoutError (after `abandon()`) if it has not returned within `seconds`."""
+    outcome: list[BaseException | None] = []
+
+    def run() -> None:
+        try:
+            work()
+            outcome.append(None)
+        except BaseException as exc:  # handed to the caller's thread as it is
+            outcome.append(exc)
+
+    worker = threading.Thread(target=contextvars.copy_context().run, args=(run,), daemon=True)
+    worker.start()
+    worker.join(seconds)
+    if not outcome:
+        abandon()
+        raise TimeoutError
+    if outcome[0] is not None:
+        raise outcome[0]
 
 
 def deliver_pending(
@@ -69,14 +112,19 @@ def deliver_pending(
     ui_base_url: str,
     secret_patterns: Iterable[str],
     backoff: Backoff = WEBHOOK_BACKOFF,
+    deadlines: Deadlines = WEBHOOK_DEADLINES,
 ) -> DeliveryReport:
-    """Send every undelivered alert once: per agent and day (findings) or per failed run."""
+    """Send every undelivered alert once: per agent and day (findings) or per failed run, within the deadlines."""
     patterns = tuple(secret_patterns)
+    ends = time.monotonic() + deadlines.per_delivery_seconds
 
     def send(alerts: list[Alert]) -> None:
         payload = slack_message(alerts, ui_base_url, patterns)
         if webhook_url:
-            post_webhook(webhook_url, payload, backoff)
+            left = ends - time.monotonic()
+            if left <= 0:
+                raise WebhookError(f"delivery took its {deadlines.per_delivery_seconds:g} s; kept for the next delivery")
+            post_webhook(webhook_url, payload, backoff, min(deadlines.per_post_seconds, left))
             return
         log.info("alert (no EVAL_ALERT_WEBHOOK_URL set): %s", payload["text"])
         with (outbox.directory / FALLBACK_FILE).open("a") as handle:
