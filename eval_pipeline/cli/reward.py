@@ -22,17 +22,16 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _run(args: argparse.Namespace, settings: Settings) -> int:
-    from eval_pipeline.cli.run import launch
-    from eval_pipeline.config import load_config
+    from eval_pipeline.cli.run import checked_inputs, launch
     from eval_pipeline.runner import RunRequest
     from eval_pipeline.warehouse.rewards import reward_summary
 
     selected = days(args)
-    config = load_config(settings.config_path)
+    config, _ = checked_inputs(settings, selected)
     names = reward_names(args.name, config)
     warehouse = existing_warehouse(settings)
     scored_episodes(warehouse, selected)
-    launch(settings, RunRequest(selected, assets=("rewards",), rewards=tuple(names)), "computing rewards of")
+    launch(settings, RunRequest(selected, assets=("rewards",), rewards=tuple(names)), config, "computing rewards of")
     summary = reward_summary(warehouse, selected[0], selected[-1], names)
     print_table(summary, f"rewards written ({summary['episodes'].sum()} rows, config {config.version})")
     return EXIT_OK

@@ -133,17 +133,26 @@ def check_partitions(selected: list[date], first: date) -> None:
         )
 
 
-def launch(settings: Settings, request: RunRequest, what: str = "evaluating") -> str:
-    """Run the graph (or the request's part of it) for the request's days, then deliver the alerts it raised."""
+def checked_inputs(
+    settings: Settings, selected: list[date], checks: tuple[str, ...] | None = None
+) -> tuple[EvalConfig, list[CaseSpec]]:
+    """The config and case set, read once and checked before any run starts: what is wrong in them is the user's
+    to fix (exit 2), as are days outside the partitions, a plug-in that does not load or an unknown --checks name."""
     from eval_pipeline import plugins
     from eval_pipeline.config import load_config
+
+    check_partitions(selected, settings.history_start)
+    config = load_config(settings.config_path)
+    cases = case_set(settings, config)
+    plugins.checks(config, settings.config_path, checks)
+    plugins.adapters(config, settings.config_path)
+    return config, cases
+
+
+def launch(settings: Settings, request: RunRequest, config: EvalConfig, what: str = "evaluating") -> str:
+    """Run the graph (or the request's part of it) for the request's days, then deliver the alerts it raised."""
     from eval_pipeline.runner import run_days
 
-    check_partitions(request.days, settings.history_start)
-    config = load_config(settings.config_path)  # a bad config is the user's to fix: say so before any run starts
-    case_set(settings, config)  # and so is a bad case
-    plugins.checks(config, settings.config_path, request.checks)  # a plug-in that does not load, an unknown --checks name
-    plugins.adapters(config, settings.config_path)
     first, last = request.days[0], request.days[-1]
     span = str(first) if first == last else f"{first}..{last} ({len(request.days)} days, one run)"
     try:
@@ -165,17 +174,16 @@ def case_set(settings: Settings, config: EvalConfig) -> list[CaseSpec]:
 def evaluate(settings: Settings, request: RunRequest) -> None:
     """Run the whole graph for the days; print each case of the case set and each category, when there is
     one, then one line per day, then where to look."""
-    from eval_pipeline.config import load_config
     from eval_pipeline.reports.markdown import verdict_line
     from eval_pipeline.warehouse.cases import case_results
     from eval_pipeline.warehouse.connection import Warehouse
     from eval_pipeline.warehouse.reports import report_rows
 
-    run_id = launch(settings, request)
+    config, case_specs = checked_inputs(settings, request.days, request.checks)
+    run_id = launch(settings, request, config)
     if request.agent_id:
         _check_agent_seen(Warehouse(settings.duckdb_path), request)
-    config = load_config(settings.config_path)
-    cases = [case.id for case in case_set(settings, config)]
+    cases = [case.id for case in case_specs]
     agents = [agent.agent_id for agent in config.capture.capture_agents if request.agent_id in (None, agent.agent_id)]
     if cases and agents:
         _print_case_results(case_results(Warehouse(settings.duckdb_path), request.days, agents, cases))
