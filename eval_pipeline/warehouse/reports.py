@@ -21,11 +21,11 @@ def report_inputs(warehouse: Warehouse, day: date, trend_days: int) -> ReportDat
         params = {"day": day}
         scores = con.execute(
             "SELECT s.*, e.category, r.final_output, o.origin AS baseline_origin "
-            "FROM scores s JOIN episodes e USING (episode_id, partition_date) "
+            "FROM current_scores s JOIN episodes e USING (episode_id, partition_date) "
             "LEFT JOIN replays r USING (episode_id, partition_date) "
             "LEFT JOIN (SELECT agent_id, task_id, episode_id, arg_max(origin, established_at) AS origin FROM baselines "
             "GROUP BY ALL) o ON o.episode_id = s.baseline_episode_id AND o.agent_id = s.agent_id AND o.task_id = s.task_id "
-            "WHERE s.partition_date = $day AND NOT s.superseded",  # a case-set agent's later run of the day stands
+            "WHERE s.partition_date = $day",
             params,
         ).df()
         trend = con.execute(
@@ -78,9 +78,9 @@ SELECT s.episode_id, s.agent_id, s.task_id, e.trial, e.metadata->>'hint' AS hint
        (SELECT string_agg(a.assertion || ': ' || coalesce(a.detail, 'failed'), '; ' ORDER BY a.assertion)
           FROM assertions a
          WHERE a.episode_id = s.episode_id AND a.partition_date = s.partition_date AND NOT a.passed) AS reasoning
-  FROM scores s JOIN episodes e USING (episode_id, partition_date)
+  FROM current_scores s JOIN episodes e USING (episode_id, partition_date)
   LEFT JOIN replays r USING (episode_id, partition_date)
- WHERE s.partition_date = $day AND s.case_passed = false AND NOT s.superseded
+ WHERE s.partition_date = $day AND s.case_passed = false
  ORDER BY s.episode_id
 """
 
@@ -121,9 +121,7 @@ def run_outcome(warehouse: Warehouse, days: list[date], agent_id: str | None = N
     params = {"days": days, "agent": agent_id}
     scope = "list_contains($days, partition_date) AND ($agent IS NULL OR agent_id = $agent)"
     with warehouse.session():
-        failed = warehouse.read_frame(
-            f"SELECT count(*) AS n FROM scores WHERE {scope} AND passed = false AND NOT superseded", params
-        )
+        failed = warehouse.read_frame(f"SELECT count(*) AS n FROM current_scores WHERE {scope} AND passed = false", params)
         rows = warehouse.read_frame(f"SELECT severity, count(*) AS n FROM findings WHERE {scope} GROUP BY ALL", params)
     return RunOutcome(int(failed["n"].iloc[0]), dict(zip(rows["severity"], rows["n"].astype(int), strict=False)))
 
@@ -155,8 +153,7 @@ def junit_inputs(warehouse: Warehouse, days: list[date], agent_id: str | None = 
     scope = "list_contains($days, partition_date) AND ($agent IS NULL OR agent_id = $agent)"
     with warehouse.session():
         scores = warehouse.read_frame(
-            "SELECT partition_date, agent_id, task_id, episode_id, passed, verdict_reason FROM scores "
-            f"WHERE {scope} AND NOT superseded",
+            f"SELECT partition_date, agent_id, task_id, episode_id, passed, verdict_reason FROM current_scores WHERE {scope}",
             params,
         )
         findings = warehouse.read_frame(

@@ -14,6 +14,18 @@ import duckdb
 from eval_pipeline.scoring.dimensions import dimensions
 from eval_pipeline.warehouse.rows import one_row
 
+# What `agent_daily` shows per agent and day (migration 6 made the view; 10 counts the current runs only).
+_AGENT_DAILY_COLUMNS = """s.partition_date, s.agent_id, count(*) AS episodes,
+           avg(s.passed::INTEGER) AS pass_rate, avg(s.weighted_score) AS mean_weighted_score,
+           avg(s.correctness) AS mean_correctness, avg(s.tool_match) AS mean_tool_match, avg(s.safety) AS mean_safety,
+           avg(s.judge_score) AS mean_judge_score, avg(s.total_cost_usd) AS mean_cost_usd,
+           avg(s.total_duration_ms) AS mean_latency_ms, avg(s.cost_delta_pct) AS mean_cost_delta_pct,
+           avg(s.latency_delta_pct) AS mean_latency_delta_pct,
+           (SELECT count(*) FROM findings f WHERE f.partition_date = s.partition_date AND f.agent_id = s.agent_id
+                AND f.severity = 'critical') AS critical_findings,
+           (SELECT count(*) FROM findings f WHERE f.partition_date = s.partition_date AND f.agent_id = s.agent_id
+                AND f.severity = 'warning') AS warning_findings"""
+
 MIGRATIONS: list[str] = [
     # 1: the foundation's tables
     """
@@ -266,20 +278,11 @@ MIGRATIONS: list[str] = [
     ALTER TABLE scores ADD COLUMN issue_grade VARCHAR;
     """,
     # 6: since when a finding has lasted; views for the questions users ask
-    """
+    f"""
     ALTER TABLE findings ADD COLUMN since DATE;
     ALTER TABLE findings ADD COLUMN lifecycle VARCHAR;  -- new or persisting
     CREATE VIEW agent_daily AS
-    SELECT s.partition_date, s.agent_id, count(*) AS episodes,
-           avg(s.passed::INTEGER) AS pass_rate, avg(s.weighted_score) AS mean_weighted_score,
-           avg(s.correctness) AS mean_correctness, avg(s.tool_match) AS mean_tool_match, avg(s.safety) AS mean_safety,
-           avg(s.judge_score) AS mean_judge_score, avg(s.total_cost_usd) AS mean_cost_usd,
-           avg(s.total_duration_ms) AS mean_latency_ms, avg(s.cost_delta_pct) AS mean_cost_delta_pct,
-           avg(s.latency_delta_pct) AS mean_latency_delta_pct,
-           (SELECT count(*) FROM findings f WHERE f.partition_date = s.partition_date AND f.agent_id = s.agent_id
-                AND f.severity = 'critical') AS critical_findings,
-           (SELECT count(*) FROM findings f WHERE f.partition_date = s.partition_date AND f.agent_id = s.agent_id
-                AND f.severity = 'warning') AS warning_findings
+    SELECT {_AGENT_DAILY_COLUMNS}
     FROM scores s GROUP BY s.partition_date, s.agent_id;
     CREATE VIEW latest_findings AS
     SELECT * FROM findings WHERE partition_date = (SELECT max(partition_date) FROM findings);
@@ -311,19 +314,10 @@ MIGRATIONS: list[str] = [
     """,
     # 10: a case-set agent's earlier run of a day, superseded by its later one (`--recapture`): kept, compared by
     # its label, but no longer what the day's verdict, findings, trials and trend count
-    """
+    f"""
     ALTER TABLE scores ADD COLUMN superseded BOOLEAN DEFAULT false;
     CREATE OR REPLACE VIEW agent_daily AS
-    SELECT s.partition_date, s.agent_id, count(*) AS episodes,
-           avg(s.passed::INTEGER) AS pass_rate, avg(s.weighted_score) AS mean_weighted_score,
-           avg(s.correctness) AS mean_correctness, avg(s.tool_match) AS mean_tool_match, avg(s.safety) AS mean_safety,
-           avg(s.judge_score) AS mean_judge_score, avg(s.total_cost_usd) AS mean_cost_usd,
-           avg(s.total_duration_ms) AS mean_latency_ms, avg(s.cost_delta_pct) AS mean_cost_delta_pct,
-           avg(s.latency_delta_pct) AS mean_latency_delta_pct,
-           (SELECT count(*) FROM findings f WHERE f.partition_date = s.partition_date AND f.agent_id = s.agent_id
-                AND f.severity = 'critical') AS critical_findings,
-           (SELECT count(*) FROM findings f WHERE f.partition_date = s.partition_date AND f.agent_id = s.agent_id
-                AND f.severity = 'warning') AS warning_findings
+    SELECT {_AGENT_DAILY_COLUMNS}
     FROM scores s WHERE NOT s.superseded GROUP BY s.partition_date, s.agent_id;
     """,
     # 11: how many source records each episode was made from (source health judges quarantine against records
@@ -351,6 +345,10 @@ MIGRATIONS: list[str] = [
     # 12: the tools each LLM call was offered (step `metadata.tools`), so a run that called none of them shows
     """
     ALTER TABLE episode_steps ADD COLUMN offered_tools VARCHAR[];
+    """,
+    # 13: the day's evaluation in one place: every scored episode but the runs a later run of their agent superseded
+    """
+    CREATE VIEW current_scores AS SELECT * FROM scores WHERE NOT superseded;
     """,
 ]
 

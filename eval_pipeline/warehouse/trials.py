@@ -14,8 +14,8 @@ def trial_inputs(warehouse: Warehouse, day: date, agent_id: str | None = None) -
     return warehouse.read_frame(
         """
         SELECT s.agent_id, s.task_id, s.episode_id, s.passed
-        FROM scores s
-        WHERE s.partition_date = $day AND ($agent IS NULL OR s.agent_id = $agent) AND NOT s.superseded
+        FROM current_scores s
+        WHERE s.partition_date = $day AND ($agent IS NULL OR s.agent_id = $agent)
         ORDER BY s.agent_id, s.task_id, s.episode_id
         """,
         {"day": day, "agent": agent_id},
