@@ -108,7 +108,8 @@ def table_rows(out: str, title: str) -> list[str]:
 
 def test_the_eval_case_file_as_it_is_answers_like_its_own_harness(project, capsys):
     assert not (project / "data" / "episodes").exists()
-    assert main(["run", "--date", DAY]) == 1  # two cases failed
+    junit = project / "results.xml"
+    assert main(["run", "--date", DAY, "--junit", str(junit)]) == 1  # two cases failed
     out = capsys.readouterr().out
 
     rows = [
@@ -137,6 +138,9 @@ def test_the_eval_case_file_as_it_is_answers_like_its_own_harness(project, capsy
     ]
     summary = next(line for line in out.splitlines() if line.startswith(f"{DAY}  "))
     assert re.search(r"\b10 episodes\s+8 passed\s+2 failed\s+0 without a verdict\s+pass rate\s+80%", summary)
+    report = json.loads((project / "reports" / f"eval-report-{DAY}.json").read_text())  # every output, the same count
+    assert (report["summary"]["passed"], report["summary"]["failed"]) == (8, 2)
+    assert 'tests="10" failures="2"' in junit.read_text()
 
     assert main(["status"]) == 0  # says that the default source is missing, rather than failing
     assert "does not exist: no recorded episodes, only the runs of the case set data/eval_cases.json" in capsys.readouterr().out

@@ -3,6 +3,7 @@
 import json
 import os
 import subprocess
+from collections.abc import Callable
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 
@@ -117,6 +118,19 @@ def autogen_python() -> Path:
     return AUTOGEN_PYTHON
 
 
+def evaluated(days: set[date], capsys) -> Callable[[str], list[dict]]:
+    """Run each day the producer wrote (one, unless it ran across midnight UTC); then SQL over the warehouse as JSON."""
+    for day in sorted(days):
+        assert main(["run", "--date", day.isoformat(), "--fail-on", "never"]) == 0
+    capsys.readouterr()
+
+    def query(sql: str) -> list[dict]:
+        assert main(["query", sql, "--format", "json"]) == 0
+        return json.loads(capsys.readouterr().out)
+
+    return query
+
+
 def micros(stamp: str) -> int:
     return (datetime.fromisoformat(stamp) - datetime(1970, 1, 1, tzinfo=UTC)) // timedelta(microseconds=1)
 
@@ -148,13 +162,7 @@ def test_a_real_autogen_team_log_is_evaluated_without_configuration(project_env,
 
     run_days = {datetime.fromisoformat(line["created_at"]).date() for line in team + assistant if line.get("source") == "user"}
     run_days |= {datetime.fromisoformat(result["messages"][0]["created_at"]).date() for result in results}
-    for day in sorted(run_days):  # one day, unless the producer ran across midnight UTC
-        assert main(["run", "--date", day.isoformat(), "--fail-on", "never"]) == 0
-    capsys.readouterr()
-
-    def query(sql: str) -> list[dict]:
-        assert main(["query", sql, "--format", "json"]) == 0
-        return json.loads(capsys.readouterr().out)
+    query = evaluated(run_days, capsys)
 
     assert query("SELECT locator, reason FROM quarantine") == []
     columns = (
@@ -258,13 +266,7 @@ def test_a_real_autogen_run_logged_by_its_event_logger_is_scored_and_compared_en
     for line in lines:  # every line fits the schema `eval-pipeline schemas` publishes, or is a plain warning
         assert AutoGenLogEvent.model_validate(log_message(line)[0]) if "{" in line else " - WARNING - " in line
     run_days = {datetime.fromisoformat(line[:19]).date() for line in lines}  # the formatter writes UTC here
-    for day in sorted(run_days):  # one day, unless the producer ran across midnight UTC
-        assert main(["run", "--date", day.isoformat(), "--fail-on", "never"]) == 0
-    capsys.readouterr()
-
-    def query(sql: str) -> list[dict]:
-        assert main(["query", sql, "--format", "json"]) == 0
-        return json.loads(capsys.readouterr().out)
+    query = evaluated(run_days, capsys)
 
     quarantined = query("SELECT locator, reason FROM quarantine ORDER BY locator")
     at = len((episodes_dir / "experiment" / "event.txt").read_text().splitlines()) - 2
