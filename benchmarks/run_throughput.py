@@ -315,7 +315,7 @@ def write_days(directory: Path, days: list[date], n: int, tasks: list[Task], see
 # Running the CLI as a child process
 # ---------------------------------------------------------------------------------------------
 
-_DAY_LINE = re.compile(r"^(\d{4}-\d{2}-\d{2})\s+(\d+) episodes\s+(\d+) scored")
+_DAY_LINE = re.compile(r"^(\d{4}-\d{2}-\d{2})\s+(\d+) episodes\s")  # the CLI's line per day
 
 
 @dataclass
