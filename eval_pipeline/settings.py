@@ -28,6 +28,8 @@ _PATH_DEFAULTS = {
     "DAGSTER_HOME": "data/dagster_home",
 }
 _SOURCE_DEFAULT = "data/episodes"
+VIEWER_PORT_DEFAULT = 8765
+VIEWER_BASE_URL_DEFAULT = f"http://127.0.0.1:{VIEWER_PORT_DEFAULT}"
 _HISTORY_START_DEFAULT = "2025-01-01"
 
 
@@ -44,7 +46,9 @@ class Settings(BaseModel):
     dagster_home: Path
     config_path: Path | None
     replay_mode: ReplayMode
-    ui_base_url: str
+    ui_base_url: str  # Dagster's webserver: links to runs
+    viewer_base_url: str  # `eval-pipeline serve`: links to days and episodes
+    viewer_token: SecretStr | None  # a secret: the viewer requires it when set, and needs it to listen beyond loopback
     history_start: date  # the first daily partition
     alert_webhook_url: str | None  # a secret (Slack's URLs carry a token): never print it
     llm_base_url: str | None  # any OpenAI-compatible server, for the judge and live replays
@@ -70,6 +74,8 @@ class Settings(BaseModel):
             config_path=Path(_absolute(config, cwd)) if config else None,
             replay_mode=_replay_mode(env.get("EVAL_REPLAY_MODE") or "dry"),
             ui_base_url=_url("EVAL_UI_BASE_URL", env.get("EVAL_UI_BASE_URL") or "http://127.0.0.1:3000"),
+            viewer_base_url=_url("EVAL_VIEWER_BASE_URL", env.get("EVAL_VIEWER_BASE_URL") or VIEWER_BASE_URL_DEFAULT),
+            viewer_token=SecretStr(env["EVAL_UI_TOKEN"]) if env.get("EVAL_UI_TOKEN") else None,
             history_start=_day("EVAL_HISTORY_START", env.get("EVAL_HISTORY_START") or _HISTORY_START_DEFAULT),
             alert_webhook_url=env.get("EVAL_ALERT_WEBHOOK_URL") or None,
             llm_base_url=_url("OPENAI_BASE_URL", env["OPENAI_BASE_URL"]) if env.get("OPENAI_BASE_URL") else None,
@@ -86,6 +92,7 @@ class Settings(BaseModel):
             "DAGSTER_HOME": str(self.dagster_home),
             "EVAL_REPLAY_MODE": self.replay_mode,
             "EVAL_UI_BASE_URL": self.ui_base_url,
+            "EVAL_VIEWER_BASE_URL": self.viewer_base_url,
             "EVAL_HISTORY_START": self.history_start.isoformat(),
         }
         return resolved | ({"EVAL_CONFIG": str(self.config_path)} if self.config_path else {})

@@ -30,6 +30,7 @@ from eval_pipeline.cli import (
     reward_bench,
     run,
     schemas,
+    serve,
     serve_rewards,
     status,
     summarize,
@@ -59,6 +60,7 @@ COMMANDS: tuple[Command, ...] = tuple(
         reward,
         serve_rewards,
         reward_bench,
+        serve,
         ui,
     )
 )
