@@ -42,11 +42,11 @@ class Piece:
     changed: bool
 
 
-_WORDS = re.compile(r"\s+|[^\s]+")
+_WORDS = re.compile(r"\s+|\S+\s*")  # a word with the space after it: spaces alone never pair two runs up
 
 
 def word_diff(baseline: str, candidate: str) -> tuple[list[Piece], list[Piece]]:
-    """Each side as pieces, marked where it differs from the other (whitespace compared as words are)."""
+    """Each side as pieces, marked where it differs from the other."""
     left, right = _WORDS.findall(baseline), _WORDS.findall(candidate)
     left_pieces: list[Piece] = []
     right_pieces: list[Piece] = []
