@@ -36,8 +36,8 @@ def _run(args: argparse.Namespace, settings: Settings) -> int:
         raise UsageError(f"cannot listen on {args.host}:{args.port}: {exc}") from None
     # a process started in the background by `make` inherits SIGTERM ignored: stop on it like on Ctrl-C
     signal.signal(signal.SIGTERM, lambda *_: threading.Thread(target=server.shutdown).start())
-    host, port = server.server_address[:2]
-    print(f"viewer on http://{host}:{port}/ over {settings.duckdb_path}{' (token required)' if token else ''}", flush=True)
+    port = server.server_address[1]
+    print(f"viewer on http://{args.host}:{port}/ over {settings.duckdb_path}{' (token required)' if token else ''}", flush=True)
     try:
         server.serve_forever()
     except KeyboardInterrupt:

@@ -30,7 +30,9 @@ def align(baseline: list[str], candidate: list[str]) -> list[AlignedStep]:
         left, right = baseline[b1:b2], candidate[c1:c2]
         for n in range(max(len(left), len(right))):
             b, c = (left[n] if n < len(left) else None), (right[n] if n < len(right) else None)
-            rows.append(AlignedStep("changed" if b is not None and c is not None else ("removed" if c is None else "added"), b, c))
+            rows.append(
+                AlignedStep("changed" if b is not None and c is not None else ("removed" if c is None else "added"), b, c)
+            )
     return rows
 
 

@@ -8,9 +8,10 @@ from urllib.parse import quote, urlencode
 from eval_pipeline.warehouse.viewer import Filters
 
 
-def day_path(day: date, filters: Filters = Filters()) -> str:
+def day_path(day: date, filters: Filters | None = None) -> str:
     """The day's page with `filters` as its query (the empty ones left out)."""
-    query = urlencode({name: value for name, value in filters.params().items() if value is not None})
+    chosen = filters.params() if filters else {}
+    query = urlencode({name: value for name, value in chosen.items() if value is not None})
     return f"/days/{day.isoformat()}" + (f"?{query}" if query else "")
 
 

@@ -95,7 +95,9 @@ class Pages:
         agents = [
             {
                 "agent_id": agent,
-                "figures": _figures(day, Filters(**{**filters.params(), "agent": agent}), group, findings[findings["agent_id"] == agent]),
+                "figures": _figures(
+                    day, Filters(**{**filters.params(), "agent": agent}), group, findings[findings["agent_id"] == agent]
+                ),
             }
             for agent, group in episodes.groupby("agent_id", sort=True)
         ]
@@ -133,7 +135,11 @@ class Pages:
             tools=align(_names(baseline.get("tools")), candidate_tools),
             answers=word_diff(baseline_answer, answer) if baseline else None,
             answer=answer,
-            dimensions=[(d.label, _percent(score.get(d.column)) if d.percent else _num(score.get(d.column))) for d in dimensions() if d.column in score],
+            dimensions=[
+                (d.label, _percent(score.get(d.column)) if d.percent else _num(score.get(d.column)))
+                for d in dimensions()
+                if d.column in score
+            ],
             steps=self._steps(records.steps),
             baseline_steps=self._steps(records.baseline_steps),
             findings=_records(records.findings),

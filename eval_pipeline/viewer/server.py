@@ -105,7 +105,7 @@ class _Handler(BaseHTTPRequestHandler):
     server: ViewerServer
     protocol_version = "HTTP/1.1"
 
-    def do_GET(self) -> None:  # noqa: N802 (the standard library's name)
+    def do_GET(self) -> None:
         viewer = self.server.viewer
         url = urlsplit(self.path)
         query = parse_qs(url.query)
@@ -138,7 +138,14 @@ class _Handler(BaseHTTPRequestHandler):
         cookie = SimpleCookie(self.headers.get("Cookie", ""))
         return TOKEN_COOKIE in cookie and _same(cookie[TOKEN_COOKIE].value, token)
 
-    def _send(self, status: HTTPStatus, title: str = "", message: str = "", headers: dict[str, str] | None = None, body: str | None = None) -> None:
+    def _send(
+        self,
+        status: HTTPStatus,
+        title: str = "",
+        message: str = "",
+        headers: dict[str, str] | None = None,
+        body: str | None = None,
+    ) -> None:
         if body is None and status != HTTPStatus.SEE_OTHER:
             body = self.server.viewer.pages.problem(title, message)
         data = (body or "").encode()
@@ -149,7 +156,7 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(data)
 
-    def log_message(self, format: str, *args: object) -> None:  # noqa: A002 (the standard library's name)
+    def log_message(self, format: str, *args: object) -> None:
         """One line per request on stderr, without the query (it may carry the token)."""
         print(f"{self.command} {urlsplit(self.path).path} {args[1] if len(args) > 1 else ''}", file=sys.stderr, flush=True)
 

@@ -7,7 +7,6 @@ import re
 import signal
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from html import unescape
@@ -106,7 +105,7 @@ def test_from_the_days_to_a_day_2_finding_to_its_episode_beside_the_baseline(vie
     assert "<del>Renamed max_retry " in text and "<ins>I&#39;m sorry, I could not " in text  # the answers diffed
     assert text.count('class="same"') == 3  # search_code, edit_file, run_tests in both runs
     assert "correctness 0.03 vs limit 0.50" in text  # its finding, with the reason
-    assert text.count("<details class=\"step") == 16  # 8 steps each side
+    assert text.count('<details class="step') == 16  # 8 steps each side
     assert f"http://127.0.0.1:8765/days/{DAY}/episodes/ep-2026-11-02-code-assistant-rename-config-key" in text
 
 
@@ -140,7 +139,7 @@ def test_a_browser_shows_the_episode_page_with_the_payload_as_text(viewer, tmp_p
         ["chromium", *HEADLESS, f"--user-data-dir={tmp_path / 'profile'}", "--dump-dom", url],
         capture_output=True, text=True, timeout=120, check=True,
     ).stdout  # fmt: skip
-    assert "&lt;script&gt;alert(\"owned\")&lt;/script&gt;" in dom and "<script" not in dom and "Beside its baseline" in dom
+    assert '&lt;script&gt;alert("owned")&lt;/script&gt;' in dom and "<script" not in dom and "Beside its baseline" in dom
     shot = screenshot(f"{base}/days/{DAY}", tmp_path / "day.png", tmp_path / "profile")
     assert distinct_pixel_bytes(shot) > 50
 
