@@ -67,6 +67,7 @@ class RunRequest:
     model: str | None = None  # read only this model's episodes (`run --model`)
     limit: int | None = None  # read at most this many episodes a day (`run --limit`)
     checks: tuple[str, ...] | None = None  # the assertions step runs only these checks (`run --checks`)
+    no_cache: bool = False  # live replays call the candidate afresh (`run --no-cache`)
 
     def run_config(self) -> dict:
         """The ops' `RunScope`s: only what differs from a whole-graph, all-agent run."""
@@ -85,6 +86,8 @@ class RunRequest:
             ops["rewards"] = {"config": {"rewards": list(self.rewards)}}
         if self.checks is not None:
             ops.setdefault("assertions", {"config": dict(scope)})["config"]["checks"] = list(self.checks)
+        if self.no_cache:
+            ops.setdefault("replays", {"config": dict(scope)})["config"]["no_cache"] = True
         if self.assets is not None:
             ops = {name: op for name, op in ops.items() if name in self.assets}
         return {"ops": ops, "loggers": {"console": {"config": {"log_level": "CRITICAL"}}}}

@@ -51,6 +51,11 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--recapture", action="store_true", help="run the case-set agents again even where a run is stored (both are kept)"
     )
+    parser.add_argument(
+        "--no-cache",
+        action="store_true",
+        help="live replay: call the candidate model afresh for every episode (fresh samples), replacing the cached replays",
+    )
     parser.add_argument("--trials", type=int, help="trials per case for the case-set agents (over [capture] trials)")
     parser.add_argument(
         "--label", help="label the runs the case-set agents make (default: agent/model@git revision); compare with label="
@@ -84,6 +89,7 @@ def _run(args: argparse.Namespace, settings: Settings) -> int:
         model=args.model,
         limit=args.limit,
         checks=args.checks,
+        no_cache=args.no_cache,
     )
     evaluate(settings, request)
     if args.output:
@@ -196,7 +202,13 @@ def evaluate(settings: Settings, request: RunRequest) -> None:
             f"{s['critical_alerts']} critical, {s['warning_alerts']} warning  {s['quarantined']} quarantined  "
             f"{row.html_path or row.markdown_path}"
         )
-        if s["without_verdict"] or s.get("superseded") or s.get("baselines_from", {}).get("history"):  # what the counts leave out
+        told = (
+            s["without_verdict"],
+            s.get("superseded"),
+            s.get("baselines_from", {}).get("history"),
+            s.get("replays", {}).get("live"),
+        )
+        if any(told):  # what the counts leave out, and where live replays came from
             print(f"            {verdict_line(s)}")
     print(f"run in the UI: {settings.ui_base_url}/runs/{run_id}")
 

@@ -155,6 +155,7 @@ class RunScope(dg.Config):
     model: str | None = None  # episodes only: evaluate only this model's episodes (`run --model`)
     limit: int | None = None  # episodes only: at most this many episodes a day, the first by start time (`run --limit`)
     label: str | None = None  # capture only: the label of the runs captured (`run --label`), over agent@revision
+    no_cache: bool = False  # live replays only: call the candidate afresh, replacing the cached replays (`run --no-cache`)
 
 
 def source_index_path(duckdb_path: str) -> str:

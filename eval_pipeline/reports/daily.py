@@ -58,6 +58,7 @@ def build_report(data: ReportData, context: RunContext) -> Report:
         "quarantined": data.quarantined,
         "baselines_from": _baselines_from(scores),
         "superseded": data.superseded,
+        "replays": {"live": data.live_replays, "reused": data.reused_replays, "called": data.live_replays - data.reused_replays},
     }
     agents = []
     for agent_id, group in scores.groupby("agent_id", sort=True):

@@ -43,6 +43,11 @@ def report_inputs(warehouse: Warehouse, day: date, trend_days: int) -> ReportDat
         ).fetchall()
         superseded_count = one_row(con, f"SELECT count(*) FROM ({superseded})", params)[0]
         quarantined = one_row(con, "SELECT count(*) FROM quarantine WHERE partition_date = $day", params)[0]
+        live, reused = one_row(
+            con,
+            "SELECT count(*), count(*) FILTER (WHERE cached) FROM replays WHERE partition_date = $day AND mode = 'live'",
+            params,
+        )
         judgements = con.execute("SELECT * FROM judgements WHERE partition_date = $day", params).df()
         issues = con.execute('SELECT episode_id, "check", severity, detail FROM issues WHERE partition_date = $day', params).df()
         pairwise = con.execute("SELECT * FROM pairwise_judgements WHERE partition_date = $day", params).df()
@@ -65,6 +70,8 @@ def report_inputs(warehouse: Warehouse, day: date, trend_days: int) -> ReportDat
         failed_trials=failed_trials,
         trend=trend,
         previous_summary=json.loads(previous[0]) if previous and previous[0] else None,
+        live_replays=int(live),
+        reused_replays=int(reused),
     )
 
 

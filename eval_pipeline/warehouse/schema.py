@@ -350,6 +350,10 @@ MIGRATIONS: list[str] = [
     """
     CREATE VIEW current_scores AS SELECT * FROM scores WHERE NOT superseded;
     """,
+    # 14: a live replay reused from `llm_cache` (no model call) rather than called, so the report can say how many
+    """
+    ALTER TABLE replays ADD COLUMN cached BOOLEAN;
+    """,
 ]
 
 
