@@ -200,10 +200,14 @@ def run_days(settings: Settings, request: RunRequest, progress: Progress | None 
                     watcher.stop.set()
                     watcher.join(5)
     if not result.success:
-        failure = RunFailed(first, last, result.run_id, _root_cause(result))
+        cause = _root_cause(result)
+        failure = RunFailed(first, last, result.run_id, cause)
         span = first.isoformat() if first == last else f"{first}..{last}"
         alert = run_failure_alert(result.run_id, EVALUATE_JOB, span, str(failure))
         secret_patterns = load_config(settings.config_path).policies.secret_patterns
-        AlertOutbox(alerts_directory(settings.duckdb_path)).enqueue([alert], f"run-failed-{result.run_id}", secret_patterns)
+        try:
+            AlertOutbox(alerts_directory(settings.duckdb_path)).enqueue([alert], f"run-failed-{result.run_id}", secret_patterns)
+        except OSError as exc:  # a full disk fails both: the run's own cause is said first
+            raise RunFailed(first, last, result.run_id, f"{cause}; its failure alert not kept: {exc}") from None
         raise failure
     return result.run_id

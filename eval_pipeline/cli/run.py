@@ -163,9 +163,15 @@ def launch(settings: Settings, request: RunRequest, config: EvalConfig, what: st
     span = str(first) if first == last else f"{first}..{last} ({len(request.days)} days, one run)"
     try:
         with _progress(f"{what} {span}") as progress:
-            return run_days(settings, request, progress)
-    finally:  # without a daemon nobody else announces what this run found, or that it failed
-        _deliver_alerts(settings, config.policies.secret_patterns)
+            run_id = run_days(settings, request, progress)
+    except BaseException:  # announce the failure too, but end with the run's own error, whatever delivery meets
+        try:
+            _deliver_alerts(settings, config.policies.secret_patterns)
+        except OSError as exc:
+            print(f"alerts: not delivered: {exc}", file=sys.stderr)
+        raise
+    _deliver_alerts(settings, config.policies.secret_patterns)  # without a daemon nobody else announces what it found
+    return run_id
 
 
 def case_set(settings: Settings, config: EvalConfig) -> list[CaseSpec]:

@@ -11,7 +11,6 @@ changed. The index lives beside the warehouse, not in the source, which may be r
 from __future__ import annotations
 
 import json
-import os
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
@@ -23,6 +22,7 @@ from pathlib import Path
 from filelock import FileLock
 from pydantic import BaseModel
 
+from eval_pipeline.durable import replace_whole
 from eval_pipeline.episodes.adapters import ADAPTERS, CANONICAL, Adapter, detect_format
 from eval_pipeline.episodes.adapters.base import priced
 from eval_pipeline.episodes.records import RawRecord, record_days
@@ -215,9 +215,7 @@ class FileSource:
                 )
             names = [adapter.NAME for adapter in self.adapters]
             index = FileIndex(source=str(self.root), version=INDEX_VERSION, adapters=names, files=fresh)
-            tmp = self.index_path.with_suffix(".tmp")
-            tmp.write_text(index.model_dump_json())
-            os.replace(tmp, self.index_path)
+            replace_whole(self.index_path, index.model_dump_json())
         return index
 
     def _read_index(self) -> FileIndex:
