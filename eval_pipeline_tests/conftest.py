@@ -12,10 +12,10 @@ import pytest
 # any test module imports the definitions, which build the partitions once.
 os.environ.setdefault("EVAL_HISTORY_START", "2025-01-01")
 
-from eval_pipeline.settings import PROJECT_ROOT  # noqa: E402
-from eval_pipeline_tests.fake_openai import FakeOpenAI  # noqa: E402
-from eval_pipeline_tests.fake_store import FakeStore  # noqa: E402
-from eval_pipeline_tests.webhook_receiver import WebhookReceiver  # noqa: E402
+from eval_pipeline.settings import PROJECT_ROOT
+from eval_pipeline_tests.fake_openai import FakeOpenAI
+from eval_pipeline_tests.fake_store import FakeStore
+from eval_pipeline_tests.webhook_receiver import WebhookReceiver
 
 
 @pytest.fixture

@@ -64,3 +64,13 @@ def test_after_the_demo_the_only_failing_check_is_the_regression_gate(project_en
     assert str(day3) in failing["no_critical_regressions"].description
     runs = instance.get_runs()
     assert runs and all(run.status == dg.DagsterRunStatus.SUCCESS for run in runs)
+
+
+def test_every_field_of_the_episode_schema_says_what_it_is(capsys):
+    assert main(["schemas", "episode", "--json"]) == 0
+    schema = json.loads(capsys.readouterr().out)
+    objects = [schema, *schema["$defs"].values()]
+    undescribed = [name for obj in objects for name, field in obj.get("properties", {}).items() if "description" not in field]
+    assert undescribed == []
+    metadata = schema["properties"]["metadata"]["description"]
+    assert all(key in metadata for key in ("`task_id`", "`trial`", "`category`", "`final_output`", "output_summary"))

@@ -20,7 +20,7 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--last-day",
         type=date_argument,
-        help="the last of the three sample days when writing them (default: yesterday, UTC, so the demo looks like last night's run)",
+        help="the last of the three sample days when writing them (default: yesterday, UTC)",
     )
 
 

@@ -63,7 +63,7 @@ def serve_reports(directory: Path, url: str) -> ThreadingHTTPServer:
 
 
 class _QuietHandler(SimpleHTTPRequestHandler):
-    def log_message(self, format: str, *args: object) -> None:  # noqa: A002 - the base class's name
+    def log_message(self, format: str, *args: object) -> None:
         """Dagster's log stays readable: one line per report opened is noise."""
 
 

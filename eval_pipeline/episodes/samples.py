@@ -384,7 +384,9 @@ def extra_file(directory: Path, last: date) -> Path:
 
 def written_days(directory: Path) -> SampleDays | None:
     """The sample days `write_samples` wrote into `directory` before, None when it holds none."""
-    lasts = sorted(date.fromisoformat(path.name[len("episodes-") : -len("-extra.json")]) for path in directory.glob("episodes-*-extra.json"))
+    lasts = sorted(
+        date.fromisoformat(path.name[len("episodes-") : -len("-extra.json")]) for path in directory.glob("episodes-*-extra.json")
+    )
     return sample_days(lasts[-1]) if lasts else None
 
 
