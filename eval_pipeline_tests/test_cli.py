@@ -15,7 +15,7 @@ pytestmark = pytest.mark.slow
 
 
 def test_demo_then_query_report_and_status(project_env, capsys):
-    assert main(["demo"]) == 0
+    assert main(["demo", "--last-day", "2026-11-03"]) == 0
     out = capsys.readouterr().out
     assert "2026-11-02" in out and "18 critical, 9 warning" in out and "/runs/" in out
     assert "46 without a verdict" in out and "the first day of those tasks" in out

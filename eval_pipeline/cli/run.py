@@ -130,8 +130,9 @@ COMMAND = Command(
 )
 
 
-def check_partitions(selected: list[date], first: date) -> None:
-    last = datetime.now(UTC).date() + timedelta(days=1)
+def check_partitions(selected: list[date], settings: Settings) -> None:
+    today = datetime.now(UTC).date()
+    first, last = settings.partition_start(today), today + timedelta(days=1)
     outside = [day for day in selected if not first <= day < last]
     if outside:
         raise UsageError(
@@ -147,7 +148,7 @@ def checked_inputs(
     from eval_pipeline import plugins
     from eval_pipeline.config import load_config
 
-    check_partitions(selected, settings.history_start)
+    check_partitions(selected, settings)
     config = load_config(settings.config_path)
     cases = case_set(settings, config)
     plugins.checks(config, settings.config_path, checks)

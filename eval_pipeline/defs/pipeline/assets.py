@@ -483,9 +483,10 @@ def regression_findings(
             }
         }
 
-    per_day = [day["regression_findings"] for day in _each_day(context, _in_session(wh, find))]
+    per_day = [metadata["regression_findings"] for metadata in _each_day(context, _in_session(wh, find))]
     yield dg.MaterializeResult()
-    yield checks.no_critical_regressions(sum(day["critical"] for day in per_day), sum(day["warning"] for day in per_day))
+    counts = {day: (int(m["critical"]), int(m["warning"])) for day, m in zip(partition_days(context), per_day, strict=True)}
+    yield checks.no_critical_regressions(counts)
 
 
 @dg.asset(
@@ -588,7 +589,7 @@ def eval_report(
                 "warning_alerts": summary["warning_alerts"],
                 "episodes": summary["total_episodes"],
                 **{key: summary[key] for key in ("passed", "failed", "without_verdict")},
-                "html_report": dg.MetadataValue.url(paths["html"].resolve().as_uri()),
+                "html_report": dg.MetadataValue.url(reports.link(paths["html"])),
                 "html_path": dg.MetadataValue.path(str(paths["html"])),
                 "markdown_path": dg.MetadataValue.path(str(paths["md"])),
                 "json_path": dg.MetadataValue.path(str(paths["json"])),
