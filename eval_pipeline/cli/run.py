@@ -157,9 +157,14 @@ def launch(settings: Settings, request: RunRequest, config: EvalConfig, what: st
     span = str(first) if first == last else f"{first}..{last} ({len(request.days)} days, one run)"
     try:
         with _progress(f"{what} {span}") as progress:
-            return run_days(settings, request, progress)
-    finally:  # without a daemon nobody else announces what this run found, or that it failed
-        _deliver_alerts(settings, config.policies.secret_patterns)
+            run_id = run_days(settings, request, progress)
+    except KeyboardInterrupt:
+        raise  # Ctrl-C wants the prompt back now: what is in the outbox goes with the next run or the sensor
+    except BaseException:
+        _deliver_alerts(settings, config.policies.secret_patterns)  # without a daemon nobody else says it failed
+        raise
+    _deliver_alerts(settings, config.policies.secret_patterns)  # nor what this run found
+    return run_id
 
 
 def case_set(settings: Settings, config: EvalConfig) -> list[CaseSpec]:
