@@ -182,7 +182,7 @@ def run_days(settings: Settings, request: RunRequest, progress: Progress | None 
     if partition_key is None:
         tags |= {"dagster/asset_partition_range_start": first.isoformat(), "dagster/asset_partition_range_end": last.isoformat()}
     patterns = load_config(settings.config_path).policies.secret_patterns
-    with _turn(settings.duckdb_path, first), warnings.catch_warnings():
+    with _turn(settings.duckdb_path, first) as take_turn, warnings.catch_warnings():
         warnings.simplefilter("ignore", category=dg.BetaWarning)
         warnings.simplefilter("ignore", category=dg.PreviewWarning)
         job = _definitions_for(settings).resolve_job_def(EVALUATE_JOB)
@@ -190,6 +190,7 @@ def run_days(settings: Settings, request: RunRequest, progress: Progress | None 
         steps = len(request.assets) if request.assets is not None else len(job.graph.node_dict)
         run_id = str(uuid.uuid4())
         watcher = _StepWatcher(settings.dagster_home, run_id, steps, progress) if progress else None
+        take_turn()
         with open_instance(settings) as instance:
             for dead in fail_dead_runs(instance):  # nothing else frees the queue from them without a daemon
                 _announce_failure(settings, dead.run_id, dead.job_name, run_partitions(dead), "its process ended", patterns)
@@ -285,39 +286,41 @@ def _execute_cancelably(instance: dg.DagsterInstance, run_id: str, execute: Call
 
 
 @contextmanager
-def _turn(warehouse_path: Path, first: date) -> Iterator[None]:
+def _turn(warehouse_path: Path, first: date) -> Iterator[Callable[[], None]]:
     """One run of a warehouse at a time, and among runs waiting, the one starting on the earliest day first.
 
     A day's baselines (and its findings' history) come from the days before it: scored while an earlier day
-    is being written, it would see that day half done. Each run leaves a ticket (`<first day>.<pid>`) and
-    takes the lock; the holder gives it up while a live run waits with an earlier day. A killed run's lock
-    is released by the system and its ticket ignored.
+    is being written, it would see that day half done. A run leaves its ticket (`<first day>.<pid>`) on entry
+    and waits for its turn when it calls what this yields, as late as it can, so that runs started together
+    have all left theirs; the lock holder gives way to a live run waiting with an earlier day. A killed run's
+    lock is released by the system and its ticket ignored. The turn ends on exit.
     """
     directory = Path(f"{warehouse_path}.runs")
     directory.mkdir(parents=True, exist_ok=True)
     ticket = directory / f"{first.isoformat()}.{os.getpid()}"
     ticket.touch()
     lock = FileLock(str(directory / "lock"))
-    told = False
-    try:
+
+    def take() -> None:
+        told = False
         while True:
             try:
                 lock.acquire(timeout=0)
             except Timeout:
                 told = told or _say_waiting()
                 lock.acquire()
-            earlier = _earlier_tickets(directory, ticket)
-            if not earlier:
-                break
+            if not _earlier_tickets(directory, ticket):
+                return
             lock.release()
             told = told or _say_waiting()
             while _earlier_tickets(directory, ticket):
                 time.sleep(0.2)
-        try:
-            yield
-        finally:
-            lock.release()
+
+    try:
+        yield take
     finally:
+        if lock.is_locked:
+            lock.release()
         ticket.unlink(missing_ok=True)
 
 
