@@ -83,8 +83,8 @@ def tables(root: Path) -> dict[str, list[str]]:
         names = [row[0] for row in con.execute("SELECT table_name FROM information_schema.tables ORDER BY 1").fetchall()]
         snapshot = {}
         for name in names:
-            columns = [row[0] for row in con.execute("SELECT column_name FROM information_schema.columns "
-                                                     "WHERE table_name = ? ORDER BY ordinal_position", [name]).fetchall()]  # fmt: skip
+            query = "SELECT column_name FROM information_schema.columns WHERE table_name = ? ORDER BY ordinal_position"
+            columns = [row[0] for row in con.execute(query, [name]).fetchall()]
             kept = ", ".join(f'"{column}"' for column in columns if column not in _CLOCKS)
             rows = con.execute(f"SELECT {kept} FROM {name}").fetchall()
             snapshot[name] = sorted(repr(row).replace(str(root), "ROOT") for row in rows)
@@ -154,7 +154,7 @@ def test_ctrl_c_cancels_the_run_with_one_line_and_no_alert_and_a_rerun_matches_a
     process = start_run(sample_root, DAY)
     run_id = wait_until_executing(sample_root, process)
     process.send_signal(signal.SIGINT)
-    out, err = process.communicate()
+    err = process.communicate()[1]
     assert process.returncode == 130
     assert err.splitlines() == [f"eval-pipeline: interrupted: run {run_id} canceled; run {DAY} again to evaluate it"]
     with instance_of(sample_root) as instance:
