@@ -24,6 +24,8 @@ from eval_pipeline.defs.alerting.sensors import run_failure_alerts
 from eval_pipeline.defs.resources import AlertsResource, EvalConfigResource
 from eval_pipeline.episodes.samples import SAMPLE_DAYS, write_samples
 from eval_pipeline.run_health import LocalProcessRunLauncher, run_process
+from eval_pipeline.runner import open_instance
+from eval_pipeline.settings import Settings
 
 pytestmark = pytest.mark.slow
 
@@ -52,17 +54,17 @@ def _paths(root: Path) -> dict[str, str]:
 
 
 def instance_of(root: Path) -> dg.DagsterInstance:
-    return dg.DagsterInstance.from_config(str(root / "dagster_home"))
+    """The instance the runs under `root` record in, opened as `run` opens it (never while a run creates it)."""
+    return open_instance(Settings.from_environment({**os.environ, **_paths(root)}, cwd=root))
 
 
 def wait_until_executing(root: Path, process: subprocess.Popen) -> str:
     """The id of the process's run once its steps execute (its pid is in the event log)."""
     while process.poll() is None:
-        if (root / "dagster_home" / "dagster.yaml").exists():
-            with instance_of(root) as instance:
-                for run in instance.get_runs(dg.RunsFilter(statuses=[DagsterRunStatus.STARTED])):
-                    if run_process(instance, run.run_id) is not None:
-                        return run.run_id
+        with instance_of(root) as instance:
+            for run in instance.get_runs(dg.RunsFilter(statuses=[DagsterRunStatus.STARTED])):
+                if run_process(instance, run.run_id) is not None:
+                    return run.run_id
         time.sleep(0.05)
     raise AssertionError(f"the run ended first: {process.communicate()}")
 
@@ -114,8 +116,8 @@ def test_two_consecutive_days_started_together_give_the_serial_tables(sample_roo
     for process in (later, earlier):
         errors.append(process.communicate()[1])
         assert process.returncode in (0, 1), errors[-1]
-    assert sum("waiting for another run of this warehouse" in error for error in errors) == 1
     assert tables(sample_root) == serial_reference(tmp_path, sample_root, [DAY, NEXT_DAY])
+    assert sum("waiting for another run of this warehouse" in error for error in errors) == 1
 
 
 def test_run_monitoring_marks_a_killed_run_failed_and_the_failure_alert_fires(sample_root):
