@@ -165,13 +165,15 @@ def launch(settings: Settings, request: RunRequest, config: EvalConfig, what: st
     try:
         with _progress(f"{what} {span}") as progress:
             run_id = run_days(settings, request, progress)
+    except KeyboardInterrupt:
+        raise  # Ctrl-C wants the prompt back now: what is in the outbox goes with the next run or the sensor
     except BaseException:  # announce the failure too, but end with the run's own error, whatever delivery meets
         try:
-            _deliver_alerts(settings, config.policies.secret_patterns)
+            _deliver_alerts(settings, config.policies.secret_patterns)  # without a daemon nobody else says it failed
         except OSError as exc:
             print(f"alerts: not delivered: {exc}", file=sys.stderr)
         raise
-    _deliver_alerts(settings, config.policies.secret_patterns)  # without a daemon nobody else announces what it found
+    _deliver_alerts(settings, config.policies.secret_patterns)  # nor what this run found
     return run_id
 
 
