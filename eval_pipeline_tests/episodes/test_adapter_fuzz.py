@@ -399,3 +399,22 @@ def test_a_tau_bench_file_whose_second_line_is_a_number_loses_only_that_line(tmp
         assert con.execute("SELECT locator, reason FROM quarantine").fetchall() == [
             (f"{path}:2", "openai-transcript: not a JSON object: 5")
         ]
+
+
+PRETTY = {
+    "indented": lambda record: json.dumps(record, indent=2),
+    "indented, its first key on the opening line": lambda record: json.dumps(record, indent=2).replace("{\n  ", "{ ", 1),
+    "indented, after a byte-order mark": lambda record: "\ufeff" + json.dumps(record, indent=4),
+}
+
+
+@pytest.mark.parametrize("style", PRETTY)
+@pytest.mark.parametrize("sample", SAMPLES, ids=[sample.name for sample in SAMPLES])
+def test_a_json_file_holding_one_pretty_printed_object_is_one_record(sample, style, tmp_path):
+    """The red team's `.json` file of one indented object became 68 "invalid JSON" quarantine rows."""
+    path = tmp_path / "src" / "one.json"
+    path.parent.mkdir()
+    path.write_text(PRETTY[style](sample.records[0]))
+    source = FileSource(path.parent, tmp_path / "index.json")
+    counts = load_episodes(Warehouse(tmp_path / "eval.duckdb"), DAY, source.records_for(DAY, undated_day=DAY))
+    assert (counts.records_read, counts.episodes, counts.quarantined) == (1, 1, 0)

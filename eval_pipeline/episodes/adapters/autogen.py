@@ -30,7 +30,7 @@ from typing import Any
 
 from pydantic import Field, ValidationError, field_validator
 
-from eval_pipeline.episodes.adapters.base import Count, Open, Rejected, as_text, moment, parse, parse_object, rejection, timed
+from eval_pipeline.episodes.adapters.base import Count, Open, Rejected, as_text, moment, parse, parse_object, rejection, timed, Timestamp
 from eval_pipeline.episodes.adapters.base import usage as token_split
 from eval_pipeline.episodes.records import RawRecord
 
@@ -69,16 +69,9 @@ class AutoGenEvent(Open):
     content: (
         str | list[FunctionCall] | list[FunctionExecutionResult] | list[str | dict[str, Any]] | dict[str, Any] | None
     ) = None
-    created_at: str | None = None
+    created_at: Timestamp | None = None
     id: str | None = None
     metadata: dict[str, str] = Field(default_factory=dict)
-
-    @field_validator("created_at")
-    @classmethod
-    def _a_time(cls, stamp: str | None) -> str | None:
-        if stamp is not None and moment(stamp) is None:
-            raise ValueError(f"{stamp!r} is not an ISO 8601 time")
-        return stamp
 
     @field_validator("content", mode="wrap")
     @classmethod

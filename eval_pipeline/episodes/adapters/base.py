@@ -7,7 +7,7 @@ from collections.abc import Callable, Iterator
 from datetime import UTC, date, datetime
 from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt, ValidationError
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, NonNegativeInt, ValidationError
 
 from eval_pipeline.episodes.records import RawRecord
 from eval_pipeline.llm.gateway import Tokens
@@ -31,6 +31,15 @@ def moment(stamp: Any) -> datetime | None:
     except ValueError:
         return None
     return parsed.astimezone(UTC) if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+
+
+def _a_time(stamp: str) -> str:
+    if moment(stamp) is None:
+        raise ValueError(f"{stamp[:40]!r} is not an ISO 8601 time")
+    return stamp
+
+
+Timestamp = Annotated[str, AfterValidator(_a_time)]  # an ISO 8601 time, as `moment` reads it
 
 
 def timed(stamps: list[datetime], day: date) -> dict:
