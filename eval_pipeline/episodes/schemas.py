@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, RootModel
 
@@ -10,9 +10,9 @@ from eval_pipeline.capture.cases import CaseSpec, EvalCase
 from eval_pipeline.capture.headless import HeadlessSchema
 from eval_pipeline.episodes.adapters import plaited
 from eval_pipeline.episodes.adapters.autogen import AutoGenEvent, AutoGenTaskResult
-from eval_pipeline.episodes.adapters.openai_transcript import TranscriptRecord
 from eval_pipeline.episodes.adapters.autogen_events import AutoGenLogEvent
 from eval_pipeline.episodes.adapters.langgraph import LangGraphEvent
+from eval_pipeline.episodes.adapters.openai_transcript import TranscriptRecord
 from eval_pipeline.episodes.model import Episode
 from eval_pipeline.scoring.cases import Case
 

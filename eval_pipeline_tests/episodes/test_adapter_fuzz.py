@@ -244,9 +244,10 @@ def otlp_variants(r: dict) -> dict[str, dict]:  # r: a batch of one trace's firs
         "an attribute value a list": with_value(r, (*spans, 0, "attributes"), [{"key": "k", "value": [1]}]),
         "an intValue not a number": with_value(r, (*spans, 1, "attributes"), [{"key": "k", "value": {"intValue": "x"}}]),
         "tokens negative": with_value(
-            r, (*spans, 1, "attributes"), [test_otlp.attr("gen_ai.operation.name", "chat"),
-                                          test_otlp.attr("gen_ai.usage.input_tokens", -120)]
-        ),  # fmt: skip
+            r,
+            (*spans, 1, "attributes"),
+            [test_otlp.attr("gen_ai.operation.name", "chat"), test_otlp.attr("gen_ai.usage.input_tokens", -120)],
+        ),
         "an arrayValue of a number": with_value(r, (*spans, 0, "attributes"), [{"key": "k", "value": {"arrayValue": 5}}]),
         "resource a list": with_value(r, ("resourceSpans", 0, "resource"), [1]),
         "status a string": with_value(r, (*spans, 0, "status"), "ERROR"),
@@ -284,7 +285,13 @@ def _checkpoints(thread: str, city: str) -> list[dict]:
     human = {"type": "human", "content": f"Weather in {city}?"}
     call = {"name": "get_weather", "args": {"city": city}, "id": f"call-{city}"}
     spent = {"input_tokens": 30, "output_tokens": 6, "total_tokens": 36}
-    ai = {"type": "ai", "content": "", "tool_calls": [call], "usage_metadata": spent, "response_metadata": {"model_name": "gpt-4o"}}
+    ai = {
+        "type": "ai",
+        "content": "",
+        "tool_calls": [call],
+        "usage_metadata": spent,
+        "response_metadata": {"model_name": "gpt-4o"},
+    }
     tool = {"type": "tool", "content": "4 C", "tool_call_id": f"call-{city}", "name": "get_weather", "status": "success"}
     answer = {"type": "ai", "content": f"{city}: 4 C.", "usage_metadata": spent}
 
@@ -302,14 +309,20 @@ SAMPLES = [
     Sample(plaited.NAME, "results.jsonl", _captures(), 1, plaited_variants),
     Sample(autogen.NAME, "weather-team.jsonl", test_autogen.run("Oslo") + test_autogen.run("Bergen"), 1, autogen_variants),
     Sample(
-        autogen_events.NAME, "event.txt", test_log_files.team_run("Oslo", 0) + test_log_files.team_run("Bergen", 10), 3,
+        autogen_events.NAME,
+        "event.txt",
+        test_log_files.team_run("Oslo", 0) + test_log_files.team_run("Bergen", 10),
+        3,
         autogen_events_variants,
-    ),  # fmt: skip
+    ),
     Sample(langgraph.NAME, "events.jsonl", _langgraph_run("r1", "Oslo") + _langgraph_run("r2", "Bergen"), 1, langgraph_variants),
     Sample(
-        langgraph_checkpoint.NAME, "checkpoints.jsonl", _checkpoints("t-oslo", "Oslo") + _checkpoints("t-bergen", "Bergen"), 1,
+        langgraph_checkpoint.NAME,
+        "checkpoints.jsonl",
+        _checkpoints("t-oslo", "Oslo") + _checkpoints("t-bergen", "Bergen"),
+        1,
         checkpoint_variants,
-    ),  # fmt: skip
+    ),
 ]
 
 
@@ -318,8 +331,9 @@ def _otlp_sample() -> Sample:
         test_otlp.span(test_otlp.GENAI, "a1", None, "invoke_agent travel", 0, 3000,
                        {"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "travel-agent"}),
         test_otlp.span(test_otlp.GENAI, "a2", "a1", "chat gpt-4o", 10, 900,
-                       {"gen_ai.operation.name": "chat", "gen_ai.request.model": "gpt-4o", "gen_ai.input.messages": test_otlp.USER,
-                        "gen_ai.usage.input_tokens": 120, "gen_ai.usage.output_tokens": 30}),
+                       {"gen_ai.operation.name": "chat", "gen_ai.request.model": "gpt-4o",
+                        "gen_ai.input.messages": test_otlp.USER, "gen_ai.usage.input_tokens": 120,
+                        "gen_ai.usage.output_tokens": 30}),
     )  # fmt: skip
     second = test_otlp.batch(
         test_otlp.span(test_otlp.GENAI, "a4", "a1", "chat gpt-4o", 2000, 2900,
@@ -345,9 +359,7 @@ def ingest(root: Path, sample: Sample, lines: list[str], warehouse: Warehouse):
 
 def loaded(warehouse: Warehouse) -> tuple[list, list, list]:
     with warehouse.connect(read_only=True) as con:
-        episodes = con.execute(
-            "SELECT * EXCLUDE (source, locator, loaded_at) FROM episodes ORDER BY episode_id"
-        ).fetchall()
+        episodes = con.execute("SELECT * EXCLUDE (source, locator, loaded_at) FROM episodes ORDER BY episode_id").fetchall()
         steps = con.execute("SELECT * FROM episode_steps ORDER BY episode_id, step_index").fetchall()
         quarantine = con.execute("SELECT locator, reason FROM quarantine ORDER BY locator").fetchall()
         records = con.execute("SELECT coalesce(sum(source_records), 0) FROM episodes").fetchone()[0]
@@ -365,7 +377,7 @@ def problems(sample: Sample, tmp_path: Path) -> list[str]:
         lines = sample.lines(bad)
         try:
             path, counts = ingest(tmp_path / f"case-{number}", sample, lines, warehouse)
-        except Exception as exc:  # noqa: BLE001 - what the fuzz is looking for
+        except Exception as exc:  # what the fuzz is looking for
             found.append(f"{case}: raised {type(exc).__name__}: {str(exc)[:200]}")
             continue
         episodes, steps, (*quarantine, records) = loaded(warehouse)
@@ -375,7 +387,9 @@ def problems(sample: Sample, tmp_path: Path) -> list[str]:
         elif quarantine[0][1] == expected_row[1].strip():
             found.append(f"{case}: no reason given")
         if counts.records_read != len(lines) or records + counts.quarantined != len(lines):
-            found.append(f"{case}: {len(lines)} lines, {counts.records_read} read, {records} in episodes, {counts.quarantined} quarantined")
+            found.append(
+                f"{case}: {len(lines)} lines, {counts.records_read} read, {records} in episodes, {counts.quarantined} quarantined"
+            )
         if (episodes, steps) != (clean_episodes, clean_steps):
             found.append(f"{case}: the good records loaded differently ({len(episodes)} episodes, {len(steps)} steps)")
     return found

@@ -28,9 +28,20 @@ from datetime import date
 from pathlib import Path
 from typing import Any
 
-from pydantic import Field, ValidationError, field_validator
+from pydantic import Field, field_validator
 
-from eval_pipeline.episodes.adapters.base import Count, Open, Rejected, as_text, moment, parse, parse_object, rejection, timed, Timestamp
+from eval_pipeline.episodes.adapters.base import (
+    Count,
+    Open,
+    Rejected,
+    Timestamp,
+    as_text,
+    moment,
+    parse,
+    parse_object,
+    rejection,
+    timed,
+)
 from eval_pipeline.episodes.adapters.base import usage as token_split
 from eval_pipeline.episodes.records import RawRecord
 
@@ -66,9 +77,7 @@ class AutoGenEvent(Open):
     type: str = Field(description=f"one of {', '.join(sorted(EVENTS))} (others are read and skipped)")
     source: str
     models_usage: AutoGenUsage | None = None
-    content: (
-        str | list[FunctionCall] | list[FunctionExecutionResult] | list[str | dict[str, Any]] | dict[str, Any] | None
-    ) = None
+    content: str | list[FunctionCall] | list[FunctionExecutionResult] | list[str | dict[str, Any]] | dict[str, Any] | None = None
     created_at: Timestamp | None = None
     id: str | None = None
     metadata: dict[str, str] = Field(default_factory=dict)
@@ -77,8 +86,9 @@ class AutoGenEvent(Open):
     @classmethod
     def _of_its_kind(cls, content: Any, handler: Any, info: Any) -> Any:
         """A tool call request's content is its FunctionCalls, an execution's their results."""
-        kind = (info.data or {}).get("type")
-        shape = {"ToolCallRequestEvent": FunctionCall, "ToolCallExecutionEvent": FunctionExecutionResult}.get(kind)
+        kind = str((info.data or {}).get("type"))
+        shapes: dict[str, type[Open]] = {"ToolCallRequestEvent": FunctionCall, "ToolCallExecutionEvent": FunctionExecutionResult}
+        shape = shapes.get(kind)
         if shape is None:
             return handler(content)
         if not isinstance(content, list):
@@ -189,10 +199,7 @@ def _read(record: RawRecord) -> dict:
     """One line: an event, or a TaskResult whose messages are events."""
     line = parse_object(record.raw)
     if _is_result(line):
-        try:
-            AutoGenTaskResult.model_validate(line)
-        except ValidationError as exc:
-            raise Rejected(f"a TaskResult whose messages are not all events: {exc.errors()[0]['msg']}") from None
+        AutoGenTaskResult.model_validate(line)
         return line
     return checked_event(line)
 

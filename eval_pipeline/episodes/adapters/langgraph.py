@@ -164,7 +164,7 @@ def convert(records: Iterator[RawRecord], agent_id: str, day: date, **options: A
     for position, record in enumerate(records):
         try:
             parsed = parse_object(record.raw)
-            events = parsed["events"] if "events" in parsed else [parsed]
+            events = parsed.get("events", [parsed])
             if not isinstance(events, list):
                 raise Rejected("events is no list")
             for event in events:
