@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import argparse
-import signal
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from eval_pipeline.cli.command import EXIT_OK, Command, UsageError
+from eval_pipeline.cli.command import Command, UsageError, serve_until_stopped
 
 if TYPE_CHECKING:
     from eval_pipeline.settings import Settings
@@ -29,20 +28,7 @@ def _run(args: argparse.Namespace, settings: Settings) -> int:
     except OSError as exc:
         raise UsageError(f"cannot listen on {args.host}:{args.port}: {exc}") from None
     host, port = str(server.server_address[0]), server.server_address[1]
-    signal.signal(signal.SIGTERM, _interrupted)  # a supervisor's stop, even where SIGTERM was inherited as ignored
-    print(f"collecting OTLP/HTTP traces on http://{host}:{port}/v1/traces into {directory}", flush=True)
-    try:
-        server.serve_forever(poll_interval=0.2)
-    except KeyboardInterrupt:
-        pass
-    finally:
-        server.server_close()
-    return EXIT_OK
-
-
-def _interrupted(signum: int, frame: object) -> None:
-    """SIGTERM stops the server as Ctrl-C does: the socket is closed and the command ends."""
-    raise KeyboardInterrupt
+    return serve_until_stopped(server, f"collecting OTLP/HTTP traces on http://{host}:{port}/v1/traces into {directory}")
 
 
 COMMAND = Command(

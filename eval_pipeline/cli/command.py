@@ -18,6 +18,8 @@ from typing import TYPE_CHECKING, Any
 from eval_pipeline.errors import UserInputError
 
 if TYPE_CHECKING:
+    from socketserver import BaseServer
+
     import pandas as pd
 
     from eval_pipeline.capture.results import Result
@@ -133,6 +135,25 @@ def existing_warehouse(settings: Settings, first: str = "run `eval-pipeline run`
     if not settings.duckdb_path.exists():
         raise UsageError(f"no warehouse at {settings.duckdb_path}; {first}")
     return Warehouse(settings.duckdb_path)
+
+
+def serve_until_stopped(server: BaseServer, banner: str) -> int:
+    """Serve until Ctrl-C or SIGTERM, then close the socket and end with exit 0.
+
+    The SIGTERM handler is set before `banner` says the server listens, since a supervisor may stop it at
+    once; and set at all, since a process `make` starts in the background inherits SIGTERM as ignored."""
+    import signal
+    import threading
+
+    signal.signal(signal.SIGTERM, lambda *_: threading.Thread(target=server.shutdown).start())
+    print(banner, flush=True)
+    try:
+        server.serve_forever(poll_interval=0.2)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.server_close()
+    return EXIT_OK
 
 
 def emit(text: str, output: Path | None) -> int:

@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 import argparse
-import signal
-import threading
 from typing import TYPE_CHECKING
 
-from eval_pipeline.cli.command import EXIT_OK, Command, UsageError
+from eval_pipeline.cli.command import Command, UsageError, serve_until_stopped
 
 if TYPE_CHECKING:
     from eval_pipeline.settings import Settings
@@ -34,17 +32,8 @@ def _run(args: argparse.Namespace, settings: Settings) -> int:
         server = ViewerServer((args.host, args.port), viewer)
     except OSError as exc:
         raise UsageError(f"cannot listen on {args.host}:{args.port}: {exc}") from None
-    # a process started in the background by `make` inherits SIGTERM ignored: stop on it like on Ctrl-C
-    signal.signal(signal.SIGTERM, lambda *_: threading.Thread(target=server.shutdown).start())
-    port = server.server_address[1]
-    print(f"viewer on http://{args.host}:{port}/ over {settings.duckdb_path}{' (token required)' if token else ''}", flush=True)
-    try:
-        server.serve_forever()
-    except KeyboardInterrupt:
-        pass
-    finally:
-        server.server_close()
-    return EXIT_OK
+    where = f"http://{args.host}:{server.server_address[1]}/"
+    return serve_until_stopped(server, f"viewer on {where} over {settings.duckdb_path}{' (token required)' if token else ''}")
 
 
 COMMAND = Command(
