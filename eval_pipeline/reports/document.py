@@ -86,6 +86,28 @@ class Trials(TypedDict):
     flaky_tasks: list[dict[str, Any]]  # the flakiest first
 
 
+class Regression(TypedDict):
+    """The findings of one agent's task in one dimension and severity (a per-agent finding: `task_id` None), stated
+    by its worst trial; `unit`/`baseline_unit` name how to write `value`/`threshold` and `baseline_value`
+    (`scoring.dimensions.Unit`; None for a check's or a case's finding)."""
+
+    severity: str
+    lifecycle: str  # "new" when any of its findings is
+    since: str
+    agent_id: str
+    task_id: str | None
+    dimension: str
+    trials_flagged: int  # its trials with the finding (0 for a per-agent one)
+    trials: int  # the task's trials that day
+    value: float | None
+    threshold: float | None
+    baseline_value: float | None  # the baseline's own value: ms or $ for a percent change, else in `unit`
+    unit: str | None
+    baseline_unit: str | None
+    message: str
+    episodes: list[str]
+
+
 class Report(TypedDict):
     """The day's report; rows of its sections are plain dicts, keyed as `build_report` writes them."""
 
@@ -106,6 +128,7 @@ class Report(TypedDict):
     calibration: CalibrationSample
     judge: dict[str, Any] | None  # None: nothing was judged
     alerts: list[dict[str, Any]]
+    regressions: list[Regression]  # the alerts grouped per task
     resolved: list[dict[str, Any]]
     episodes: list[dict[str, Any]]  # the worst ones
     notes: list[str]
