@@ -2,7 +2,7 @@
 aggregate regressions with their CIs."""
 
 from dataclasses import replace
-from datetime import date
+from datetime import date, timedelta
 
 import pandas as pd
 
@@ -79,15 +79,39 @@ def test_categories_trials_and_aggregate_regressions_are_reported():
     ]
     assert report["alerts"][0]["ci_low"] == 21.1
     markdown = render_markdown(report)
-    assert "## Categories" in markdown and "| billing | 2 | 0.5 |" in markdown
+    assert "## Categories" in markdown and "| billing | 2 | 50% |" in markdown
     assert "## Case Set Balance" in markdown and "| billing | 8 | 80% |" in markdown
     assert "under-represented (below half an even share): auth." in markdown
     assert "Grader calibration: 3 of 5 failed trials sampled for review in `calibration-" in markdown
     assert "## Repeated Trials" in markdown and "| support-bot | t1 | 2 | 1 | 0.25 |" in markdown
     assert (
         "## Aggregate Regressions" in markdown
-        and "| WARNING | support-bot | cost_delta | 24.0 | 21.1 to 26.9 | – | 20.0 |" in markdown
+        and "| WARNING | support-bot | cost_delta | +24.0% | +21.1% to +26.9% | – | +20.0% |" in markdown
     )
+
+
+def test_the_trend_shows_the_days_agents_from_their_first_day_with_data():
+    """A user's agent in a warehouse the demo shares: the demo's agents are not in the user's charts, nor are the 28
+    empty days before the first with data."""
+    scores = with_verdicts(score_episodes(frame({}, {}), EvalConfig()), ISSUES, EvalConfig()).assign(category=None)
+    metrics = {"pass_rate": 1.0, "mean_weighted_score": 1.0, "mean_cost_delta_pct": 0.0, "mean_latency_delta_pct": 0.0}
+    trend = pd.DataFrame(
+        [{"partition_date": DAY - timedelta(days=1), "agent_id": "support-bot", **metrics},
+         {"partition_date": DAY, "agent_id": "support-bot", **metrics},
+         {"partition_date": DAY - timedelta(days=5), "agent_id": "demo-agent", **metrics}]
+    )  # fmt: skip
+    empty = pd.DataFrame(columns=["rubric", "status", "cached", "prompt_tokens", "completion_tokens", "cost_usd"])
+    nothing = pd.DataFrame(columns=["agent_id", "task_id", "trials", "passes", "flakiness", "k"])
+    data = ReportData(
+        day=DAY, scores=scores, findings=pd.DataFrame(columns=FINDING_COLUMNS), previous_findings=pd.DataFrame(columns=FINDING_COLUMNS),
+        status_counts={"success": 2}, superseded=0, quarantined=0, judgements=empty, issues=NO_ISSUES,
+        pairwise=empty.assign(preferred=None, agree=None), pass_at_k=nothing, task_trials=nothing,
+        failed_trials=pd.DataFrame(columns=["episode_id", "agent_id", "task_id", "trial", "hint", "input", "output", "reasoning"]),
+        trend=trend, previous_summary=None,
+    )  # fmt: skip
+    report = build_report(data, RunContext(run_id="r", config_version="v"))
+    assert set(report["trend"]["agents"]) == {"support-bot"} == {a["agent_id"] for a in report["agents"]}
+    assert report["trend"]["days"] == [(DAY - timedelta(days=1)).isoformat(), DAY.isoformat()]
 
 
 def test_without_a_baseline_every_episode_still_shows_its_grade_and_issues(project_env, monkeypatch):
