@@ -196,12 +196,14 @@ def _regression(group: list[dict[str, Any]], task: str | None, trials: pd.Series
     above = dimension is None or dimension.direction is Direction.ABOVE
     worst = (max if above else min)(group, key=lambda f: 0 if f["value"] is None else f["value"])
     unit, baseline_unit = finding_units(first["dimension"])
-    baseline, measure = worst["baseline_value"], dimension.measure if dimension else None
-    if measure is not None and worst["episode_id"] is not None:
-        row = scores[scores["episode_id"] == worst["episode_id"]]
-        baseline = _number(row[measure.baseline_column()].iloc[0], 6) if len(row) else None
-    elif measure is not None and first["dimension"] == dimension.name:  # a per-agent mean against baselines: theirs
-        baseline = _number(scores.loc[scores["agent_id"] == first["agent_id"], measure.baseline_column()].mean(), 6)
+    baseline = worst["baseline_value"]
+    if dimension is not None and dimension.measure is not None:  # a percent change: the baseline's ms or $
+        column = dimension.measure.baseline_column()
+        if worst["episode_id"] is not None:
+            row = scores[scores["episode_id"] == worst["episode_id"]]
+            baseline = _number(row[column].iloc[0], 6) if len(row) else None
+        elif first["dimension"] == dimension.name:  # a per-agent mean against the baselines: their mean
+            baseline = _number(scores.loc[scores["agent_id"] == first["agent_id"], column].mean(), 6)
     episodes = sorted(f["episode_id"] for f in group if f["episode_id"] is not None)
     return {
         "severity": first["severity"],
@@ -420,10 +422,15 @@ def render_markdown(report: Report) -> str:
         lines += table(
             ["Category", "Episodes", "Pass Rate", "Avg Score", "Avg Correctness", "Avg Safety", "Failed On"],
             [
-                [c["category"], c["episodes"], rate(c["pass_rate"]), *(figure(c[key], Unit.SCORE) for key in CATEGORY_SCORES),
-                 failed_on_cell(c["failed_on"])]
+                [
+                    c["category"],
+                    c["episodes"],
+                    rate(c["pass_rate"]),
+                    *(figure(c[key], Unit.SCORE) for key in CATEGORY_SCORES),
+                    failed_on_cell(c["failed_on"]),
+                ]
                 for c in report["categories"]
-            ],  # fmt: skip
+            ],
         )
     if balance := report["balance"]:
         lines += ["", "## Case Set Balance", ""]

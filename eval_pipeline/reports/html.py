@@ -101,7 +101,7 @@ def render_html(report: Report, judge_costs: str = "", balance: str = "", calibr
     charts = {
         "pass_rate": line_chart(trend["days"], per("pass_rate"), label=rate, title="Pass rate per agent", domain=(0, 1)),
         "score": line_chart(
-            trend["days"], per("mean_weighted_score"), label=Unit.SCORE.format, title="Mean score per agent", domain=(0, 1)
+            trend["days"], per("mean_weighted_score"), label=Unit.SCORE.show, title="Mean score per agent", domain=(0, 1)
         ),
         "cost_delta": line_chart(trend["days"], per("mean_cost_delta_pct"), label=signed_percent, title="Mean cost delta"),
         "latency_delta": line_chart(

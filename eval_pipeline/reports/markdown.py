@@ -39,7 +39,7 @@ def figure(value: float | None, unit: Unit | str | None) -> str:
     """A figure in its unit (a `Unit` or its value), "–" where there is none; one without a unit (a check's) as it is."""
     if value is None:
         return "–"
-    return Unit(unit).format(value) if unit else f"{value:g}"
+    return Unit(unit).show(value) if unit else f"{value:g}"
 
 
 def signed_percent(value: float | None) -> str:

@@ -78,7 +78,9 @@ def _marker(index: int, cx: float, cy: float, colour: str, title: str) -> str:
         return f'<circle cx="{cx:.1f}" cy="{cy:.1f}" r="{r}" {edge}</circle>'
     if shape == "square":
         return f'<rect x="{cx - r:.1f}" y="{cy - r:.1f}" width="{2 * r}" height="{2 * r}" {edge}</rect>'
-    corners = ((0, -r - 1), (r + 1, r), (-r - 1, r)) if shape == "triangle" else ((0, -r - 1), (r + 1, 0), (0, r + 1), (-r - 1, 0))
+    corners = (
+        ((0, -r - 1), (r + 1, r), (-r - 1, r)) if shape == "triangle" else ((0, -r - 1), (r + 1, 0), (0, r + 1), (-r - 1, 0))
+    )
     points = " ".join(f"{cx + dx:.1f},{cy + dy:.1f}" for dx, dy in corners)
     return f'<polygon points="{points}" {edge}</polygon>'
 

@@ -132,7 +132,7 @@ class Unit(StrEnum):
     USD = "$"
     MS = "ms"
 
-    def format(self, value: float | None) -> str:
+    def show(self, value: float | None) -> str:
         if value is None or pd.isna(value):
             return "n/a"
         if self is Unit.CHANGE:
@@ -202,7 +202,7 @@ class Dimension:
         return Unit.CHANGE if self.percent else Unit.SCORE
 
     def format(self, value: float | None) -> str:
-        return self.value_unit.format(value)
+        return self.value_unit.show(value)
 
     def values(self, scored: pd.DataFrame) -> pd.Series:
         """Its value per row of the scoring frame; only the weighted score has no `compute` (it weighs the others)."""
@@ -237,9 +237,10 @@ LATENCY = Measure("total_duration_ms", Unit.MS)
 
 def _measured(measure: Measure, what: str, note: Callable[[Any], str]) -> Callable[[Any], str]:
     """A percent change's evidence: the candidate's and the baseline's own values, in the measure's unit."""
-    show = measure.unit.format
+    show = measure.unit.show
     return lambda row: (f"{what}{show(getattr(row, measure.column))} vs baseline "
                         f"{show(getattr(row, measure.baseline_column()))}{note(row)}")  # fmt: skip
+
 
 DIMENSIONS: tuple[Dimension, ...] = (
     Dimension(

@@ -102,11 +102,12 @@ def test_the_trend_shows_the_days_agents_from_their_first_day_with_data():
     )  # fmt: skip
     empty = pd.DataFrame(columns=["rubric", "status", "cached", "prompt_tokens", "completion_tokens", "cost_usd"])
     nothing = pd.DataFrame(columns=["agent_id", "task_id", "trials", "passes", "flakiness", "k"])
+    no_findings = pd.DataFrame(columns=FINDING_COLUMNS)
     data = ReportData(
-        day=DAY, scores=scores, findings=pd.DataFrame(columns=FINDING_COLUMNS), previous_findings=pd.DataFrame(columns=FINDING_COLUMNS),
+        day=DAY, scores=scores, findings=no_findings, previous_findings=no_findings,
         status_counts={"success": 2}, superseded=0, quarantined=0, judgements=empty, issues=NO_ISSUES,
         pairwise=empty.assign(preferred=None, agree=None), pass_at_k=nothing, task_trials=nothing,
-        failed_trials=pd.DataFrame(columns=["episode_id", "agent_id", "task_id", "trial", "hint", "input", "output", "reasoning"]),
+        failed_trials=pd.DataFrame(columns=["episode_id", "agent_id", "task_id", "trial", "hint", "input", "output"]),
         trend=trend, previous_summary=None,
     )  # fmt: skip
     report = build_report(data, RunContext(run_id="r", config_version="v"))
