@@ -72,6 +72,7 @@ def build_report(data: ReportData, context: RunContext) -> Report:
         "quarantined": data.quarantined,
         "baselines_from": _baselines_from(scores),
         "superseded": data.superseded,
+        "agent_id": data.agent_id,
     }
     agents = []
     for agent_id, group in scores.groupby("agent_id", sort=True):

@@ -37,6 +37,7 @@ class ReportData:
     failed_trials: pd.DataFrame  # the calibration sample is drawn from these
     trend: pd.DataFrame  # `agent_daily` over the trend window ending on `day`
     previous_summary: dict[str, Any] | None  # the day before's summary as stored (an older run's may lack keys)
+    agent_id: str | None = None  # the one agent a narrowed run (`run --agent`) reports; None: every agent of the day
 
 
 @dataclass(frozen=True)
@@ -74,6 +75,7 @@ class Summary(Verdicts):
     quarantined: int
     baselines_from: dict[str, int]  # episodes compared with a baseline, by where it came from (run, history, pin, ...)
     superseded: int  # episodes of earlier case-set runs a later run of their agent replaced in the day's count
+    agent_id: str | None  # the one agent the report covers (`run --agent`); None: every agent of the day
 
 
 class Trend(TypedDict):

@@ -137,3 +137,29 @@ def test_without_a_baseline_every_episode_still_shows_its_grade_and_issues(proje
     markdown = (project_env / "reports" / "eval-report-2026-11-02.md").read_text()
     assert "| Episode | Agent | Verdict | Score |" in markdown and "| Grade | Issues |" in markdown
     assert "no verdict" in markdown
+
+
+def test_a_run_for_one_agent_in_a_shared_warehouse_reports_that_agent_only(project_env, capsys):
+    """Issue 21: the agent table and charts of a user's own agent listed the demo's agents sharing its warehouse."""
+    import json
+
+    from eval_pipeline.cli import main
+    from eval_pipeline.episodes.samples import write_samples
+
+    write_samples(project_env / "episodes")
+    assert main(["run", "--start", "2026-11-01", "--end", "2026-11-02", "--fail-on", "never"]) == 0
+    capsys.readouterr()
+    assert main(["run", "--date", "2026-11-02", "--agent", "support-bot", "--fail-on", "never"]) == 0
+    printed = capsys.readouterr().out
+    report = json.loads((project_env / "reports" / "eval-report-2026-11-02.json").read_text())
+    assert [a["agent_id"] for a in report["agents"]] == ["support-bot"] and list(report["trend"]["agents"]) == ["support-bot"]
+    assert {g["agent_id"] for g in report["regressions"]} == {"support-bot"}
+    assert {e["agent_id"] for e in report["episodes"]} == {"support-bot"} and report["summary"]["agent_id"] == "support-bot"
+    summary = report["summary"]
+    assert summary["total_episodes"] == report["agents"][0]["episodes"]
+    assert f"{summary['total_episodes']:>5} episodes  {summary['passed']:>5} passed  {summary['failed']:>5} failed" in printed
+    assert summary["critical_alerts"] == sum(
+        g["trials_flagged"] or 1 for g in report["regressions"] if g["severity"] == "critical"
+    )
+    html = (project_env / "reports" / "eval-report-2026-11-02.html").read_text()
+    assert "Agent support-bot only" in html and "code-assistant" not in html and "billing-bot" not in html
