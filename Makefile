@@ -9,9 +9,10 @@ export DAGSTER_HOME ?= $(CURDIR)/data/dagster_home
 install: $(VENV)/.installed
 
 $(VENV)/.installed: pyproject.toml constraints.txt
+	@echo "Installing the project and its dependencies into $(VENV): a few minutes the first time, then never again."
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -c constraints.txt -e '.[dev]'
+	$(BIN)/python -m pip install --progress-bar on -c constraints.txt -e '.[dev]'
 	touch $@
 
 # The tests' AutoGen producer gets a venv of its own: autogen-core pins protobuf~=5.29, Dagster's gRPC needs protobuf>=6.

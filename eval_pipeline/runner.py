@@ -6,17 +6,24 @@ job over the whole range, visible in the UI like any run launched from there.
 
 from __future__ import annotations
 
+import ctypes
+import os
+import sys
 import threading
+import time
 import uuid
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import date, timedelta
 from pathlib import Path
+from typing import TypeVar
 
 import dagster as dg
 from dagster import DagsterEventType
-from filelock import FileLock
+from dagster._core.errors import DagsterExecutionInterruptedError
+from filelock import FileLock, Timeout
 
 from eval_pipeline.alerts.delivery import alerts_directory
 from eval_pipeline.alerts.messages import run_failure_alert
@@ -24,6 +31,7 @@ from eval_pipeline.alerts.outbox import AlertOutbox
 from eval_pipeline.config import load_config
 from eval_pipeline.defs.pipeline.jobs import EVALUATE_JOB
 from eval_pipeline.errors import InfrastructureError
+from eval_pipeline.run_health import fail_dead_runs, process_alive, run_partitions
 from eval_pipeline.settings import Settings, ensure_dagster_home
 
 SCOPED_STEPS = (
@@ -68,6 +76,7 @@ class RunRequest:
     model: str | None = None  # read only this model's episodes (`run --model`)
     limit: int | None = None  # read at most this many episodes a day (`run --limit`)
     checks: tuple[str, ...] | None = None  # the assertions step runs only these checks (`run --checks`)
+    no_cache: bool = False  # live replays call the candidate afresh (`run --no-cache`)
 
     def run_config(self) -> dict:
         """The ops' `RunScope`s: only what differs from a whole-graph, all-agent run."""
@@ -86,6 +95,8 @@ class RunRequest:
             ops["rewards"] = {"config": {"rewards": list(self.rewards)}}
         if self.checks is not None:
             ops.setdefault("assertions", {"config": dict(scope)})["config"]["checks"] = list(self.checks)
+        if self.no_cache:
+            ops.setdefault("replays", {"config": dict(scope)})["config"]["no_cache"] = True
         if self.assets is not None:
             ops = {name: op for name, op in ops.items() if name in self.assets}
         return {"ops": ops, "loggers": {"console": {"config": {"log_level": "CRITICAL"}}}}
@@ -113,6 +124,7 @@ def open_instance(settings: Settings) -> dg.DagsterInstance:
         return dg.DagsterInstance.from_config(str(settings.dagster_home))
 
 
+_T = TypeVar("_T")
 Progress = Callable[[int, int, str], None]  # (steps finished, steps in all, the step that finished)
 
 
@@ -163,7 +175,8 @@ def run_days(settings: Settings, request: RunRequest, progress: Progress | None 
     `progress` hears of each step as it finishes.
 
     One run pays Dagster's per-run overhead once, and each asset walks the days oldest first,
-    so baselines flow forward as they would night after night.
+    so baselines flow forward as they would night after night. Runs of one warehouse take turns
+    (`_turn`), and Ctrl-C cancels the run (`RunInterrupted`) instead of failing it.
     """
 
     first, last = min(request.days), max(request.days)
@@ -172,7 +185,8 @@ def run_days(settings: Settings, request: RunRequest, progress: Progress | None 
     partition_key = first.isoformat() if first == last else None  # a range is named by its tags
     if partition_key is None:
         tags |= {"dagster/asset_partition_range_start": first.isoformat(), "dagster/asset_partition_range_end": last.isoformat()}
-    with warnings.catch_warnings():
+    patterns = load_config(settings.config_path).policies.secret_patterns
+    with _turn(settings.duckdb_path, first) as take_turn, warnings.catch_warnings():
         warnings.simplefilter("ignore", category=dg.BetaWarning)
         warnings.simplefilter("ignore", category=dg.PreviewWarning)
         job = _definitions_for(settings).resolve_job_def(EVALUATE_JOB)
@@ -180,28 +194,160 @@ def run_days(settings: Settings, request: RunRequest, progress: Progress | None 
         steps = len(request.assets) if request.assets is not None else len(job.graph.node_dict)
         run_id = str(uuid.uuid4())
         watcher = _StepWatcher(settings.dagster_home, run_id, steps, progress) if progress else None
+        take_turn()
         with open_instance(settings) as instance:
+            for dead in fail_dead_runs(instance):  # nothing else frees the queue from them without a daemon
+                _announce_failure(settings, dead.run_id, dead.job_name, run_partitions(dead), "its process ended", patterns)
             if watcher:
                 watcher.start()
             try:
-                result = job.execute_in_process(
-                    instance=instance,
-                    run_config=request.run_config(),
-                    asset_selection=selection,
-                    tags=tags,
-                    raise_on_error=False,
-                    run_id=run_id,
-                    partition_key=partition_key,
+                result = _execute_cancelably(
+                    instance,
+                    run_id,
+                    lambda: job.execute_in_process(
+                        instance=instance,
+                        run_config=request.run_config(),
+                        asset_selection=selection,
+                        tags=tags,
+                        raise_on_error=False,
+                        run_id=run_id,
+                        partition_key=partition_key,
+                    ),
                 )
+            except KeyboardInterrupt:
+                raise RunInterrupted(first, last, _canceled(instance, run_id)) from None
             finally:
                 if watcher:
                     watcher.stop.set()
                     watcher.join(5)
+    span = first.isoformat() if first == last else f"{first}..{last}"
     if not result.success:
-        failure = RunFailed(first, last, result.run_id, _root_cause(result))
-        span = first.isoformat() if first == last else f"{first}..{last}"
-        alert = run_failure_alert(result.run_id, EVALUATE_JOB, span, str(failure))
-        secret_patterns = load_config(settings.config_path).policies.secret_patterns
-        AlertOutbox(alerts_directory(settings.duckdb_path)).enqueue([alert], f"run-failed-{result.run_id}", secret_patterns)
+        cause = _root_cause(result)
+        failure = RunFailed(first, last, result.run_id, cause)
+        try:
+            _announce_failure(settings, result.run_id, EVALUATE_JOB, span, str(failure), patterns)
+        except OSError as exc:  # a full disk fails both: the run's own cause is said first
+            raise RunFailed(first, last, result.run_id, f"{cause}; its failure alert not kept: {exc}") from None
         raise failure
     return result.run_id
+
+
+class RunInterrupted(KeyboardInterrupt):
+    """Ctrl-C during a run: the run is canceled, each day's rows are those of its last finished step."""
+
+    def __init__(self, first: date, last: date, run_id: str | None):
+        span = first.isoformat() if first == last else f"{first}..{last}"
+        where = f"run {run_id} canceled" if run_id else "no run started"
+        super().__init__(f"interrupted: {where}; run {span} again to evaluate it")
+
+
+def _announce_failure(settings: Settings, run_id: str, job_name: str, span: str, message: str, patterns: list[str]) -> None:
+    """The run-failure alert, put in the outbox (the daemon's sensor puts the same id there: it goes out once)."""
+    alert = run_failure_alert(run_id, job_name, span, message)
+    AlertOutbox(alerts_directory(settings.duckdb_path)).enqueue([alert], f"run-failed-{run_id}", patterns)
+
+
+def _canceled(instance: dg.DagsterInstance, run_id: str) -> str | None:
+    """Make sure the interrupted run ends CANCELED whatever point Ctrl-C reached; its id, None if it never started."""
+    run = instance.get_run_by_id(run_id)
+    if run is None:
+        return None
+    if not run.is_finished:
+        instance.report_run_canceled(run, "Canceled by Ctrl-C")
+    return run_id
+
+
+def _execute_cancelably(instance: dg.DagsterInstance, run_id: str, execute: Callable[[], _T]) -> _T:
+    """Run `execute` (the run) so that Ctrl-C cancels it: marked CANCELING before the interrupt reaches the run.
+
+    Dagster takes an interrupt of a run nobody asked to cancel for a failure (and the failure sensor alerts),
+    and on the main thread it handles SIGINT itself. So the run executes on a thread of its own, and Ctrl-C
+    stays here: it records the cancellation, then raises Dagster's interrupt in the run's thread, which stops
+    the step (its open transaction rolls back) and ends the run CANCELED. Raises `KeyboardInterrupt` after.
+    """
+    outcome: list[_T] = []
+    failure: list[BaseException] = []
+
+    def target() -> None:
+        try:
+            outcome.append(execute())
+        except BaseException as exc:  # handed to the caller's thread
+            failure.append(exc)
+
+    worker = threading.Thread(target=target, name=f"run-{run_id}")
+    worker.start()
+    try:
+        while worker.is_alive():
+            worker.join(0.2)  # short waits: the main thread runs the SIGINT handler between them
+    except KeyboardInterrupt:
+        run = instance.get_run_by_id(run_id)
+        if run is not None and not run.is_finished:
+            instance.report_run_canceling(run, "Ctrl-C: canceling the run")
+        while worker.is_alive():
+            interrupt = ctypes.py_object(DagsterExecutionInterruptedError)
+            ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(worker.ident or 0), interrupt)
+            worker.join(0.5)  # again if the first landed where Dagster caught it
+        raise
+    if failure:
+        raise failure[0]
+    return outcome[0]
+
+
+@contextmanager
+def _turn(warehouse_path: Path, first: date) -> Iterator[Callable[[], None]]:
+    """One run of a warehouse at a time, and among runs waiting, the one starting on the earliest day first.
+
+    A day's baselines (and its findings' history) come from the days before it: scored while an earlier day
+    is being written, it would see that day half done. A run leaves its ticket (`<first day>.<pid>`) on entry
+    and waits for its turn when it calls what this yields, as late as it can, so that runs started together
+    have all left theirs; the lock holder gives way to a live run waiting with an earlier day. A killed run's
+    lock is released by the system and its ticket ignored. The turn ends on exit.
+    """
+    directory = Path(f"{warehouse_path}.runs")
+    directory.mkdir(parents=True, exist_ok=True)
+    ticket = directory / f"{first.isoformat()}.{os.getpid()}"
+    ticket.touch()
+    lock = FileLock(str(directory / "lock"))
+
+    def take() -> None:
+        told = False
+        while True:
+            try:
+                lock.acquire(timeout=0)
+            except Timeout:
+                told = told or _say_waiting()
+                lock.acquire()
+            if not _earlier_tickets(directory, ticket):
+                return
+            lock.release()
+            told = told or _say_waiting()
+            while _earlier_tickets(directory, ticket):
+                time.sleep(0.2)
+
+    try:
+        yield take
+    finally:
+        if lock.is_locked:
+            lock.release()
+        ticket.unlink(missing_ok=True)
+
+
+def _earlier_tickets(directory: Path, mine: Path) -> list[Path]:
+    """Tickets of live runs that start on an earlier day than `mine`'s."""
+    day = mine.name.partition(".")[0]
+    earlier = []
+    for ticket in directory.iterdir():
+        other_day, _, pid = ticket.name.partition(".")
+        if pid.isdigit() and other_day < day:
+            try:
+                since = ticket.stat().st_mtime
+            except FileNotFoundError:
+                continue
+            if process_alive(int(pid), since):
+                earlier.append(ticket)
+    return earlier
+
+
+def _say_waiting() -> bool:
+    print("eval-pipeline: waiting for another run of this warehouse to finish", file=sys.stderr)
+    return True

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from datetime import date
+from datetime import date, timedelta
 from pathlib import Path
 from typing import Literal, get_args
 
@@ -28,7 +28,10 @@ _PATH_DEFAULTS = {
     "DAGSTER_HOME": "data/dagster_home",
 }
 _SOURCE_DEFAULT = "data/episodes"
-_HISTORY_START_DEFAULT = "2025-01-01"
+VIEWER_PORT_DEFAULT = 8765
+VIEWER_BASE_URL_DEFAULT = f"http://127.0.0.1:{VIEWER_PORT_DEFAULT}"
+REPORTS_URL_DEFAULT = "http://127.0.0.1:3001"  # where `eval-pipeline ui` serves the reports when nothing else does
+DEFAULT_HISTORY_DAYS = 7  # without EVAL_HISTORY_START or data, the partitions begin this many days before today
 
 
 class SettingsError(UserInputError):
@@ -44,8 +47,11 @@ class Settings(BaseModel):
     dagster_home: Path
     config_path: Path | None
     replay_mode: ReplayMode
-    ui_base_url: str
-    history_start: date  # the first daily partition
+    ui_base_url: str  # Dagster's webserver: links to runs
+    viewer_base_url: str  # `eval-pipeline serve`: links to days and episodes
+    viewer_token: SecretStr | None  # a secret: the viewer requires it when set, and needs it to listen beyond loopback
+    reports_url: str  # where the reports directory is served over http: links from the Dagster UI point there
+    history_start: date | None  # the first daily partition, when set; else see `partition_start`
     alert_webhook_url: str | None  # a secret (Slack's URLs carry a token): never print it
     llm_base_url: str | None  # any OpenAI-compatible server, for the judge and live replays
     llm_api_key: SecretStr | None  # a secret: never print it
@@ -70,7 +76,10 @@ class Settings(BaseModel):
             config_path=Path(_absolute(config, cwd)) if config else None,
             replay_mode=_replay_mode(env.get("EVAL_REPLAY_MODE") or "dry"),
             ui_base_url=_url("EVAL_UI_BASE_URL", env.get("EVAL_UI_BASE_URL") or "http://127.0.0.1:3000"),
-            history_start=_day("EVAL_HISTORY_START", env.get("EVAL_HISTORY_START") or _HISTORY_START_DEFAULT),
+            viewer_base_url=_url("EVAL_VIEWER_BASE_URL", env.get("EVAL_VIEWER_BASE_URL") or VIEWER_BASE_URL_DEFAULT),
+            viewer_token=SecretStr(env["EVAL_UI_TOKEN"]) if env.get("EVAL_UI_TOKEN") else None,
+            reports_url=_url("EVAL_REPORTS_URL", env.get("EVAL_REPORTS_URL") or REPORTS_URL_DEFAULT),
+            history_start=_day("EVAL_HISTORY_START", env["EVAL_HISTORY_START"]) if env.get("EVAL_HISTORY_START") else None,
             alert_webhook_url=env.get("EVAL_ALERT_WEBHOOK_URL") or None,
             llm_base_url=_url("OPENAI_BASE_URL", env["OPENAI_BASE_URL"]) if env.get("OPENAI_BASE_URL") else None,
             llm_api_key=SecretStr(env["OPENAI_API_KEY"]) if env.get("OPENAI_API_KEY") else None,
@@ -86,9 +95,23 @@ class Settings(BaseModel):
             "DAGSTER_HOME": str(self.dagster_home),
             "EVAL_REPLAY_MODE": self.replay_mode,
             "EVAL_UI_BASE_URL": self.ui_base_url,
-            "EVAL_HISTORY_START": self.history_start.isoformat(),
+            "EVAL_VIEWER_BASE_URL": self.viewer_base_url,
+            "EVAL_REPORTS_URL": self.reports_url,
         }
-        return resolved | ({"EVAL_CONFIG": str(self.config_path)} if self.config_path else {})
+        optional = {"EVAL_CONFIG": self.config_path, "EVAL_HISTORY_START": self.history_start}
+        return resolved | {name: str(value) for name, value in optional.items() if value}
+
+    def partition_start(self, today: date) -> date:
+        """The first daily partition: EVAL_HISTORY_START, else the first day the warehouse has evaluated, else a
+        week before `today`. So a fresh install or the demo does not look years behind in the UI, while the
+        partitions never drop a day the warehouse holds; older history needs EVAL_HISTORY_START."""
+        from eval_pipeline.warehouse.connection import Warehouse
+        from eval_pipeline.warehouse.partitions import first_evaluated_day
+
+        if self.history_start:
+            return self.history_start
+        first = first_evaluated_day(Warehouse(self.duckdb_path)) if self.duckdb_path.exists() else None
+        return first or today - timedelta(days=DEFAULT_HISTORY_DAYS)
 
 
 def _absolute(value: str, cwd: Path) -> str:

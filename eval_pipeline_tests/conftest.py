@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
+# The tests pin their days (the samples end 2026-11-03), so their partitions must not follow the clock. Set before
+# any test module imports the definitions, which build the partitions once.
+os.environ.setdefault("EVAL_HISTORY_START", "2025-01-01")
 
 from eval_pipeline.settings import PROJECT_ROOT
 from eval_pipeline_tests.fake_openai import FakeOpenAI

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import threading
+from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -14,6 +15,7 @@ class WebhookReceiver:
         self.attempts = 0
         self.fail_next = 0  # answer this many POSTs with `fail_status`
         self.fail_status = 500
+        self.on_post: Callable[[], None] | None = None  # called as a POST arrives, before it is answered
         receiver = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -23,6 +25,8 @@ class WebhookReceiver:
             def do_POST(self) -> None:
                 body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
                 receiver.attempts += 1
+                if receiver.on_post:
+                    receiver.on_post()
                 if receiver.fail_next > 0:
                     receiver.fail_next -= 1
                     status = receiver.fail_status

@@ -17,6 +17,7 @@ import httpx
 from eval_pipeline import jsonout
 from eval_pipeline.alerts.messages import group_key, slack_message
 from eval_pipeline.alerts.outbox import Alert, AlertOutbox, DeliveryReport
+from eval_pipeline.durable import append_lines
 from eval_pipeline.retry import Backoff, RetriesExhausted, with_retries
 
 log = logging.getLogger(__name__)
@@ -127,8 +128,7 @@ def deliver_pending(
             post_webhook(webhook_url, payload, backoff, min(deadlines.per_post_seconds, left))
             return
         log.info("alert (no EVAL_ALERT_WEBHOOK_URL set): %s", payload["text"])
-        with (outbox.directory / FALLBACK_FILE).open("a") as handle:
-            handle.write(jsonout.dumps({"at": datetime.now(UTC).isoformat(), **payload}) + "\n")
+        append_lines(outbox.directory / FALLBACK_FILE, [jsonout.dumps({"at": datetime.now(UTC).isoformat(), **payload}) + "\n"])
 
     return outbox.deliver(send, group_key)
 

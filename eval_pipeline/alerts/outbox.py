@@ -11,7 +11,6 @@ redacted as they are put in, so the files hold no secret a report would not show
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -21,6 +20,7 @@ from typing import Any
 from filelock import FileLock
 
 from eval_pipeline import jsonout
+from eval_pipeline.durable import append_lines, complete_lines, replace_whole
 from eval_pipeline.redaction import redact_tree
 
 Alert = dict[str, Any]  # a finding (or a failed run) as JSON: "alert_id" names it for the ledger
@@ -48,16 +48,11 @@ class AlertOutbox:
         if not batch:
             target.unlink(missing_ok=True)
             return 0
-        tmp = target.with_suffix(".tmp")
-        tmp.write_text(jsonout.dumps(batch))
-        os.replace(tmp, target)  # atomic: a reader sees all of the batch or none
+        replace_whole(target, jsonout.dumps(batch))  # a reader sees all of the batch or none
         return len(batch)
 
     def delivered_ids(self) -> set[str]:
-        if not self.ledger.exists():
-            return set()
-        with self.ledger.open() as handle:
-            return {json.loads(line)["alert_id"] for line in handle if line.strip()}
+        return {json.loads(line)["alert_id"] for line in complete_lines(self.ledger) if line.strip()}
 
     def pending(self) -> list[Alert]:
         """Undelivered alerts, oldest batch first, each id once."""
@@ -93,10 +88,7 @@ class AlertOutbox:
 
     def _record(self, alerts: list[Alert]) -> None:
         now = datetime.now(UTC).isoformat()
-        with self.ledger.open("a") as handle:
-            handle.writelines(json.dumps({"alert_id": a["alert_id"], "delivered_at": now}) + "\n" for a in alerts)
-            handle.flush()
-            os.fsync(handle.fileno())
+        append_lines(self.ledger, (json.dumps({"alert_id": a["alert_id"], "delivered_at": now}) + "\n" for a in alerts))
 
     def _drop_delivered_batches(self) -> None:
         delivered = self.delivered_ids()

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from eval_pipeline import jsonout
 from eval_pipeline.capture.process import directory_name
+from eval_pipeline.durable import replace_whole
 from eval_pipeline.episodes.files import iter_file_records
 from eval_pipeline.episodes.records import RawRecord
 
@@ -54,9 +55,7 @@ def stored_runs(directory: Path, day: date, agent_id: str) -> list[Path]:
 def write_capture(path: Path, episodes: list[dict]) -> None:
     """All of a run's episodes, or none: written aside, then moved into place."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    partial = path.with_suffix(".partial")
-    partial.write_text("".join(jsonout.dumps(episode) + "\n" for episode in episodes))
-    os.replace(partial, path)
+    replace_whole(path, "".join(jsonout.dumps(episode) + "\n" for episode in episodes))
 
 
 def captured_records(directory: Path, day: date) -> Iterator[RawRecord]:

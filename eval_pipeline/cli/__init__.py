@@ -30,6 +30,7 @@ from eval_pipeline.cli import (
     reward_bench,
     run,
     schemas,
+    serve,
     serve_rewards,
     status,
     summarize,
@@ -59,6 +60,7 @@ COMMANDS: tuple[Command, ...] = tuple(
         reward,
         serve_rewards,
         reward_bench,
+        serve,
         ui,
     )
 )
@@ -110,7 +112,8 @@ def main(argv: list[str] | None = None) -> int:
     except (InfrastructureError, OSError) as exc:
         print(f"eval-pipeline: error: {exc}", file=sys.stderr)
         return EXIT_INFRA
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as exc:  # Ctrl-C: one line, the shell's code for SIGINT
+        print(f"eval-pipeline: {str(exc) or 'interrupted'}", file=sys.stderr)
         return 130
     except Exception as exc:  # a bug: still one line for cron; EVAL_DEBUG=1 shows where
         if os.environ.get("EVAL_DEBUG"):

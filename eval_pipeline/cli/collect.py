@@ -29,8 +29,8 @@ def _run(args: argparse.Namespace, settings: Settings) -> int:
     except OSError as exc:
         raise UsageError(f"cannot listen on {args.host}:{args.port}: {exc}") from None
     host, port = str(server.server_address[0]), server.server_address[1]
-    print(f"collecting OTLP/HTTP traces on http://{host}:{port}/v1/traces into {directory}", flush=True)
     signal.signal(signal.SIGTERM, _interrupted)  # a supervisor's stop, even where SIGTERM was inherited as ignored
+    print(f"collecting OTLP/HTTP traces on http://{host}:{port}/v1/traces into {directory}", flush=True)
     try:
         server.serve_forever(poll_interval=0.2)
     except KeyboardInterrupt:

@@ -6,32 +6,46 @@ import argparse
 import os
 import shutil
 import sys
-from datetime import date
+from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from eval_pipeline.cli.command import EXIT_OK, Command, UsageError, no_arguments
+from eval_pipeline.cli.command import EXIT_OK, Command, UsageError, date_argument
 
 if TYPE_CHECKING:
     from eval_pipeline.settings import Settings
 
 
+def _arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--last-day",
+        type=date_argument,
+        help="the last of the three sample days when writing them (default: yesterday, UTC)",
+    )
+
+
 def _run(args: argparse.Namespace, settings: Settings) -> int:
     from eval_pipeline.cli.run import evaluate
-    from eval_pipeline.episodes.samples import SAMPLE_DAYS, write_samples
+    from eval_pipeline.episodes.samples import sample_days, write_samples, written_days
     from eval_pipeline.runner import RunRequest
 
     if settings.source_is_store:
         raise UsageError("the demo runs on sample files; unset EVAL_EPISODE_SOURCE (it points at a store)")
     source = Path(settings.episode_source)
-    if not (source.is_dir() and any(source.iterdir())):
-        written = write_samples(source)
-        print(f"wrote {len(written)} sample files to {source}")
-    evaluate(settings, RunRequest(list(SAMPLE_DAYS)))
-    _print_findings(settings, list(SAMPLE_DAYS))
+    days = written_days(source) if source.is_dir() else None
+    if days is None:
+        if source.is_dir() and any(source.iterdir()):
+            raise UsageError(f"the demo writes its sample files into an empty directory; {source} holds other files")
+        days = sample_days(args.last_day or datetime.now(UTC).date() - timedelta(days=1))
+        written = write_samples(source, days)
+        print(f"wrote {len(written)} sample files to {source}, dated {days[0]} to {days[-1]}")
+    elif args.last_day and args.last_day != days[-1]:
+        raise UsageError(f"{source} already holds the sample days up to {days[-1]}; `make clean` first to date them anew")
+    evaluate(settings, RunRequest(list(days)))
+    _print_findings(settings, list(days))
     print(
         "\nnext:\n"
-        f"  {_command()} report --date {SAMPLE_DAYS[1]} --open    # the HTML report of the day with injected regressions\n"
+        f"  {_command()} report --date {days[1]} --open    # the HTML report of the day with injected regressions\n"
         f'  {_command()} query "SELECT agent_id, dimension, severity, message FROM findings ORDER BY ALL"\n'
         "  make ui    # the Dagster UI at http://127.0.0.1:3000, with these runs"
     )
@@ -62,4 +76,10 @@ def _command() -> str:
     return "eval-pipeline"
 
 
-COMMAND = Command("demo", "write the sample episodes if missing and evaluate every sample day", no_arguments, _run, ("demo",))
+COMMAND = Command(
+    "demo",
+    "write the sample episodes (three days ending yesterday) if missing and evaluate every sample day",
+    _arguments,
+    _run,
+    ("demo", "demo --last-day 2026-11-03"),
+)

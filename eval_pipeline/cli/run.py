@@ -51,6 +51,11 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--recapture", action="store_true", help="run the case-set agents again even where a run is stored (both are kept)"
     )
+    parser.add_argument(
+        "--no-cache",
+        action="store_true",
+        help="live replay: call the candidate model afresh for every episode (fresh samples), replacing the cached replays",
+    )
     parser.add_argument("--trials", type=int, help="trials per case for the case-set agents (over [capture] trials)")
     parser.add_argument(
         "--label", help="label the runs the case-set agents make (default: agent/model@git revision); compare with label="
@@ -84,6 +89,7 @@ def _run(args: argparse.Namespace, settings: Settings) -> int:
         model=args.model,
         limit=args.limit,
         checks=args.checks,
+        no_cache=args.no_cache,
     )
     evaluate(settings, request)
     if args.output:
@@ -124,8 +130,9 @@ COMMAND = Command(
 )
 
 
-def check_partitions(selected: list[date], first: date) -> None:
-    last = datetime.now(UTC).date() + timedelta(days=1)
+def check_partitions(selected: list[date], settings: Settings) -> None:
+    today = datetime.now(UTC).date()
+    first, last = settings.partition_start(today), today + timedelta(days=1)
     outside = [day for day in selected if not first <= day < last]
     if outside:
         raise UsageError(
@@ -141,7 +148,7 @@ def checked_inputs(
     from eval_pipeline import plugins
     from eval_pipeline.config import load_config
 
-    check_partitions(selected, settings.history_start)
+    check_partitions(selected, settings)
     config = load_config(settings.config_path)
     cases = case_set(settings, config)
     plugins.checks(config, settings.config_path, checks)
@@ -157,9 +164,17 @@ def launch(settings: Settings, request: RunRequest, config: EvalConfig, what: st
     span = str(first) if first == last else f"{first}..{last} ({len(request.days)} days, one run)"
     try:
         with _progress(f"{what} {span}") as progress:
-            return run_days(settings, request, progress)
-    finally:  # without a daemon nobody else announces what this run found, or that it failed
-        _deliver_alerts(settings, config.policies.secret_patterns)
+            run_id = run_days(settings, request, progress)
+    except KeyboardInterrupt:
+        raise  # Ctrl-C wants the prompt back now: what is in the outbox goes with the next run or the sensor
+    except BaseException:  # announce the failure too, but end with the run's own error, whatever delivery meets
+        try:
+            _deliver_alerts(settings, config.policies.secret_patterns)  # without a daemon nobody else says it failed
+        except OSError as exc:
+            print(f"alerts: not delivered: {exc}", file=sys.stderr)
+        raise
+    _deliver_alerts(settings, config.policies.secret_patterns)  # nor what this run found
+    return run_id
 
 
 def case_set(settings: Settings, config: EvalConfig) -> list[CaseSpec]:
@@ -196,7 +211,13 @@ def evaluate(settings: Settings, request: RunRequest) -> None:
             f"{s['critical_alerts']} critical, {s['warning_alerts']} warning  {s['quarantined']} quarantined  "
             f"{row.html_path or row.markdown_path}"
         )
-        if s["without_verdict"] or s.get("superseded") or s.get("baselines_from", {}).get("history"):  # what the counts leave out
+        told = (
+            s["without_verdict"],
+            s.get("superseded"),
+            s.get("baselines_from", {}).get("history"),
+            s.get("replays", {}).get("live"),
+        )
+        if any(told):  # what the counts leave out, and where live replays came from
             print(f"            {verdict_line(s)}")
     print(f"run in the UI: {settings.ui_base_url}/runs/{run_id}")
 

@@ -1,17 +1,17 @@
-"""Daily partitions by the episode's start date (UTC), from `EVAL_HISTORY_START` to today.
+"""Daily partitions by the episode's start date (UTC), from `Settings.partition_start` to today.
 
 Today is included, for late-day reruns; the first day bounds how far back a backfill can go.
 """
 
-from datetime import date
+from datetime import UTC, date, datetime
 
 import dagster as dg
 
 from eval_pipeline.defs.loaded import SETTINGS
 
-HISTORY_START = SETTINGS.history_start
-
-daily_partitions = dg.DailyPartitionsDefinition(start_date=HISTORY_START.isoformat(), timezone="UTC", end_offset=1)
+daily_partitions = dg.DailyPartitionsDefinition(
+    start_date=SETTINGS.partition_start(datetime.now(UTC).date()).isoformat(), timezone="UTC", end_offset=1
+)
 
 
 def partition_days(context: dg.AssetExecutionContext) -> list[date]:

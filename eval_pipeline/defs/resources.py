@@ -109,6 +109,10 @@ class ReplayResource(_LLMEndpoint):
 
 class ReportsResource(dg.ConfigurableResource):
     directory: str
+    url: str  # where `directory` is served over http, so that the Dagster UI's links open
+
+    def link(self, path: Path) -> str:
+        return f"{self.url}/{path.name}"
 
 
 class AlertsResource(dg.ConfigurableResource):
@@ -155,6 +159,7 @@ class RunScope(dg.Config):
     model: str | None = None  # episodes only: evaluate only this model's episodes (`run --model`)
     limit: int | None = None  # episodes only: at most this many episodes a day, the first by start time (`run --limit`)
     label: str | None = None  # capture only: the label of the runs captured (`run --label`), over agent@revision
+    no_cache: bool = False  # live replays only: call the candidate afresh, replacing the cached replays (`run --no-cache`)
 
 
 def source_index_path(duckdb_path: str) -> str:
@@ -189,7 +194,7 @@ def resources_for(settings: Settings) -> dict[str, dg.ConfigurableResource]:
             api_key=_from_env("OPENAI_API_KEY"),
             candidate_model=_from_env("EVAL_CANDIDATE_MODEL"),
         ),
-        "reports": ReportsResource(directory=str(settings.reports_dir)),
+        "reports": ReportsResource(directory=str(settings.reports_dir), url=settings.reports_url),
         "judge": JudgeResource(
             base_url=_from_env("OPENAI_BASE_URL"), api_key=_from_env("OPENAI_API_KEY"), model=_from_env("EVAL_JUDGE_MODEL")
         ),

@@ -2,7 +2,8 @@
 
 Agents instrumented with OpenTelemetry export to `POST /v1/traces` (JSON or protobuf, gzip or
 not). Each request is appended as one line of OTLP JSON to `<source>/otlp/<UTC day>.jsonl`
-under a file lock and fsynced before the answer, so an acknowledged export is never lost; the
+whole or not at all and fsynced before the answer, so an acknowledged export is never lost (one that
+could not be stored, on a full disk say, is answered 503 so the exporter retries it); the
 new-episodes sensor and the nightly sweep then read those files like any other source file.
 
 Nothing a client sends can make the collector hold more than its limits: the body is counted as
@@ -17,7 +18,7 @@ from __future__ import annotations
 
 import io
 import json
-import os
+import logging
 import re
 import socket
 import time
@@ -30,8 +31,9 @@ from itertools import islice
 from pathlib import Path
 from typing import Any, NoReturn
 
-from filelock import FileLock
+from eval_pipeline.durable import append_lines
 
+log = logging.getLogger(__name__)
 MAX_BODY = 32 * 1024 * 1024  # an export request, as sent and once decompressed
 MAX_LINE = 32 * 1024 * 1024  # an export as stored: one JSON line, which `run` reads back whole
 MAX_PROTOBUF_MESSAGES = 1_000_000  # in one protobuf export; each becomes a dict of its JSON form (~60x its wire size)
@@ -288,18 +290,14 @@ def stored_line(export: dict) -> str:
 
 
 class TraceSink:
-    """Appends exports to one JSONL file per UTC day, durably."""
+    """Appends exports to one JSONL file per UTC day, durably, each line whole or not at all."""
 
     def __init__(self, directory: Path):
         self.directory = directory
         directory.mkdir(parents=True, exist_ok=True)
 
     def append(self, line: str) -> None:
-        path = self.directory / f"{datetime.now(UTC).date().isoformat()}.jsonl"
-        with FileLock(f"{path}.lock", timeout=30), path.open("a", encoding="utf-8") as handle:
-            handle.write(line)
-            handle.flush()
-            os.fsync(handle.fileno())
+        append_lines(self.directory / f"{datetime.now(UTC).date().isoformat()}.jsonl", [line])
 
 
 class _Deadline(io.RawIOBase):
@@ -369,7 +367,11 @@ def serve(sink: TraceSink, host: str, port: int, read_timeout: float = READ_TIME
                 line = stored_line(decode(body, content_type, self.headers.get("Content-Encoding", "")))
             except Refused as exc:
                 return self._refuse(exc.status, str(exc))
-            sink.append(line)
+            try:
+                sink.append(line)
+            except OSError as exc:  # a full disk, a lock held too long: nothing stored, so the exporter should retry
+                log.error("an export was not stored: %s", exc)
+                return self._refuse(503, f"the export was not stored, retry later: {exc}")
             protobuf = content_type.startswith("application/x-protobuf")
             self._answer(200, b"" if protobuf else b"{}", content_type.split(";")[0])
 

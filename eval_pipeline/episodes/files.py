@@ -11,7 +11,6 @@ changed. The index lives beside the warehouse, not in the source, which may be r
 from __future__ import annotations
 
 import json
-import os
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
@@ -23,6 +22,7 @@ from pathlib import Path
 from filelock import FileLock
 from pydantic import BaseModel
 
+from eval_pipeline.durable import replace_whole
 from eval_pipeline.episodes.adapters import ADAPTERS, CANONICAL, Adapter, detect_format
 from eval_pipeline.episodes.adapters.base import priced
 from eval_pipeline.episodes.records import RawRecord, record_days
@@ -46,7 +46,7 @@ class FileRecord:
 
 def iter_file_records(path: Path) -> Iterator[FileRecord]:
     """Yield each record's raw text with its line; JSONL, JSON arrays and indented JSON are told apart by content."""
-    with path.open("r", encoding="utf-8", errors="replace") as handle:
+    with path.open("r", encoding="utf-8-sig", errors="replace") as handle:  # a byte-order mark is no record
         layout = _layout(handle)
         handle.seek(0)
         if layout != "lines":
@@ -59,13 +59,31 @@ def iter_file_records(path: Path) -> Iterator[FileRecord]:
 
 def _layout(handle) -> str:
     """How records are laid out: as an `array` (`[{...}, ...]`), as `documents` (JSON objects written with an
-    indent, each opened by a lone `{`), or as `lines` (JSONL, and log lines, `[2026-11-05 10:00:00] ...` too)."""
-    head = ""
-    while len("".join(head.split())) < 2 and (chunk := handle.read(4096)):
-        head += chunk
-    if "".join(head.split())[:2] in ("[{", "[]"):
+    indent: the first one spans lines, whether its opening line is a lone `{` or `{ "key": ...,`), or as `lines`
+    (JSONL, and log lines, `[2026-11-05 10:00:00] ...` too). A first line that is broken JSON leaves the file
+    JSONL, so it loses that line alone."""
+    head = handle.read(_CHUNK)
+    if "".join(head[:4096].split())[:2] in ("[{", "[]"):
         return "array"
-    return "documents" if head.lstrip().split("\n", 1)[0].strip() == "{" else "lines"
+    text = head.lstrip()
+    first_line = text.split("\n", 1)[0]
+    if not text.startswith("{") or _is_json(first_line):
+        return "lines"
+    if first_line.strip() == "{":
+        return "documents"
+    try:
+        _, end = json.JSONDecoder().raw_decode(text)
+    except (ValueError, RecursionError):
+        return "lines"
+    return "documents" if "\n" in text[:end] else "lines"
+
+
+def _is_json(text: str) -> bool:
+    try:
+        json.loads(text)
+    except (ValueError, RecursionError):
+        return False
+    return True
 
 
 def _iter_values(handle, in_array: bool) -> Iterator[FileRecord]:
@@ -215,9 +233,7 @@ class FileSource:
                 )
             names = [adapter.NAME for adapter in self.adapters]
             index = FileIndex(source=str(self.root), version=INDEX_VERSION, adapters=names, files=fresh)
-            tmp = self.index_path.with_suffix(".tmp")
-            tmp.write_text(index.model_dump_json())
-            os.replace(tmp, self.index_path)
+            replace_whole(self.index_path, index.model_dump_json())
         return index
 
     def _read_index(self) -> FileIndex:

@@ -19,6 +19,8 @@ from eval_pipeline.episodes.records import EARLIEST_DAY, is_iso_timestamp, lates
 
 
 class EpisodeStatus(StrEnum):
+    """How the run ended: `success` is the baseline-eligible outcome; `running` is not finished yet."""
+
     RUNNING = "running"
     SUCCESS = "success"
     FAILURE = "failure"
@@ -27,6 +29,8 @@ class EpisodeStatus(StrEnum):
 
 
 class StepType(StrEnum):
+    """What a step is: an LLM call, a tool call and its result, a decision, or an error."""
+
     LLM_CALL = "llm_call"
     TOOL_CALL = "tool_call"
     TOOL_RESULT = "tool_result"
@@ -43,22 +47,28 @@ def _iso_text(value: Any) -> Any:
 
 
 class Step(BaseModel):
+    """One step of the run; steps are ordered by `step_index`, not by their place in the list."""
+
     model_config = ConfigDict(extra="allow")
 
-    step_index: int = Field(ge=0)
-    step_type: StepType
-    air_record_id: str | None = None
-    tool_name: str | None = None
-    model: str | None = None
-    provider: str | None = None
-    input_summary: str | None = None
-    output_summary: str | None = None
-    tokens: int = Field(0, ge=0)
-    cost_usd: float = Field(0.0, ge=0, allow_inf_nan=False)
-    duration_ms: float = Field(0.0, ge=0, allow_inf_nan=False)
-    timestamp: datetime | None = None
-    error: str | None = None
-    metadata: dict[str, Any] = Field(default_factory=dict)
+    step_index: int = Field(ge=0, description="the step's position in the run, unique within it")
+    step_type: StepType = Field(description="llm_call, tool_call, tool_result, decision or error")
+    air_record_id: str | None = Field(None, description="the AIR Blackbox record this step came from, if any")
+    tool_name: str | None = Field(None, description="the tool called (tool_call) or answering (tool_result)")
+    model: str | None = Field(None, description="the LLM of an llm_call, e.g. gpt-4o-mini")
+    provider: str | None = Field(None, description="who served the model, e.g. openai")
+    input_summary: str | None = Field(
+        None, description="what went in: the first llm_call's is the user's message (the task, without a task_id)"
+    )
+    output_summary: str | None = Field(
+        None, description="what came out: the last llm_call's is the answer, unless metadata.final_output says it"
+    )
+    tokens: int = Field(0, ge=0, description="tokens of this step, input and output together")
+    cost_usd: float = Field(0.0, ge=0, allow_inf_nan=False, description="what this step cost, in US dollars")
+    duration_ms: float = Field(0.0, ge=0, allow_inf_nan=False, description="how long this step took, in milliseconds")
+    timestamp: datetime | None = Field(None, description="when the step began, ISO 8601 (UTC when no offset is given)")
+    error: str | None = Field(None, description="the error message of an error step, or of a tool that failed")
+    metadata: dict[str, Any] = Field(default_factory=dict, description="anything else; `tools`: the tools offered to an llm_call")
 
     @field_validator("timestamp", mode="before")
     @classmethod
@@ -76,20 +86,32 @@ class Step(BaseModel):
 
 
 class Episode(BaseModel):
+    """One recorded run of an agent on a task; the day it is evaluated on is its `started_at` date (UTC)."""
+
     model_config = ConfigDict(extra="allow")
 
-    episode_id: str = Field(min_length=1)
-    agent_id: str = Field(min_length=1)
-    status: EpisodeStatus
-    steps: list[Step] = Field(default_factory=list)
-    tools_used: list[str] = Field(default_factory=list)
-    total_tokens: int | None = Field(None, ge=0)  # None: the sum over the steps
-    total_cost_usd: float | None = Field(None, ge=0, allow_inf_nan=False)
-    total_duration_ms: float | None = Field(None, ge=0, allow_inf_nan=False)
-    step_count: int | None = None
-    started_at: datetime
-    ended_at: datetime | None = None
-    metadata: dict[str, Any] = Field(default_factory=dict)
+    episode_id: str = Field(min_length=1, description="unique across all episodes; a re-sent id replaces the earlier record")
+    agent_id: str = Field(min_length=1, description="the agent (or agent version) that ran; baselines are per agent and task")
+    status: EpisodeStatus = Field(description="how the run ended: running, success, failure, timeout or killed")
+    steps: list[Step] = Field(default_factory=list, description="the run's LLM calls, tool calls and results, in any order")
+    tools_used: list[str] = Field(default_factory=list, description="the tools called, each once (the sequence is in `steps`)")
+    total_tokens: int | None = Field(None, ge=0, description="tokens of the whole run; missing: the sum over the steps")
+    total_cost_usd: float | None = Field(
+        None, ge=0, allow_inf_nan=False, description="cost of the whole run in US dollars; missing: the sum over the steps"
+    )
+    total_duration_ms: float | None = Field(
+        None, ge=0, allow_inf_nan=False, description="wall time of the run in milliseconds; missing: the sum over the steps"
+    )
+    step_count: int | None = Field(None, description="how many steps the run had; missing: len(steps)")
+    started_at: datetime = Field(description="when the run began, ISO 8601 (UTC when no offset is given); sets its day")
+    ended_at: datetime | None = Field(None, description="when the run ended; missing while running")
+    metadata: dict[str, Any] = Field(
+        default_factory=dict,
+        description="`task_id`: the task (without it, `auto-` and a hash of the first llm_call's input_summary, and the "
+        "day's report names the episode); `trial`: which attempt at the task (pass@k); `category`: the task's group in "
+        "the report; `final_output`: the answer (without it, the last llm_call's output_summary); `baseline`: true pins "
+        "this run as its task's baseline; anything else is kept",
+    )
 
     @model_validator(mode="after")
     def _totals_from_steps(self) -> Episode:

@@ -20,7 +20,15 @@ from pathlib import Path
 from eval_pipeline.episodes.model import Episode, EpisodeStatus, Step, StepType
 
 SEED = 20261101
-SAMPLE_DAYS: tuple[date, date, date] = (date(2026, 11, 1), date(2026, 11, 2), date(2026, 11, 3))
+SampleDays = tuple[date, date, date]
+
+
+def sample_days(last: date) -> SampleDays:
+    """The three sample days that end on `last`: the demo's end yesterday, the tests' on a pinned day."""
+    return (last - timedelta(days=2), last - timedelta(days=1), last)
+
+
+SAMPLE_DAYS: SampleDays = sample_days(date(2026, 11, 3))  # the pinned days the tests and the constants below use
 TRIALS = 3  # trials 0..2 of every task, every day
 JITTER = 0.04  # normal spread of cost and latency, far inside the 20 % / 30 % thresholds
 PROVIDER = "openai"
@@ -321,11 +329,11 @@ _DAY2: dict[str, Injection] = {
     # Cheaper and faster on every task, same tools and answers: an improvement, never a finding.
     **{f"billing-bot/{t.slug}": Injection("improvement", cost=0.6, latency=0.7) for t in AGENTS[3].tasks},
 }
-_INJECTIONS: dict[date, dict[str, Injection]] = {
-    SAMPLE_DAYS[0]: {},
-    SAMPLE_DAYS[1]: _DAY2,
-    SAMPLE_DAYS[2]: {"support-bot/refund-request": _LEAK},  # the leak persists after the recovery
-}
+_INJECTIONS: tuple[dict[str, Injection], ...] = (  # by day: 1, 2, 3
+    {},
+    _DAY2,
+    {"support-bot/refund-request": _LEAK},  # the leak persists after the recovery
+)
 # Extra day-3 runs beyond trials 0..2: (task_id, trial, status). The JSON array file holds 4 and 5.
 _DAY3_EXTRAS = (
     ("research-agent/market-size-estimate", 3, EpisodeStatus.TIMEOUT),
@@ -334,16 +342,16 @@ _DAY3_EXTRAS = (
 _ARRAY_EXTRAS = (("research-agent/market-size-estimate", 4), ("research-agent/market-size-estimate", 5))
 
 # Malformed records per day, placed between good lines; the reader must skip and count them.
-_MALFORMED: dict[date, tuple[str, ...]] = {
-    SAMPLE_DAYS[0]: ("truncated", "missing_agent_id", "bad_status", "bad_started_at"),
-    SAMPLE_DAYS[1]: ("bad_status", "truncated"),
-    SAMPLE_DAYS[2]: ("missing_agent_id", "bad_started_at", "truncated"),
-}
-MALFORMED_LINES_PER_DAY: dict[date, int] = {day: len(kinds) for day, kinds in _MALFORMED.items()}
+_MALFORMED: tuple[tuple[str, ...], ...] = (  # by day: 1, 2, 3
+    ("truncated", "missing_agent_id", "bad_status", "bad_started_at"),
+    ("bad_status", "truncated"),
+    ("missing_agent_id", "bad_started_at", "truncated"),
+)
+MALFORMED_LINES_PER_DAY: dict[date, int] = {day: len(kinds) for day, kinds in zip(SAMPLE_DAYS, _MALFORMED, strict=True)}
 
 EXPECTED_REGRESSIONS: list[tuple[date, str, str, str]] = [
     (day, TASKS[task_id][0].agent_id, task_id, injection.kind)
-    for day, injections in _INJECTIONS.items()
+    for day, injections in zip(SAMPLE_DAYS, _INJECTIONS, strict=True)
     for task_id, injection in injections.items()
     if injection.kind != "improvement"
 ] + [  # a timeout is a failed outcome: correctness 0 against a successful baseline. With its
@@ -354,21 +362,32 @@ EXPECTED_REGRESSIONS: list[tuple[date, str, str, str]] = [
 ]
 
 
-def write_samples(directory: Path) -> list[Path]:
-    """Write one JSONL file per sample day (episodes-YYYY-MM-DD.jsonl) plus one JSON-array file;
-    return the paths. Deterministic: same bytes every call (random.Random(seed), fixed
-    timestamps, no clock)."""
+def write_samples(directory: Path, days: SampleDays = SAMPLE_DAYS) -> list[Path]:
+    """Write one JSONL file per sample day (episodes-YYYY-MM-DD.jsonl) plus one JSON-array file
+    (`extra_file`); return the paths. Deterministic: same bytes every call (random.Random(seed),
+    fixed timestamps, no clock); other `days` change the dates and ids only, never a number."""
     directory.mkdir(parents=True, exist_ok=True)
     paths = []
-    for day in SAMPLE_DAYS:
-        good = [episode.model_dump_json(exclude_none=True) for episode in _day_episodes(day)]
-        lines = _interleave(good, [_malformed(day, n, kind, good) for n, kind in enumerate(_MALFORMED[day])])
+    for n, day in enumerate(days):
+        good = [episode.model_dump_json(exclude_none=True) for episode in _day_episodes(day, n)]
+        lines = _interleave(good, [_malformed(day, i, kind, good, len(_MALFORMED[n])) for i, kind in enumerate(_MALFORMED[n])])
         paths.append(_write(directory / f"episodes-{day.isoformat()}.jsonl", "\n".join(lines) + "\n"))
-    extra = [
-        _episode(SAMPLE_DAYS[2], task_id, trial).model_dump(mode="json", exclude_none=True) for task_id, trial in _ARRAY_EXTRAS
-    ]
-    paths.append(_write(directory / f"episodes-{SAMPLE_DAYS[2].isoformat()}-extra.json", json.dumps(extra, indent=2) + "\n"))
+    extra = [_episode(days[2], 2, task_id, trial).model_dump(mode="json", exclude_none=True) for task_id, trial in _ARRAY_EXTRAS]
+    paths.append(_write(extra_file(directory, days[2]), json.dumps(extra, indent=2) + "\n"))
     return paths
+
+
+def extra_file(directory: Path, last: date) -> Path:
+    """The JSON-array file of the sample day `last`: only samples write a file of this name."""
+    return directory / f"episodes-{last.isoformat()}-extra.json"
+
+
+def written_days(directory: Path) -> SampleDays | None:
+    """The sample days `write_samples` wrote into `directory` before, None when it holds none."""
+    lasts = sorted(
+        date.fromisoformat(path.name[len("episodes-") : -len("-extra.json")]) for path in directory.glob("episodes-*-extra.json")
+    )
+    return sample_days(lasts[-1]) if lasts else None
 
 
 def _write(path: Path, text: str) -> Path:
@@ -376,12 +395,12 @@ def _write(path: Path, text: str) -> Path:
     return path
 
 
-def _day_episodes(day: date) -> list[Episode]:
-    """Every task's trials 0..2 (plus day 3's extra runs), in start order like a store export."""
-    injections = _INJECTIONS[day]
-    episodes = [_episode(day, task_id, trial, injections.get(task_id)) for task_id in TASKS for trial in range(TRIALS)]
-    if day == SAMPLE_DAYS[2]:
-        episodes += [_episode(day, task_id, trial, status=status) for task_id, trial, status in _DAY3_EXTRAS]
+def _day_episodes(day: date, n: int) -> list[Episode]:
+    """Every task's trials 0..2 (plus day 3's extra runs) of sample day `n` (0..2), in start order like a store export."""
+    injections = _INJECTIONS[n]
+    episodes = [_episode(day, n, task_id, trial, injections.get(task_id)) for task_id in TASKS for trial in range(TRIALS)]
+    if n == 2:
+        episodes += [_episode(day, n, task_id, trial, status=status) for task_id, trial, status in _DAY3_EXTRAS]
     return sorted(episodes, key=lambda e: (e.started_at, e.episode_id))
 
 
@@ -389,21 +408,22 @@ def _episode_id(day: date, task_id: str, trial: int) -> str:
     return f"ep-{day.isoformat()}-{task_id.replace('/', '-')}-t{trial}"
 
 
-def _factors(day: date, task_id: str, trial: int) -> tuple[random.Random, float, float]:
-    """One generator per episode, so that editing one episode never shifts another's numbers.
-    Its first two draws are the normal cost and latency factors, 1 ± JITTER."""
-    rng = random.Random(f"{SEED}:{_episode_id(day, task_id, trial)}")
+def _factors(n: int, task_id: str, trial: int) -> tuple[random.Random, float, float]:
+    """One generator per episode, so that editing one episode never shifts another's numbers; seeded
+    with its id on the pinned days, so that redated samples have the same numbers. Its first two
+    draws are the normal cost and latency factors, 1 ± JITTER."""
+    rng = random.Random(f"{SEED}:{_episode_id(SAMPLE_DAYS[n], task_id, trial)}")
     return rng, 1 + rng.uniform(-JITTER, JITTER), 1 + rng.uniform(-JITTER, JITTER)
 
 
 def _episode(
-    day: date, task_id: str, trial: int, injection: Injection | None = None, status: EpisodeStatus | None = None
+    day: date, n: int, task_id: str, trial: int, injection: Injection | None = None, status: EpisodeStatus | None = None
 ) -> Episode:
     agent, task = TASKS[task_id]
     injection = injection or Injection("normal")
     status = status or injection.status
-    rng, cost_factor, latency_factor = _factors(day, task_id, trial)
-    _, baseline_cost, baseline_latency = _factors(SAMPLE_DAYS[0], task_id, 0)
+    rng, cost_factor, latency_factor = _factors(n, task_id, trial)
+    _, baseline_cost, baseline_latency = _factors(0, task_id, 0)
     if injection.cost is not None:
         cost_factor = baseline_cost * injection.cost
     if injection.latency is not None:
@@ -420,7 +440,7 @@ def _episode(
     finished = status not in (EpisodeStatus.RUNNING, EpisodeStatus.TIMEOUT)
     if finished and (not omit_final_output or injection.answer_suffix):
         metadata["final_output"] = answer  # the leak must sit in final_output, so never omit it
-    if day == SAMPLE_DAYS[0] and trial == 0 and task_id == PINNED_BASELINE:
+    if n == 0 and trial == 0 and task_id == PINNED_BASELINE:
         metadata["baseline"] = True
     total_ms = round(sum(s.duration_ms for s in steps), 1)
     tool_calls = [s.tool_name for s in steps if s.step_type is StepType.TOOL_CALL]
@@ -533,10 +553,10 @@ def _stamp(steps: list[Step], started_at: datetime) -> None:
         elapsed += step.duration_ms
 
 
-def _malformed(day: date, n: int, kind: str, good: list[str]) -> str:
+def _malformed(day: date, n: int, kind: str, good: list[str], bad: int) -> str:
     """A copy of the good record beside it with one defect, under its own id and without steps,
     so that a lenient reader can never mistake it for (or double-count) a real run."""
-    record = json.loads(good[_slot(n, len(good), len(_MALFORMED[day]))])
+    record = json.loads(good[_slot(n, len(good), bad)])
     record.update(episode_id=f"ep-{day.isoformat()}-corrupt-{n}", steps=[], step_count=0)
     if kind == "missing_agent_id":
         del record["agent_id"]

@@ -2,28 +2,19 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, RootModel
 
 from eval_pipeline.capture.cases import CaseSpec, EvalCase
 from eval_pipeline.capture.headless import HeadlessSchema
-from eval_pipeline.episodes.adapters import autogen, plaited
-from eval_pipeline.episodes.adapters.autogen_events import KINDS
+from eval_pipeline.episodes.adapters import plaited
+from eval_pipeline.episodes.adapters.autogen import AutoGenEvent, AutoGenTaskResult
+from eval_pipeline.episodes.adapters.autogen_events import AutoGenLogEvent
+from eval_pipeline.episodes.adapters.langgraph import LangGraphEvent
+from eval_pipeline.episodes.adapters.openai_transcript import TranscriptRecord
 from eval_pipeline.episodes.model import Episode
 from eval_pipeline.scoring.cases import Case
-
-
-class TranscriptRecord(BaseModel):
-    """An OpenAI chat transcript, as tau-bench publishes trajectories."""
-
-    model_config = ConfigDict(extra="allow")
-
-    task_id: str | int
-    trial: int = 0
-    reward: float | None = None
-    traj: list[dict[str, Any]] = Field(description="OpenAI chat messages: system, user, assistant (with tool_calls), tool")
-    info: dict[str, Any] | None = None
 
 
 class OtlpExport(BaseModel):
@@ -32,69 +23,6 @@ class OtlpExport(BaseModel):
     model_config = ConfigDict(extra="allow")
 
     resourceSpans: list[dict[str, Any]]
-
-
-class LangGraphEvent(BaseModel):
-    """One LangGraph `astream_events(version="v2")` event; a file is a JSON list of them or `{"events": [...]}`."""
-
-    model_config = ConfigDict(extra="allow")
-
-    event: str = Field(pattern=r"^on_", description="on_chat_model_start|end, on_tool_start|end, on_chain_start|end, ...")
-    name: str | None = None
-    run_id: str
-    parent_ids: list[str] = Field(default_factory=list, description="outermost first: the root run is parent_ids[0]")
-    data: dict[str, Any] = Field(default_factory=dict, description="input / output; messages as dumpd() or model_dump()")
-    tags: list[str] = Field(default_factory=list)
-    metadata: dict[str, Any] = Field(default_factory=dict)
-
-
-class AutoGenUsage(BaseModel):
-    prompt_tokens: int
-    completion_tokens: int
-
-
-class AutoGenEvent(BaseModel):
-    """One AutoGen AgentChat event or message, its own `model_dump(mode="json")`, a JSONL line each."""
-
-    model_config = ConfigDict(extra="allow")
-
-    type: Literal[tuple(sorted(autogen.EVENTS))]  # type: ignore[valid-type]
-    source: str
-    models_usage: AutoGenUsage | None = None
-    content: Any = None
-    created_at: str | None = None
-    id: str | None = None
-    metadata: dict[str, str] = Field(default_factory=dict)
-
-
-class AutoGenTaskResult(BaseModel):
-    """The `TaskResult` that closes a run (`run_stream`'s last item, or what `run()` returns)."""
-
-    messages: list[AutoGenEvent]
-    stop_reason: str | None = None
-
-
-class AutoGenLogEvent(BaseModel):
-    """One event of AutoGen's event logger (`autogen_core.EVENT_LOGGER_NAME`) as a FileHandler writes it: a
-    line of JSON, bare or after the formatter's prefix (`2026-11-05 10:00:00,123 - autogen_core.events - INFO - `)."""
-
-    model_config = ConfigDict(extra="allow")
-
-    type: Literal[tuple(KINDS)]  # type: ignore[valid-type]
-    payload: str | None = Field(None, description="Message: what the runtime passed, as JSON")
-    sender: str | None = None
-    receiver: str | None = Field(None, description="Message: `output_topic_<team>/<team>` carries what run_stream yields")
-    kind: str | None = Field(None, description="Message: MessageKind.DIRECT, .PUBLISH or .RESPOND")
-    delivery_stage: str | None = Field(None, description="Message: DeliveryStage.SEND or .DELIVER")
-    agent_id: str | None = Field(None, description="`<agent>_<team>/<team>` in a team; null for an agent on its own")
-    messages: list[dict[str, Any]] | None = Field(None, description="LLMCall: the messages sent")
-    response: dict[str, Any] | None = Field(None, description="LLMCall: the model's response, with its `model`")
-    prompt_tokens: int | None = None
-    completion_tokens: int | None = None
-    tool_name: str | None = Field(None, description="ToolCall, logged when a tool succeeded")
-    arguments: dict[str, Any] | None = None
-    result: str | None = None
-    exception: str | None = Field(None, description="MessageHandlerException, AgentConstructionException: the run failed")
 
 
 class LangGraphState(BaseModel):

@@ -21,9 +21,10 @@ from eval_pipeline.config import Price
 from eval_pipeline.llm.gateway import Answer, BudgetExhausted, Gateway, GatewayError, Tokens
 
 
-def cache_key(model: str, purpose: str, messages: list[dict[str, str]]) -> str:
-    """Same model, rubric (and its version), messages and parameters: the same answer, so no second call."""
-    material = json.dumps({"model": model, "purpose": purpose, "messages": messages, "temperature": 0})
+def cache_key(model: str, purpose: str, messages: list[dict], **context: object) -> str:
+    """Same model, rubric (and its version), messages and parameters: the same answer, so no second call.
+    `context` is whatever else decides the answer (tools on offer, the endpoint, which sample it is)."""
+    material = json.dumps({"model": model, "purpose": purpose, "messages": messages, "temperature": 0, **context})
     return hashlib.sha256(material.encode()).hexdigest()
 
 

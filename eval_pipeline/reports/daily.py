@@ -72,6 +72,7 @@ def build_report(data: ReportData, context: RunContext) -> Report:
         "quarantined": data.quarantined,
         "baselines_from": _baselines_from(scores),
         "superseded": data.superseded,
+        "replays": {"live": data.live_replays, "reused": data.reused_replays, "called": data.live_replays - data.reused_replays},
         "agent_id": data.agent_id,
     }
     agents = []

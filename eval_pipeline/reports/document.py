@@ -37,6 +37,8 @@ class ReportData:
     failed_trials: pd.DataFrame  # the calibration sample is drawn from these
     trend: pd.DataFrame  # `agent_daily` over the trend window ending on `day`
     previous_summary: dict[str, Any] | None  # the day before's summary as stored (an older run's may lack keys)
+    live_replays: int = 0  # the day's replays run live through the candidate model
+    reused_replays: int = 0  # of those, reused from the cache (no model call)
     agent_id: str | None = None  # the one agent a narrowed run (`run --agent`) reports; None: every agent of the day
 
 
@@ -63,6 +65,12 @@ class Verdicts(TypedDict):
     without_baseline: int
 
 
+class ReplayCounts(TypedDict):
+    live: int  # episodes replayed live (0 in dry mode)
+    reused: int  # of them, reused from the cache: no model call
+    called: int  # of them, called the candidate model
+
+
 class Summary(Verdicts):
     """The day in figures: the `reports.summary` column, and the cards compared with the day before."""
 
@@ -75,6 +83,7 @@ class Summary(Verdicts):
     quarantined: int
     baselines_from: dict[str, int]  # episodes compared with a baseline, by where it came from (run, history, pin, ...)
     superseded: int  # episodes of earlier case-set runs a later run of their agent replaced in the day's count
+    replays: ReplayCounts
     agent_id: str | None  # the one agent the report covers (`run --agent`); None: every agent of the day
 
 

@@ -81,7 +81,8 @@ def failed_on_cell(failed_on: Mapping[str, int]) -> str:
 
 
 def verdict_line(counts: Mapping[str, Any]) -> str:
-    """The verdict counts in one sentence, with why some episodes have no verdict (CLI, Markdown and HTML say it alike)."""
+    """The verdict counts in one sentence, with why some episodes have no verdict and, when the candidates were
+    replayed live, how many of those replays the cache gave (CLI, Markdown and HTML say it alike)."""
     line = f"{counts['passed']} passed, {counts['failed']} failed of {counts['scored']} episodes with a verdict."
     if counts["without_verdict"]:
         line += (
@@ -93,4 +94,7 @@ def verdict_line(counts: Mapping[str, Any]) -> str:
     from_history = counts.get("baselines_from", {}).get("history")
     if from_history:
         line += f" {from_history} compared with a baseline found in the source's earlier days (not yet evaluated)."
+    replays = counts.get("replays") or {}  # a summary stored before live replays were counted has none
+    if replays.get("live"):
+        line += f" Live replays: {replays['reused']} reused from the cache, {replays['called']} called the model."
     return line

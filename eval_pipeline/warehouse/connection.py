@@ -20,6 +20,7 @@ from filelock import FileLock, Timeout
 from eval_pipeline.errors import InfrastructureError
 from eval_pipeline.warehouse.rows import one_row
 from eval_pipeline.warehouse.schema import MIGRATIONS, migrate, schema_version
+from eval_pipeline.warehouse.transactions import atomically
 
 
 class WarehouseBusy(InfrastructureError):
@@ -80,14 +81,8 @@ class Warehouse:
     @contextmanager
     def transaction(self) -> Iterator[duckdb.DuckDBPyConnection]:
         """A write connection inside BEGIN/COMMIT: all of a partition's rows land, or none."""
-        with self.connect() as con:
-            con.execute("BEGIN TRANSACTION")
-            try:
-                yield con
-                con.execute("COMMIT")
-            except BaseException:
-                con.execute("ROLLBACK")
-                raise
+        with self.connect() as con, atomically(con):
+            yield con
 
     def read_frame(self, sql: str, params: list | dict | None = None) -> pd.DataFrame:
         with self.connect(read_only=self.path.exists()) as con:

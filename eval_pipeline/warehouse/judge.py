@@ -1,15 +1,15 @@
 """What the judge reads (each candidate's first user message, its answer and its baseline's), what it
-writes (rubric verdicts, pairwise comparisons) and its response cache."""
+writes (rubric verdicts, pairwise comparisons, with its new cached answers)."""
 
 from __future__ import annotations
 
-import json
 from datetime import date
 
 import pandas as pd
 
 from eval_pipeline.warehouse.baselines import scoring_input
 from eval_pipeline.warehouse.connection import Warehouse, replace_partition
+from eval_pipeline.warehouse.llm_cache import store_answers
 
 
 def judge_inputs(warehouse: Warehouse, day: date, policy: str, agent_id: str | None = None) -> pd.DataFrame:
@@ -40,31 +40,11 @@ def _answers(warehouse: Warehouse, day: date, agent_id: str | None) -> pd.DataFr
     )
 
 
-def cached_answers(warehouse: Warehouse, keys: list[str]) -> dict[str, dict]:
-    if not keys:
-        return {}
-    frame = warehouse.read_frame(
-        "SELECT cache_key, answer, prompt_tokens, completion_tokens FROM llm_cache WHERE list_contains($keys, cache_key)",
-        {"keys": keys},
-    )
-    return {
-        row.cache_key: {
-            "answer": json.loads(row.answer),
-            "prompt_tokens": row.prompt_tokens,
-            "completion_tokens": row.completion_tokens,
-        }
-        for row in frame.astype(object).where(frame.notna(), None).itertuples(index=False)
-    }
-
-
 def write_judgements(
     warehouse: Warehouse, day: date, rubrics: pd.DataFrame, pairwise: pd.DataFrame, new_cache: pd.DataFrame, agent_id: str | None
 ) -> None:
     """New cache entries and the day's verdicts, in one transaction."""
     with warehouse.transaction() as con:
-        if len(new_cache):
-            con.register("_new_cache", new_cache)
-            con.execute("INSERT OR IGNORE INTO llm_cache BY NAME SELECT * FROM _new_cache")
-            con.unregister("_new_cache")
+        store_answers(con, new_cache)
         replace_partition(con, "judgements", day, rubrics, agent_id)
         replace_partition(con, "pairwise_judgements", day, pairwise, agent_id)

@@ -27,6 +27,12 @@ PIPELINE_TABLES = (
 )
 
 
+def first_evaluated_day(warehouse: Warehouse) -> date | None:
+    """The oldest day the warehouse holds episodes of, None before the first run."""
+    value = warehouse.read_frame("SELECT min(partition_date) AS first FROM episodes")["first"].iloc[0]
+    return None if pd.isna(value) else pd.Timestamp(value).date()
+
+
 def read_partition(warehouse: Warehouse, table: str, day: date, agent_id: str | None = None) -> pd.DataFrame:
     if table not in PIPELINE_TABLES:
         raise ValueError(f"unknown table {table}")

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from datetime import date
 
+import pandas as pd
+
 from eval_pipeline.warehouse.connection import Warehouse, replace_partition
+from eval_pipeline.warehouse.llm_cache import store_answers
 
 # Dry replay: the recording itself is the candidate. Running episodes wait until they finish.
 _DRY = """
@@ -20,11 +23,20 @@ def write_dry_replays(warehouse: Warehouse, day: date, agent_id: str | None = No
         return replace_partition(con, "replays", day, _DRY, agent_id, {"day": day, "agent": agent_id})
 
 
+def write_live_replays(
+    warehouse: Warehouse, day: date, replays: pd.DataFrame, new_cache: pd.DataFrame, agent_id: str | None = None
+) -> None:
+    """The day's live replays and the new cached replays, in one transaction."""
+    with warehouse.transaction() as con:
+        store_answers(con, new_cache)
+        replace_partition(con, "replays", day, replays, agent_id)
+
+
 def recorded_steps(warehouse: Warehouse, day: date, agent_id: str | None = None) -> list[dict]:
-    """The steps of the day's finished episodes, in order: what a live replay re-plays."""
+    """The steps of the day's finished episodes, in order, with the episode's trial: what a live replay re-plays."""
     frame = warehouse.read_frame(
         """
-        SELECT s.episode_id, s.agent_id, s.step_index, s.step_type, s.tool_name, s.input, s.output, s.error, s.messages
+        SELECT s.episode_id, s.agent_id, e.trial, s.step_index, s.step_type, s.tool_name, s.input, s.output, s.error, s.messages
         FROM episode_steps s JOIN episodes e USING (episode_id, partition_date)
         WHERE s.partition_date = $day AND e.status <> 'running' AND ($agent IS NULL OR s.agent_id = $agent)
         ORDER BY s.episode_id, s.step_index

@@ -48,6 +48,12 @@ def report_inputs(warehouse: Warehouse, day: date, trend_days: int, agent_id: st
         ).fetchall()
         superseded_count = one_row(con, f"SELECT count(*) FROM ({superseded})", params)[0]
         quarantined = one_row(con, f"SELECT count(*) FROM quarantine WHERE partition_date = $day AND {mine}", params)[0]
+        live, reused = one_row(
+            con,
+            f"SELECT count(*), count(*) FILTER (WHERE cached) FROM replays WHERE partition_date = $day AND mode = 'live' "
+            f"AND {mine}",
+            params,
+        )
         judgements = con.execute(f"SELECT * FROM judgements WHERE partition_date = $day AND {mine}", params).df()
         issues = con.execute(
             f'SELECT episode_id, "check", severity, detail FROM issues WHERE partition_date = $day AND {mine}', params
@@ -72,6 +78,8 @@ def report_inputs(warehouse: Warehouse, day: date, trend_days: int, agent_id: st
         failed_trials=failed_trials,
         trend=trend,
         previous_summary=previous_summary,
+        live_replays=int(live),
+        reused_replays=int(reused),
         agent_id=agent_id,
     )
 

@@ -13,6 +13,7 @@ import duckdb
 
 from eval_pipeline.scoring.dimensions import dimensions
 from eval_pipeline.warehouse.rows import one_row
+from eval_pipeline.warehouse.transactions import atomically
 
 # What `agent_daily` shows per agent and day (migration 6 made the view; 10 counts the current runs only).
 _AGENT_DAILY_COLUMNS = """s.partition_date, s.agent_id, count(*) AS episodes,
@@ -350,6 +351,10 @@ MIGRATIONS: list[str] = [
     """
     CREATE VIEW current_scores AS SELECT * FROM scores WHERE NOT superseded;
     """,
+    # 14: a live replay reused from `llm_cache` (no model call) rather than called, so the report can say how many
+    """
+    ALTER TABLE replays ADD COLUMN cached BOOLEAN;
+    """,
 ]
 
 
@@ -360,16 +365,11 @@ def migrate(con: duckdb.DuckDBPyConnection) -> int:
     if current >= len(MIGRATIONS):
         _dimension_columns(con)
         return current
-    con.execute("BEGIN TRANSACTION")
-    try:
+    with atomically(con):
         for version in range(current + 1, len(MIGRATIONS) + 1):
             con.execute(MIGRATIONS[version - 1])
             con.execute("INSERT INTO schema_version VALUES (?, now())", [version])
         _dimension_columns(con)
-        con.execute("COMMIT")
-    except BaseException:
-        con.execute("ROLLBACK")
-        raise
     return len(MIGRATIONS)
 
 

@@ -45,7 +45,7 @@ def local_resources(
         "episode_source": EpisodeSourceResource(location=source or str(root / "episodes"), index_path=str(root / "index.json")),
         "eval_config": EvalConfigResource(path=str(config or "")),
         "replay": ReplayResource(),
-        "reports": ReportsResource(directory=str(root / "reports")),
+        "reports": ReportsResource(directory=str(root / "reports"), url="http://reports.test"),
         "judge": judge or JudgeResource(),
         "alerts": AlertsResource(directory=str(root / "alerts"), webhook_url=webhook_url, ui_base_url="http://ui.test:3000"),
     }

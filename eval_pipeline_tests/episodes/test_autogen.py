@@ -92,10 +92,7 @@ def test_a_user_proxy_reply_stays_in_its_run_and_a_bad_task_result_is_quarantine
         [(locator, why)] = con.execute("SELECT locator, reason FROM quarantine").fetchall()
     assert episode == [(17, "Oslo is 4 C.", "Maximum number of messages 4 reached, current message count: 4")]
     assert inputs == [("Weather?",), ("Oslo",)]
-    assert (
-        locator.endswith("proxy.jsonl:6")
-        and why == "autogen: a TaskResult whose messages are not all events with `type` and `source`"
-    )
+    assert locator.endswith("proxy.jsonl:6") and why == "autogen: messages.0.type: Field required"
 
 
 # A real AutoGen AgentChat team (autogen_producer.py), run in its own venv: autogen-core pins protobuf~=5.29,
@@ -271,11 +268,11 @@ def test_a_real_autogen_run_logged_by_its_event_logger_is_scored_and_compared_en
     quarantined = query("SELECT locator, reason FROM quarantine ORDER BY locator")
     at = len((episodes_dir / "experiment" / "event.txt").read_text().splitlines()) - 2
     assert [(row["locator"].removeprefix(f"{episodes_dir}/"), row["reason"]) for row in quarantined] == [
-        (f"experiment/event.txt:{at}", "invalid JSON"),
+        (f"experiment/event.txt:{at}", "autogen-events: invalid JSON: Unterminated string starting at at line 1 column 68"),
         (f"experiment/event.txt:{at + 1}", "autogen-events: not an AutoGen event-logger event (a `type` of Message, "
          "MessageDropped, MessageHandlerException, AgentConstructionException, LLMCall, LLMStreamStart, LLMStreamEnd, "
          "ToolCall, with its fields)"),
-        (f"experiment/event.txt:{at + 2}", "invalid JSON"),
+        (f"experiment/event.txt:{at + 2}", "autogen-events: invalid JSON: Expecting value at line 1 column 89"),
     ]  # fmt: skip
     columns = (
         "agent_id, status, tools, total_tokens, final_output, model, CAST(metadata -> '$.agents' AS VARCHAR[]) AS agents, "

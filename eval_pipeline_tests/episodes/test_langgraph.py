@@ -89,7 +89,9 @@ def test_langgraph_event_dumps_are_evaluated_without_configuration(project_env, 
     ]  # the graph node that acted  # fmt: skip
     assert main(["query", "SELECT locator, reason FROM quarantine", "--format", "json"]) == 0
     [quarantined] = json.loads(capsys.readouterr().out)
-    assert quarantined["locator"].endswith("weather-broken.jsonl:2") and "without `event` and `run_id`" in quarantined["reason"]
+    assert (
+        quarantined["locator"].endswith("weather-broken.jsonl:2") and quarantined["reason"] == "langgraph: run_id: Field required"
+    )
 
 
 def failing_graph(checkpointer):

@@ -98,7 +98,7 @@ def test_a_team_logged_with_the_default_formatter_is_read_from_event_txt_and_its
 
     assert (counts.episodes, counts.quarantined, counts.records_read) == (2, 3, 24)
     assert query(warehouse, "SELECT locator, reason FROM quarantine ORDER BY locator") == [
-        (f"{path}:5", "invalid JSON"),
+        (f"{path}:5", f"{NAME}: invalid JSON: Unterminated string starting at at line 1 column 13"),
         (f"{path}:6", f"{NAME}: not an AutoGen event-logger event (a `type` of Message, MessageDropped, "
                       "MessageHandlerException, AgentConstructionException, LLMCall, LLMStreamStart, LLMStreamEnd, ToolCall, "
                       "with its fields)"),

@@ -91,8 +91,8 @@ def test_a_malformed_record_is_quarantined_and_its_neighbours_load(tmp_path, war
         rejected = con.execute("SELECT locator, reason FROM quarantine ORDER BY locator").fetchall()
     path = tmp_path / "src" / "airline-agent.json"
     assert rejected == [
-        (f"{path}:2", "openai-transcript: traj is not a list of chat messages with a role"),
-        (f"{path}:3", "openai-transcript: missing task_id"),
+        (f"{path}:2", "openai-transcript: traj: Input should be a valid list"),
+        (f"{path}:3", "openai-transcript: task_id.str: Input should be a valid string"),
     ]
     assert load(tmp_path, warehouse, records, as_jsonl=True) == counts  # a re-run gives the same rows
 

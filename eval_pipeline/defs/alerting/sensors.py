@@ -5,6 +5,7 @@ import dagster as dg
 from eval_pipeline.alerts.delivery import destination
 from eval_pipeline.alerts.messages import run_failure_alert
 from eval_pipeline.defs.resources import AlertsResource, EvalConfigResource
+from eval_pipeline.run_health import run_partitions
 
 
 @dg.sensor(
@@ -26,13 +27,9 @@ def regression_alerts(alerts: AlertsResource, eval_config: EvalConfigResource) -
 )
 def run_failure_alerts(context: dg.RunFailureSensorContext, alerts: AlertsResource, eval_config: EvalConfigResource) -> None:
     run = context.dagster_run
-    tags = run.tags
-    partitions = tags.get("dagster/partition") or "..".join(
-        filter(None, [tags.get("dagster/asset_partition_range_start"), tags.get("dagster/asset_partition_range_end")])
-    )
     error = context.failure_event.message or "failed"
     secret_patterns = eval_config.load().policies.secret_patterns
-    alert = run_failure_alert(run.run_id, run.job_name, partitions or "-", error)
+    alert = run_failure_alert(run.run_id, run.job_name, run_partitions(run), error)
     alerts.outbox().enqueue([alert], name=f"run-failed-{run.run_id}", secret_patterns=secret_patterns)
     report = alerts.deliver(secret_patterns)
     if report.errors:

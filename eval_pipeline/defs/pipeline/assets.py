@@ -57,9 +57,10 @@ from eval_pipeline.warehouse.connection import Warehouse
 from eval_pipeline.warehouse.findings import write_findings
 from eval_pipeline.warehouse.health import source_counts
 from eval_pipeline.warehouse.ingest import load_episodes
-from eval_pipeline.warehouse.judge import cached_answers, judge_inputs, write_judgements
+from eval_pipeline.warehouse.judge import judge_inputs, write_judgements
+from eval_pipeline.warehouse.llm_cache import cached_answers
 from eval_pipeline.warehouse.partitions import read_days, read_partition, write_partition
-from eval_pipeline.warehouse.replays import recorded_steps, write_dry_replays
+from eval_pipeline.warehouse.replays import recorded_steps, write_dry_replays, write_live_replays
 from eval_pipeline.warehouse.reports import report_inputs, write_report_row
 from eval_pipeline.warehouse.rewards import reward_inputs_frame, write_rewards
 from eval_pipeline.warehouse.trials import trial_inputs, write_trials
@@ -273,7 +274,8 @@ def baselines(
     code_version=f"{_code_version('replays')}-{SETTINGS.replay_mode}",
     deps=["episodes", "episode_steps"],
     pool=LLM_POOL,
-    description="One candidate run per finished episode (dry: the recording itself).",
+    description="One candidate run per finished episode (dry: the recording itself; live: reused from `llm_cache` "
+    "where it holds the same replay, unless the run says `no_cache`).",
 )
 def replays(
     context: dg.AssetExecutionContext,
@@ -293,12 +295,15 @@ def replays(
     def live(day: date) -> DayMetadata:
         recordings = recordings_from_steps(recorded_steps(wh, day, config.agent_id))
         gateway = replay.gateway(price)
-        replayed = pd.DataFrame([asdict(r) for r in replay_all(gateway, recordings, price)], columns=LIVE_REPLAY_COLUMNS)
-        write_partition(wh, "replays", day, replayed.assign(partition_date=day, mode="live"), config.agent_id)
+        outcome = replay_all(gateway, recordings, price, None if config.no_cache else lambda keys: cached_answers(wh, keys))
+        replayed = pd.DataFrame([asdict(r) for r in outcome.replays], columns=LIVE_REPLAY_COLUMNS)
+        write_live_replays(wh, day, replayed.assign(partition_date=day, mode="live"), outcome.new_cache, config.agent_id)
         statuses = replayed["status"].value_counts()
         return {
             "replays": {
                 "dagster/row_count": len(replayed),
+                "reused_from_cache": outcome.reused,
+                "called": outcome.called,
                 "diverged": int(statuses.get("diverged", 0)),
                 "failed": int(statuses.get("failure", 0)),
                 "llm_calls": gateway.usage.calls,
@@ -478,9 +483,10 @@ def regression_findings(
             }
         }
 
-    per_day = [day["regression_findings"] for day in _each_day(context, _in_session(wh, find))]
+    per_day = [metadata["regression_findings"] for metadata in _each_day(context, _in_session(wh, find))]
     yield dg.MaterializeResult()
-    yield checks.no_critical_regressions(sum(day["critical"] for day in per_day), sum(day["warning"] for day in per_day))
+    counts = {day: (int(m["critical"]), int(m["warning"])) for day, m in zip(partition_days(context), per_day, strict=True)}
+    yield checks.no_critical_regressions(counts)
 
 
 @dg.asset(
@@ -586,7 +592,7 @@ def eval_report(
                 "warning_alerts": summary["warning_alerts"],
                 "episodes": summary["total_episodes"],
                 **{key: summary[key] for key in ("passed", "failed", "without_verdict")},
-                "html_report": dg.MetadataValue.url(paths["html"].resolve().as_uri()),
+                "html_report": dg.MetadataValue.url(reports.link(paths["html"])),
                 "html_path": dg.MetadataValue.path(str(paths["html"])),
                 "markdown_path": dg.MetadataValue.path(str(paths["md"])),
                 "json_path": dg.MetadataValue.path(str(paths["json"])),

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
+from datetime import date
 
 import dagster as dg
 import numpy as np
@@ -41,7 +42,8 @@ SCORE_CHECKS = [
 NO_CRITICAL_REGRESSIONS = dg.AssetCheckSpec(
     "no_critical_regressions",
     asset="regression_findings",
-    description="WARN when the day has warnings, ERROR when it has criticals; never blocks the report.",
+    description="The regression gate: WARN when a day has warning findings, ERROR when it has critical ones (real "
+    "regressions of the agents, not a fault of the pipeline); never blocks the report.",
 )
 
 
@@ -75,10 +77,16 @@ class ScoreTally:
         )
 
 
-def no_critical_regressions(critical: int, warning: int) -> dg.AssetCheckResult:
+def no_critical_regressions(per_day: dict[date, tuple[int, int]]) -> dg.AssetCheckResult:
+    """The gate over the run's days, given each day's (critical, warning) counts; it names the days that fail it."""
+    critical, warning = (sum(counts[i] for counts in per_day.values()) for i in (0, 1))
+    flagged = [f"{day} ({c} critical, {w} warning)" for day, (c, w) in sorted(per_day.items()) if c or w]
     return dg.AssetCheckResult(
         check_name="no_critical_regressions",
         passed=critical == 0 and warning == 0,
         severity=dg.AssetCheckSeverity.ERROR if critical else dg.AssetCheckSeverity.WARN,
-        metadata={"critical": critical, "warning": warning},
+        metadata={"critical": critical, "warning": warning, "days": ", ".join(flagged) or "none"},
+        description=f"Regression gate: findings on {', '.join(flagged)}; see those days' reports"
+        if flagged
+        else "Regression gate: no findings",
     )

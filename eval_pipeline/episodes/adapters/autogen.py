@@ -28,7 +28,20 @@ from datetime import date
 from pathlib import Path
 from typing import Any
 
-from eval_pipeline.episodes.adapters.base import Rejected, as_text, moment, rejection, timed
+from pydantic import Field, field_validator
+
+from eval_pipeline.episodes.adapters.base import (
+    Count,
+    Open,
+    Rejected,
+    Timestamp,
+    as_text,
+    moment,
+    parse,
+    parse_object,
+    rejection,
+    timed,
+)
 from eval_pipeline.episodes.adapters.base import usage as token_split
 from eval_pipeline.episodes.records import RawRecord
 
@@ -38,6 +51,56 @@ EVENTS = {
     "StopMessage", "ThoughtEvent", "MultiModalMessage", "UserInputRequestedEvent", "ModelClientStreamingChunkEvent",
 }  # fmt: skip
 USER = "user"
+
+
+class AutoGenUsage(Open):
+    prompt_tokens: Count
+    completion_tokens: Count
+
+
+class FunctionCall(Open):
+    id: str
+    name: str
+    arguments: str
+
+
+class FunctionExecutionResult(Open):
+    call_id: str
+    content: str
+    name: str | None = None
+    is_error: bool | None = None
+
+
+class AutoGenEvent(Open):
+    """One AutoGen AgentChat event or message, its own `model_dump(mode="json")`, a JSONL line each."""
+
+    type: str = Field(description=f"one of {', '.join(sorted(EVENTS))} (others are read and skipped)")
+    source: str
+    models_usage: AutoGenUsage | None = None
+    content: str | list[FunctionCall] | list[FunctionExecutionResult] | list[str | dict[str, Any]] | dict[str, Any] | None = None
+    created_at: Timestamp | None = None
+    id: str | None = None
+    metadata: dict[str, str] = Field(default_factory=dict)
+
+    @field_validator("content", mode="wrap")
+    @classmethod
+    def _of_its_kind(cls, content: Any, handler: Any, info: Any) -> Any:
+        """A tool call request's content is its FunctionCalls, an execution's their results."""
+        kind = str((info.data or {}).get("type"))
+        shapes: dict[str, type[Open]] = {"ToolCallRequestEvent": FunctionCall, "ToolCallExecutionEvent": FunctionExecutionResult}
+        shape = shapes.get(kind)
+        if shape is None:
+            return handler(content)
+        if not isinstance(content, list):
+            raise ValueError(f"a {kind}'s content is a list of {shape.__name__}s")
+        return [shape.model_validate(item) for item in content]
+
+
+class AutoGenTaskResult(Open):
+    """The `TaskResult` that closes a run (`run_stream`'s last item, or what `run()` returns)."""
+
+    messages: list[AutoGenEvent]
+    stop_reason: str | None = None
 
 
 def _is_event(record: Any) -> bool:
@@ -62,7 +125,7 @@ def _day(stamp: Any) -> date | None:
 def days(raw: str) -> set[date]:
     """The UTC days of the events' `created_at` (a TaskResult's, of its messages), for the file index."""
     try:
-        record = json.loads(raw)
+        record = parse(raw)
     except ValueError:
         return set()
     events = record["messages"] if _is_result(record) else [record]
@@ -124,15 +187,21 @@ def run_episode(run: list[dict], stop_reason: str | None, episode_id: str, agent
     }
 
 
+def checked_event(event: Any) -> dict:
+    """An event as AgentChat dumps it, checked whole (ValueError naming the first bad field otherwise)."""
+    if not _is_event(event):
+        raise Rejected("neither an event with `type` and `source` nor a TaskResult with `messages` and `stop_reason`")
+    AutoGenEvent.model_validate(event)
+    return event
+
+
 def _read(record: RawRecord) -> dict:
     """One line: an event, or a TaskResult whose messages are events."""
-    line = json.loads(record.raw)
+    line = parse_object(record.raw)
     if _is_result(line):
-        if not all(_is_event(message) for message in line["messages"]):
-            raise Rejected("a TaskResult whose messages are not all events with `type` and `source`")
-    elif not _is_event(line):
-        raise Rejected("neither an event with `type` and `source` nor a TaskResult with `messages` and `stop_reason`")
-    return line
+        AutoGenTaskResult.model_validate(line)
+        return line
+    return checked_event(line)
 
 
 @dataclass

@@ -34,10 +34,22 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import date, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
+
+from pydantic import Field
 
 from eval_pipeline.episodes.adapters import autogen
-from eval_pipeline.episodes.adapters.base import Rejected, as_text, log_message, moment, rejection, timed, usage
+from eval_pipeline.episodes.adapters.base import (
+    Count,
+    Open,
+    Rejected,
+    as_text,
+    log_message,
+    moment,
+    rejection,
+    timed,
+    usage,
+)
 from eval_pipeline.episodes.records import RawRecord
 
 NAME = "autogen-events"
@@ -54,6 +66,40 @@ _LOGGED_AT = re.compile(r"\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}:\d{2}(?:[.,]\d+)?(?:Z
 _ERROR_LEVEL = re.compile(r"\b(?:ERROR|CRITICAL)\b")
 
 
+class ModelChoice(Open):
+    message: dict[str, Any] | None = None
+
+
+class ModelResponse(Open):
+    """What a model client logged as its answer: OpenAI's ChatCompletion, AutoGen's CreateResult, Anthropic's."""
+
+    model: str | None = None
+    choices: list[ModelChoice] | None = None
+    content: str | list[Any] | None = None
+
+
+class AutoGenLogEvent(Open):
+    """One event of AutoGen's event logger (`autogen_core.EVENT_LOGGER_NAME`) as a FileHandler writes it: a
+    line of JSON, bare or after the formatter's prefix (`2026-11-05 10:00:00,123 - autogen_core.events - INFO - `)."""
+
+    type: Literal[tuple(KINDS)]  # type: ignore[valid-type]
+    payload: str | None = Field(None, description="Message: what the runtime passed, as JSON")
+    sender: str | None = None
+    receiver: str | None = Field(None, description="Message: `output_topic_<team>/<team>` carries what run_stream yields")
+    kind: str | None = Field(None, description="Message: MessageKind.DIRECT, .PUBLISH or .RESPOND")
+    delivery_stage: str | None = Field(None, description="Message: DeliveryStage.SEND or .DELIVER")
+    agent_id: str | None = Field(None, description="`<agent>_<team>/<team>` in a team; null for an agent on its own")
+    handling_agent: str | None = None
+    messages: list[dict[str, Any]] | None = Field(None, description="LLMCall: the messages sent")
+    response: ModelResponse | None = Field(None, description="LLMCall: the model's response, with its `model`")
+    prompt_tokens: Count | None = None
+    completion_tokens: Count | None = None
+    tool_name: str | None = Field(None, description="ToolCall, logged when a tool succeeded")
+    arguments: dict[str, Any] | str | None = None
+    result: str | None = None
+    exception: str | None = Field(None, description="MessageHandlerException, AgentConstructionException: the run failed")
+
+
 def detect(record: Any) -> bool:
     return isinstance(record, dict) and isinstance(record.get("type"), str) and KINDS.get(record["type"], "") in record
 
@@ -66,8 +112,16 @@ class _Line:
 
 
 def _read(raw: str) -> _Line:
+    """A line checked whole: an event of the logger (and what a team published in it), or its plain text."""
     if "{" not in raw:
-        event, prefix = None, raw
+        try:
+            json.loads(raw)  # NaN and Infinity too: JSON to Python, though not to the warehouse
+        except ValueError:
+            event, prefix = None, raw
+        except RecursionError:
+            raise Rejected("nested too deeply") from None
+        else:  # JSON, yet no object: neither an event nor the logger's text
+            raise Rejected(f"not an event: {raw.strip()[:80]}")
     else:
         try:
             event, prefix = log_message(raw)
@@ -77,6 +131,8 @@ def _read(raw: str) -> _Line:
             raise Rejected(f"not a JSON event ({exc}); autogen_core's EVENT_LOGGER_NAME writes JSON") from None
         if not detect(event):
             raise Rejected(f"not an AutoGen event-logger event (a `type` of {', '.join(KINDS)}, with its fields)")
+        AutoGenLogEvent.model_validate(event)
+        _check_published(event)
     stamp = _LOGGED_AT.search(prefix)
     return _Line(event, moment(stamp.group().replace(",", ".")) if stamp else None, raw.strip())
 
@@ -104,6 +160,18 @@ def _published(event: dict) -> dict:
         return {}  # its deliveries repeat it
     payload = _payload(event)
     return payload if isinstance(payload, dict) else {}
+
+
+def _check_published(event: dict) -> None:
+    """What a team published is events of its run: a GroupChatMessage's `message`, a GroupChatStart's `messages`."""
+    published = _published(event)
+    if "message" in published:
+        autogen.checked_event(published["message"])
+    elif "messages" in published:
+        if not isinstance(published["messages"], list):
+            raise Rejected("a GroupChatStart whose messages are no list")
+        for message in published["messages"]:
+            autogen.checked_event(message)
 
 
 def days(raw: str) -> set[date]:

@@ -5,12 +5,23 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterator
 from datetime import UTC, date, datetime
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import ValidationError
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, NonNegativeInt, ValidationError
 
 from eval_pipeline.episodes.records import RawRecord
 from eval_pipeline.llm.gateway import Tokens
+
+
+class Open(BaseModel):
+    """A record of another tool's format: its fields checked by type, the ones we do not read kept as they are."""
+
+    model_config = ConfigDict(extra="allow")
+
+
+Count = NonNegativeInt  # tokens and the like: a whole number, not negative
+Amount = Annotated[float, Field(ge=0, allow_inf_nan=False)]  # durations, costs: finite, not negative
+MAX_EPOCH_MS = 253_402_300_799_999  # 9999-12-31T23:59:59.999Z: a later time is a broken clock, and no datetime
 
 
 def moment(stamp: Any) -> datetime | None:
@@ -20,6 +31,15 @@ def moment(stamp: Any) -> datetime | None:
     except ValueError:
         return None
     return parsed.astimezone(UTC) if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+
+
+def _a_time(stamp: str) -> str:
+    if moment(stamp) is None:
+        raise ValueError(f"{stamp[:40]!r} is not an ISO 8601 time")
+    return stamp
+
+
+Timestamp = Annotated[str, AfterValidator(_a_time)]  # an ISO 8601 time, as `moment` reads it
 
 
 def timed(stamps: list[datetime], day: date) -> dict:
@@ -32,17 +52,41 @@ def timed(stamps: list[datetime], day: date) -> dict:
     return {"started_at": started.isoformat(), "ended_at": ended.isoformat(), "total_duration_ms": wall_ms}
 
 
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is no JSON number")
+
+
+def parse(raw: str) -> Any:
+    """A record's JSON, as strict as the warehouse reads canonical records: NaN and Infinity are no JSON, and
+    nesting past the parser's depth is refused (ValueError), never a RecursionError that stops the run."""
+    try:
+        return json.loads(raw, parse_constant=_no_constant)
+    except RecursionError:
+        raise ValueError("nested too deeply") from None
+
+
+def parse_object(raw: str) -> dict:
+    """A record that must be a JSON object (every format's records are)."""
+    record = parse(raw)
+    if not isinstance(record, dict):
+        raise Rejected(f"not a JSON object: {raw.strip()[:80]}")
+    return record
+
+
 def log_message(raw: str) -> tuple[Any, str]:
     """The JSON a `logging` handler's line carries, and the formatter's prefix before it: a bare JSON line
     (the default formatter), or one after `2026-11-05 10:00:00,123 - autogen_core.events - INFO - `.
     ValueError when the line ends in no JSON object."""
     try:
-        return json.loads(raw), ""
+        return parse(raw), ""
     except ValueError:
         start = raw.find("{")
         if start < 0:
             raise ValueError("no JSON object in the line") from None
-        message, end = json.JSONDecoder().raw_decode(raw, start)
+        try:
+            message, end = json.JSONDecoder(parse_constant=_no_constant).raw_decode(raw, start)
+        except RecursionError:
+            raise ValueError("nested too deeply") from None
         if raw[end:].strip():
             raise ValueError("text after the JSON object") from None
         return message, raw[:start]
@@ -72,7 +116,9 @@ def reason(name: str, error: Exception) -> str:
 
 def rejection(record: RawRecord, day: date, name: str, error: Exception) -> RawRecord:
     """`record` quarantined: not JSON at all, or what the format's adapter could not read in it."""
-    return rejected(record, day, "invalid JSON" if isinstance(error, json.JSONDecodeError) else reason(name, error))
+    if isinstance(error, json.JSONDecodeError):
+        return rejected(record, day, f"{name}: invalid JSON: {error.msg} at line {error.lineno} column {error.colno}")
+    return rejected(record, day, reason(name, error))
 
 
 def one_by_one(name: str, to_episode: Callable[[dict, str, date], dict]) -> Callable[..., Iterator[RawRecord]]:
@@ -81,7 +127,7 @@ def one_by_one(name: str, to_episode: Callable[[dict, str, date], dict]) -> Call
     def convert(records: Iterator[RawRecord], agent_id: str, day: date, **options: Any) -> Iterator[RawRecord]:
         for record in records:
             try:
-                episode = to_episode(json.loads(record.raw), agent_id, day)
+                episode = to_episode(parse_object(record.raw), agent_id, day)
             except ValueError as exc:  # not JSON, the adapter's Rejected, a validation error, or a value it could not read
                 yield rejection(record, day, name, exc)
             else:

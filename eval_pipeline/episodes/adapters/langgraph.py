@@ -17,11 +17,55 @@ from collections.abc import Iterator
 from datetime import date
 from typing import Any
 
-from eval_pipeline.episodes.adapters.base import as_text, rejection
+from pydantic import Field
+
+from eval_pipeline.episodes.adapters.base import Count, Open, Rejected, as_text, parse_object, rejection
 from eval_pipeline.episodes.adapters.base import usage as token_split
 from eval_pipeline.episodes.records import RawRecord
 
 NAME = "langgraph"
+
+
+class TokenUsage(Open):
+    input_tokens: Count | None = None
+    output_tokens: Count | None = None
+    total_tokens: Count | None = None
+
+
+class ModelMessage(Open):
+    """A chat model's answer, as `message_dict` reads it."""
+
+    content: str | list[Any] | None = None
+    tool_calls: list[dict[str, Any]] | None = None
+    usage_metadata: TokenUsage | None = None
+
+
+class LangGraphEvent(Open):
+    """One LangGraph `astream_events(version="v2")` event; a file is a JSON list of them or `{"events": [...]}`."""
+
+    event: str = Field(pattern=r"^on_", description="on_chat_model_start|end, on_tool_start|end, on_chain_start|end, ...")
+    name: str | None = None
+    run_id: str
+    parent_ids: list[str] = Field(default_factory=list, description="outermost first: the root run is parent_ids[0]")
+    data: dict[str, Any] = Field(default_factory=dict, description="input / output; messages as dumpd() or model_dump()")
+    tags: list[str] = Field(default_factory=list)
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+
+def checked_event(event: Any) -> dict:
+    """An event checked whole: its fields, a model's answer and the messages it was sent (ValueError otherwise)."""
+    if not isinstance(event, dict):
+        raise Rejected(f"an event that is no object: {str(event)[:80]}")
+    LangGraphEvent.model_validate(event)
+    data = event.get("data") or {}
+    messages = (data.get("input") or {}).get("messages") if isinstance(data.get("input"), dict) else None
+    if messages is not None and not isinstance(messages, list):
+        raise Rejected("data.input.messages is no list")
+    if event["event"] == "on_chat_model_end":
+        if not isinstance(data.get("output"), dict):
+            raise Rejected("data.output of on_chat_model_end is no message")
+        ModelMessage.model_validate(message_dict(data["output"]))
+    return event
 
 
 def detect(record: Any) -> bool:
@@ -116,19 +160,22 @@ def convert(records: Iterator[RawRecord], agent_id: str, day: date, **options: A
     """Every event of the file grouped by root run, in order; one episode per root run."""
     runs: dict[str, list[dict]] = defaultdict(list)
     origin: dict[str, RawRecord] = {}
-    for record in records:
+    read: dict[str, set[int]] = defaultdict(set)  # the records each run was read from
+    for position, record in enumerate(records):
         try:
-            parsed = json.loads(record.raw)
-            events = parsed["events"] if isinstance(parsed, dict) and "events" in parsed else [parsed]
+            parsed = parse_object(record.raw)
+            events = parsed.get("events", [parsed])
+            if not isinstance(events, list):
+                raise Rejected("events is no list")
             for event in events:
-                if not isinstance(event, dict) or "event" not in event or "run_id" not in event:
-                    raise ValueError("an event without `event` and `run_id`")
-        except (ValueError, TypeError) as exc:
+                checked_event(event)
+        except ValueError as exc:
             yield rejection(record, day, NAME, exc)
             continue
         for event in events:
             runs[_root(event)].append(event)
             origin.setdefault(_root(event), record)
+            read[_root(event)].add(position)
     for root, events in runs.items():
-        source = origin[root]
-        yield RawRecord(source.source, f"{source.locator} run {root}", json.dumps(_episode(root, events, agent_id, day)), day)
+        source, episode = origin[root], json.dumps(_episode(root, events, agent_id, day))
+        yield RawRecord(source.source, f"{source.locator} run {root}", episode, day, source_records=len(read[root]))

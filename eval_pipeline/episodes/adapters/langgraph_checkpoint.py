@@ -24,8 +24,10 @@ from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Any
 
-from eval_pipeline.episodes.adapters.base import Rejected, moment, rejection, timed, usage
-from eval_pipeline.episodes.adapters.langgraph import message_dict
+from pydantic import model_validator
+
+from eval_pipeline.episodes.adapters.base import Open, Rejected, Timestamp, moment, parse, parse_object, rejection, timed, usage
+from eval_pipeline.episodes.adapters.langgraph import ModelMessage, message_dict
 from eval_pipeline.episodes.adapters.openai_transcript import chat_steps
 from eval_pipeline.episodes.records import RawRecord
 
@@ -43,6 +45,61 @@ def detect(record: Any) -> bool:
         or (isinstance(record.get("values"), dict) and isinstance(record.get("config"), dict))
         or isinstance(record.get("channel_values"), dict)
     )
+
+
+class Configurable(Open):
+    thread_id: str | int | None = None
+    checkpoint_ns: str | None = None
+    checkpoint_id: str | None = None
+
+
+class Config(Open):
+    configurable: Configurable | None = None
+
+
+class Saved(Open):
+    """The fields any saved shape of a checkpoint may carry, checked by type (the shapes are told apart by `detect`)."""
+
+    config: Config | None = None
+    metadata: dict[str, Any] | None = None
+    pending_writes: list[list[Any]] | None = None
+    tasks: list[Any] | None = None
+    id: str | None = None
+    checkpoint_id: str | None = None
+    ts: Timestamp | None = None
+    created_at: Timestamp | None = None
+    timestamp: Timestamp | None = None
+
+
+class CheckpointMessage(ModelMessage):
+    """A message of a thread's state: a LangChain message (its `type`) or a chat message (its `role`)."""
+
+    type: str | None = None
+    role: str | None = None
+
+    @model_validator(mode="after")
+    def _typed(self) -> CheckpointMessage:
+        if self.type is None and self.role is None:
+            raise ValueError("a message with neither `type` nor `role`")
+        return self
+
+
+def _checked(record: dict, checkpoint: Any, values: Any) -> list:
+    """The checkpoint's record checked whole; its messages."""
+    if not isinstance(checkpoint, dict):
+        raise Rejected("`checkpoint` is no object")
+    Saved.model_validate(record)
+    Saved.model_validate(checkpoint)
+    if not isinstance(values, dict):
+        raise Rejected("`channel_values` (or `values`) is no object")
+    messages = values.get("messages") or []
+    if not isinstance(messages, list):
+        raise Rejected("`messages` is not a list")
+    for message in messages:
+        if not isinstance(message, dict):
+            raise Rejected(f"a message that is no object: {str(message)[:80]}")
+        CheckpointMessage.model_validate(message_dict(message))
+    return messages
 
 
 @dataclass(frozen=True)
@@ -71,14 +128,12 @@ def _checkpoints(record: Any) -> list[_Checkpoint]:
         return [checkpoint for held in record["checkpoints"] for checkpoint in _checkpoints(held)]
     if not detect(record):
         raise Rejected("not a checkpoint: none of `checkpoint.channel_values`, `values` with `config`, `channel_values`")
+    checkpoint = record.get("checkpoint") or record
+    values = record["values"] if isinstance(record.get("values"), dict) else (checkpoint or {}).get("channel_values")
+    messages = _checked(record, checkpoint, values)
     configurable = (record.get("config") or {}).get("configurable") or {}
     if configurable.get("checkpoint_ns"):  # a subgraph's: its parent's checkpoints hold the conversation
         return []
-    checkpoint = record.get("checkpoint") or record
-    values = record.get("values") if isinstance(record.get("values"), dict) else checkpoint.get("channel_values") or {}
-    messages = values.get("messages") or []
-    if not isinstance(messages, list):
-        raise Rejected("`messages` is not a list")
     step = (record.get("metadata") or {}).get("step")
     return [
         _Checkpoint(
@@ -95,7 +150,7 @@ def _checkpoints(record: Any) -> list[_Checkpoint]:
 def days(raw: str) -> set[date]:
     """The UTC days a record's checkpoints were taken on, for the file index."""
     try:
-        return {checkpoint.at.date() for checkpoint in _checkpoints(json.loads(raw)) if checkpoint.at}
+        return {checkpoint.at.date() for checkpoint in _checkpoints(parse(raw)) if checkpoint.at}
     except ValueError:
         return set()
 
@@ -158,7 +213,7 @@ def convert(records: Iterator[RawRecord], agent_id: str, day: date, **options: A
     first: dict[str | None, RawRecord] = {}  # the record each thread was first read from
     for position, record in enumerate(records):
         try:
-            held = _checkpoints(json.loads(record.raw))
+            held = _checkpoints(parse_object(record.raw))
         except ValueError as exc:
             yield rejection(record, day, NAME, exc)
             continue

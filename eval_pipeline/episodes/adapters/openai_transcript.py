@@ -14,9 +14,41 @@ import json
 from datetime import date
 from typing import Any
 
-from eval_pipeline.episodes.adapters.base import Rejected, one_by_one
+from pydantic import Field
+
+from eval_pipeline.episodes.adapters.base import Open, one_by_one
 
 NAME = "openai-transcript"
+
+
+class ToolFunction(Open):
+    name: str | None = None
+    arguments: str | dict[str, Any] | None = None
+
+
+class ToolCall(Open):
+    id: str | None = None
+    function: ToolFunction
+
+
+class ChatMessage(Open):
+    """An OpenAI chat message: system, user, assistant (with tool_calls) or tool (with its tool_call_id)."""
+
+    role: str
+    content: str | list[dict[str, Any]] | None = None
+    tool_calls: list[ToolCall] | None = None
+    tool_call_id: str | None = None
+    name: str | None = None
+
+
+class TranscriptRecord(Open):
+    """An OpenAI chat transcript, as tau-bench publishes trajectories."""
+
+    task_id: str | int
+    trial: int = Field(0, ge=0)
+    reward: float | None = Field(None, allow_inf_nan=False)
+    traj: list[ChatMessage] = Field(description="OpenAI chat messages: system, user, assistant (with tool_calls), tool")
+    info: dict[str, Any] | None = None
 
 
 def detect(record: Any) -> bool:
@@ -24,16 +56,9 @@ def detect(record: Any) -> bool:
 
 
 def to_episode(record: dict, agent_id: str, day: date) -> dict:
-    traj = record.get("traj")
-    if not isinstance(traj, list) or not all(isinstance(m, dict) and isinstance(m.get("role"), str) for m in traj):
-        raise Rejected("traj is not a list of chat messages with a role")
-    if record.get("task_id") is None:
-        raise Rejected("missing task_id")
-    reward = record.get("reward")
-    if reward is not None and not isinstance(reward, int | float):
-        raise Rejected(f"reward {reward!r} is not a number")
-    trial = record.get("trial", 0)
-    steps, final_output = chat_steps(traj)
+    checked = TranscriptRecord.model_validate(record)
+    reward, trial = checked.reward, checked.trial
+    steps, final_output = chat_steps(record["traj"])
     metadata = {
         "task_id": str(record["task_id"]),
         "trial": trial,

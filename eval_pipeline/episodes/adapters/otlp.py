@@ -17,10 +17,16 @@ from collections.abc import Iterator
 from datetime import UTC, date, datetime
 from typing import Any
 
-from eval_pipeline.episodes.adapters.base import as_text, rejected, rejection, usage
+from eval_pipeline.episodes.adapters.base import MAX_EPOCH_MS, Rejected, as_text, parse_object, rejected, rejection, usage
+from eval_pipeline.episodes.collector import check_shape
 from eval_pipeline.episodes.records import RawRecord
 
 NAME = "otlp-json"
+MAX_NANOS = MAX_EPOCH_MS * 1_000_000
+TOKEN_COUNTS = (
+    "gen_ai.usage.input_tokens", "gen_ai.usage.prompt_tokens", "gen_ai.usage.output_tokens",
+    "gen_ai.usage.completion_tokens", "llm.token_count.prompt", "llm.token_count.completion",
+)  # fmt: skip
 LLM_OPERATIONS = {"chat", "text_completion", "generate_content"}
 AGENT_OPERATIONS = {"invoke_agent", "create_agent"}
 ERROR = {2, "STATUS_CODE_ERROR", "ERROR"}
@@ -67,12 +73,28 @@ def _iso(nanos: int) -> str:
     return datetime.fromtimestamp(nanos / 1e9, UTC).isoformat().replace("+00:00", "Z")
 
 
+def checked_spans(raw: str) -> list[dict]:
+    """A batch's spans, checked whole (ValueError naming the first fault): the OTLP trace shape the collector
+    stores, each span ending no earlier than it starts and before year 10000, token counts whole and not negative."""
+    export = parse_object(raw)
+    check_shape(export)
+    spans = list(_spans(export))
+    for span in spans:
+        start, end = _nanos(span["startTimeUnixNano"]), _nanos(span["endTimeUnixNano"])
+        if not start <= end <= MAX_NANOS:
+            raise Rejected(f"span {span['spanId']}: it starts at {start} ns and ends at {end} ns")
+        for key in TOKEN_COUNTS:
+            count = span["attrs"].get(key)
+            if count is not None and (isinstance(count, bool) or not isinstance(count, int) or count < 0):
+                raise Rejected(f"span {span['spanId']}: {key} {count!r} is no count")
+    return spans
+
+
 def days(raw: str) -> set[date]:
     """UTC days a batch's spans start on, for the file index."""
     try:
-        record = json.loads(raw)
-        return {datetime.fromtimestamp(_nanos(s["startTimeUnixNano"]) / 1e9, UTC).date() for s in _spans(record)}
-    except (ValueError, KeyError, TypeError):
+        return {datetime.fromtimestamp(_nanos(s["startTimeUnixNano"]) / 1e9, UTC).date() for s in checked_spans(raw)}
+    except ValueError:
         return set()
 
 
@@ -232,22 +254,17 @@ def convert(
     ended for `quiet_seconds`, then becomes an episode cut short (`killed`), its root never seen."""
     traces: dict[str, list[dict]] = defaultdict(list)
     first_seen: dict[str, RawRecord] = {}
-    for record in records:
+    read: dict[str, set[int]] = defaultdict(set)  # the batches each trace was read from
+    for position, record in enumerate(records):
         try:
-            spans = list(_spans(json.loads(record.raw)))
-            for span in spans:
-                _nanos(span["startTimeUnixNano"]), _nanos(span["endTimeUnixNano"])
-                if not span.get("traceId"):
-                    raise KeyError("traceId")
-        except json.JSONDecodeError as exc:
+            spans = checked_spans(record.raw)
+        except ValueError as exc:
             yield rejection(record, day, NAME, exc)
-            continue
-        except (KeyError, TypeError, ValueError) as exc:
-            yield rejected(record, day, f"{NAME}: a span without a readable {exc}")
             continue
         for span in spans:
             traces[span["traceId"]].append(span)
             first_seen.setdefault(span["traceId"], record)
+            read[span["traceId"]].add(position)
     cutoff = ((now or datetime.now(UTC)).timestamp() - quiet_seconds) * 1e9
     for trace_id, spans in traces.items():
         rooted = any(not s.get("parentSpanId") for s in spans)  # the root span is exported when the run ends
@@ -262,4 +279,5 @@ def convert(
         if not rooted:
             episode["status"] = "killed"
             episode["metadata"]["cut_short"] = f"no root span after {quiet_seconds:g} s without new spans"
-        yield RawRecord(origin.source, f"{origin.locator} trace {trace_id}", json.dumps(episode), day)
+        batches = len(read[trace_id])
+        yield RawRecord(origin.source, f"{origin.locator} trace {trace_id}", json.dumps(episode), day, source_records=batches)

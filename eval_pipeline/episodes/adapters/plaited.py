@@ -19,11 +19,11 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Iterator
 from datetime import UTC, date, datetime, time, timedelta
-from typing import Any, Literal, TypeGuard
+from typing import Annotated, Any, Literal, TypeGuard
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
-from eval_pipeline.episodes.adapters.base import as_text, rejection
+from eval_pipeline.episodes.adapters.base import MAX_EPOCH_MS, Amount, Count, Open, as_text, parse, parse_object, rejection
 from eval_pipeline.episodes.records import RawRecord
 
 NAME = "plaited"
@@ -32,11 +32,10 @@ ABSOLUTE_FROM_MS = 1e11  # 1973-03-03 in epoch ms: an earlier "time" is an offse
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
-class _Open(BaseModel):
-    model_config = ConfigDict(extra="allow")
+Millis = Annotated[float, Field(ge=0, le=MAX_EPOCH_MS, allow_inf_nan=False)]  # since the run started, or the epoch
 
 
-class TrajectoryStep(_Open):
+class TrajectoryStep(Open):
     type: Literal["thought", "message", "tool_call", "plan"]
     content: str | None = None
     name: str | None = None
@@ -44,26 +43,26 @@ class TrajectoryStep(_Open):
     input: Any = None
     output: Any = None
     entries: list[Any] | None = None
-    duration: float | None = None
-    timestamp: float | None = None  # milliseconds since the run started (plaited's), or epoch milliseconds
+    duration: Amount | None = None
+    timestamp: Millis | None = None  # milliseconds since the run started (plaited's), or epoch milliseconds
 
 
-class GraderResult(_Open):
+class GraderResult(Open):
     pass_: bool = Field(alias="pass")
-    score: float
+    score: float = Field(allow_inf_nan=False)
     reasoning: str | None = None
 
 
-class Timing(_Open):
-    start: float
-    end: float
-    total: float
-    sessionCreation: float | None = None
-    inputTokens: int | None = None
-    outputTokens: int | None = None
+class Timing(Open):
+    start: Millis
+    end: Millis
+    total: Amount
+    sessionCreation: Amount | None = None
+    inputTokens: Count | None = None
+    outputTokens: Count | None = None
 
 
-class CaptureResult(_Open):
+class CaptureResult(Open):
     id: str
     input: str | list[str]
     output: str
@@ -76,21 +75,21 @@ class CaptureResult(_Open):
     score: GraderResult | None = None
 
 
-class TrialEntry(_Open):
-    trialNum: int
+class TrialEntry(Open):
+    trialNum: Count
     output: str
     trajectory: list[TrajectoryStep]
-    duration: float
+    duration: Amount
     pass_: bool | None = Field(None, alias="pass")
-    score: float | None = None
+    score: float | None = Field(None, allow_inf_nan=False)
     reasoning: str | None = None
 
 
-class TrialResult(_Open):
+class TrialResult(Open):
     id: str
     input: str | list[str]
     hint: str | None = None
-    k: int
+    k: Count
     trials: list[TrialEntry]
 
 
@@ -216,8 +215,8 @@ def convert(records: Iterator[RawRecord], agent_id: str, day: date, **options: A
     """Captures one by one; a trial result's trials each as an episode of their own."""
     for record in records:
         try:
-            parsed = json.loads(record.raw)
-            trials = isinstance(parsed, dict) and "trials" in parsed
+            parsed = parse_object(record.raw)
+            trials = "trials" in parsed
             episodes = trial_episodes(parsed, agent_id, day) if trials else [to_episode(parsed, agent_id, day)]
         except ValueError as exc:
             yield rejection(record, day, NAME, exc)
@@ -343,9 +342,9 @@ def days(raw: str) -> set[date]:
     """UTC days a capture or a trial started on, for the file index; none for a record without an absolute time
     (its file then belongs to the day `run --date` names, or to the day it was first seen)."""
     try:
-        record = json.loads(raw)
+        record = parse(raw)
         runs = [(record, record["timing"].get("start"))] if "timing" in record else [(t, None) for t in record["trials"]]
         starts = [_start_ms((step.get("timestamp") for step in run["trajectory"]), start) for run, start in runs]
         return {(_EPOCH + timedelta(milliseconds=start)).date() for start in starts if start is not None}
-    except (ValueError, KeyError, TypeError, AttributeError):
+    except (ValueError, KeyError, TypeError, AttributeError, OverflowError):
         return set()

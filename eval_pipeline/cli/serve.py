@@ -1,0 +1,56 @@
+"""`eval-pipeline serve`: the episode viewer, web pages over the warehouse (days, findings, episodes beside baselines)."""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import threading
+from typing import TYPE_CHECKING
+
+from eval_pipeline.cli.command import EXIT_OK, Command, UsageError
+
+if TYPE_CHECKING:
+    from eval_pipeline.settings import Settings
+
+
+def _arguments(parser: argparse.ArgumentParser) -> None:
+    from eval_pipeline.settings import VIEWER_PORT_DEFAULT
+
+    parser.add_argument("--host", default="127.0.0.1", help="listen here (beyond loopback only with EVAL_UI_TOKEN set)")
+    parser.add_argument("--port", type=int, default=VIEWER_PORT_DEFAULT)
+
+
+def _run(args: argparse.Namespace, settings: Settings) -> int:
+    from eval_pipeline.config import load_config
+    from eval_pipeline.viewer.pages import Pages
+    from eval_pipeline.viewer.server import Viewer, ViewerServer, is_loopback
+
+    token = settings.viewer_token.get_secret_value() if settings.viewer_token else None
+    if token is None and not is_loopback(args.host):
+        raise UsageError(f"refusing to serve on {args.host} without a token: set EVAL_UI_TOKEN (then every request needs it)")
+    config = load_config(settings.config_path)
+    viewer = Viewer(settings.duckdb_path, Pages(tuple(config.policies.secret_patterns), settings.viewer_base_url), token)
+    try:
+        server = ViewerServer((args.host, args.port), viewer)
+    except OSError as exc:
+        raise UsageError(f"cannot listen on {args.host}:{args.port}: {exc}") from None
+    # a process started in the background by `make` inherits SIGTERM ignored: stop on it like on Ctrl-C
+    signal.signal(signal.SIGTERM, lambda *_: threading.Thread(target=server.shutdown).start())
+    port = server.server_address[1]
+    print(f"viewer on http://{args.host}:{port}/ over {settings.duckdb_path}{' (token required)' if token else ''}", flush=True)
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.server_close()
+    return EXIT_OK
+
+
+COMMAND = Command(
+    "serve",
+    "the episode viewer: days, findings and each episode beside its baseline, in a browser",
+    _arguments,
+    _run,
+    ("serve", "serve --port 8765", "EVAL_UI_TOKEN=… serve --host 0.0.0.0"),
+)

@@ -1,0 +1,37 @@
+"""The model-answer cache (`llm_cache`) the judge and live replay share: a re-run of a day costs no calls."""
+
+from __future__ import annotations
+
+import json
+
+import duckdb
+import pandas as pd
+
+from eval_pipeline.warehouse.connection import Warehouse
+
+
+def cached_answers(warehouse: Warehouse, keys: list[str]) -> dict[str, dict]:
+    """key -> answer (parsed JSON), prompt_tokens, completion_tokens, for the keys the cache holds."""
+    if not keys:
+        return {}
+    frame = warehouse.read_frame(
+        "SELECT cache_key, answer, prompt_tokens, completion_tokens FROM llm_cache WHERE list_contains($keys, cache_key)",
+        {"keys": keys},
+    )
+    return {
+        row.cache_key: {
+            "answer": json.loads(row.answer),
+            "prompt_tokens": row.prompt_tokens,
+            "completion_tokens": row.completion_tokens,
+        }
+        for row in frame.astype(object).where(frame.notna(), None).itertuples(index=False)
+    }
+
+
+def store_answers(con: duckdb.DuckDBPyConnection, new_cache: pd.DataFrame) -> None:
+    """Add the new answers (`asking.CACHE_COLUMNS`, one row per key); a fresh sample (`run --no-cache`) replaces the
+    one stored under its key. Call inside `Warehouse.transaction()`, with the rows the answers made."""
+    if len(new_cache):
+        con.register("_new_cache", new_cache)
+        con.execute("INSERT OR REPLACE INTO llm_cache BY NAME SELECT * FROM _new_cache")
+        con.unregister("_new_cache")

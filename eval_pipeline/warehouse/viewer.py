@@ -1,0 +1,221 @@
+"""What the episode viewer (`eval-pipeline serve`) reads: one read-only connection per page, never held between pages.
+
+A nightly run writes in short transactions under the warehouse lock; the viewer waits for it briefly and
+otherwise says "busy" (`WarehouseBusy`), so a page never blocks a run and a run never crashes the viewer.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import date, timedelta
+from pathlib import Path
+from typing import Any, Literal
+
+import duckdb
+import pandas as pd
+
+from eval_pipeline.errors import InfrastructureError
+from eval_pipeline.warehouse.connection import Warehouse, WarehouseBusy
+
+BUSY_WAIT_SECONDS = 2.0  # how long a page waits for a writer before answering "busy"
+
+Verdict = Literal["passed", "failed", "none"]
+
+
+class NoWarehouse(InfrastructureError):
+    """There is no warehouse file yet: nothing has run."""
+
+
+@contextmanager
+def read_only(path: Path) -> Iterator[duckdb.DuckDBPyConnection]:
+    """A read-only connection for one page; `WarehouseBusy` when a writer holds the file past `BUSY_WAIT_SECONDS`,
+    whether it took our lock (a run) or not (a `duckdb` shell writing to it)."""
+    if not path.exists():
+        raise NoWarehouse(f"no warehouse at {path} yet: run `eval-pipeline demo` or `eval-pipeline run` first")
+    opened = False
+    try:
+        with Warehouse(path, lock_timeout_seconds=BUSY_WAIT_SECONDS).connect(read_only=True) as con:
+            opened = True
+            yield con
+    except duckdb.IOException as exc:
+        if opened:
+            raise
+        raise WarehouseBusy(f"warehouse busy: another process is writing to {path}") from exc
+
+
+@dataclass(frozen=True)
+class Filters:
+    """The selection a day page shows; None: any. `dimension` and `severity` select episodes with such a finding."""
+
+    agent: str | None = None
+    dimension: str | None = None
+    severity: str | None = None
+    category: str | None = None
+    verdict: Verdict | None = None
+
+    def params(self) -> dict[str, Any]:
+        return {
+            "agent": self.agent,
+            "dimension": self.dimension,
+            "severity": self.severity,
+            "category": self.category,
+            "verdict": self.verdict,
+        }
+
+
+def days_overview(con: duckdb.DuckDBPyConnection) -> pd.DataFrame:
+    """Per day and agent: episodes, verdicts and findings per severity, the latest day first."""
+    return con.execute(
+        """
+        SELECT s.partition_date, s.agent_id, count(*) AS episodes, count(*) FILTER (s.passed) AS passed,
+               count(*) FILTER (NOT s.passed) AS failed, count(*) FILTER (s.passed IS NULL) AS without_verdict,
+               coalesce(any_value(f.critical), 0) AS critical, coalesce(any_value(f.warning), 0) AS warning
+        FROM current_scores s
+        LEFT JOIN (SELECT partition_date, agent_id, count(*) FILTER (severity = 'critical') AS critical,
+                          count(*) FILTER (severity = 'warning') AS warning
+                   FROM findings GROUP BY ALL) f USING (partition_date, agent_id)
+        GROUP BY s.partition_date, s.agent_id
+        ORDER BY s.partition_date DESC, s.agent_id
+        """
+    ).df()
+
+
+_EPISODES = """
+SELECT s.episode_id, s.agent_id, s.task_id, e.category, e.status, s.passed, s.weighted_score, s.verdict_reason,
+       s.total_cost_usd, s.total_duration_ms, s.baseline_episode_id
+FROM current_scores s JOIN episodes e USING (episode_id, partition_date)
+WHERE s.partition_date = $day
+  AND ($agent IS NULL OR s.agent_id = $agent)
+  AND ($category IS NULL OR e.category = $category)
+  AND ($verdict IS NULL OR ($verdict = 'passed' AND s.passed) OR ($verdict = 'failed' AND NOT s.passed)
+       OR ($verdict = 'none' AND s.passed IS NULL))
+  AND (($dimension IS NULL AND $severity IS NULL) OR EXISTS (
+        SELECT 1 FROM findings f
+        WHERE f.partition_date = s.partition_date AND f.episode_id = s.episode_id
+          AND ($dimension IS NULL OR f.dimension = $dimension) AND ($severity IS NULL OR f.severity = $severity)))
+ORDER BY s.passed NULLS FIRST, s.weighted_score NULLS FIRST, s.episode_id
+"""
+
+_FINDINGS = """
+SELECT f.*, e.category
+FROM findings f LEFT JOIN episodes e USING (episode_id, partition_date)
+WHERE f.partition_date = $day
+  AND ($agent IS NULL OR f.agent_id = $agent)
+  AND ($dimension IS NULL OR f.dimension = $dimension)
+  AND ($severity IS NULL OR f.severity = $severity)
+  AND ($category IS NULL OR e.category = $category)
+ORDER BY f.lifecycle, f.severity, f.agent_id, f.dimension, f.episode_id NULLS FIRST
+"""
+
+
+@dataclass(frozen=True)
+class DayRecords:
+    """A day as its page shows it, within its filters (frames are rows of the tables they name)."""
+
+    episodes: pd.DataFrame  # `current_scores` with the episode's category and status
+    findings: pd.DataFrame  # `findings` with the episode's category
+    previous_findings: pd.DataFrame  # the day before's, within the same filters: those gone today are resolved
+    choices: dict[str, list[str]]  # the values each filter can take that day
+
+
+def day_records(con: duckdb.DuckDBPyConnection, day: date, filters: Filters) -> DayRecords:
+    params = {"day": day, **filters.params()}
+    findings = {key: value for key, value in params.items() if key != "verdict"}  # a finding has no verdict
+    return DayRecords(
+        episodes=con.execute(_EPISODES, params).df(),
+        findings=con.execute(_FINDINGS, findings).df(),
+        previous_findings=con.execute(_FINDINGS, {**findings, "day": day - timedelta(days=1)}).df(),
+        choices=_choices(con, day),
+    )
+
+
+def _choices(con: duckdb.DuckDBPyConnection, day: date) -> dict[str, list[str]]:
+    rows = con.execute(
+        """
+        SELECT 'agent', agent_id FROM current_scores WHERE partition_date = $day
+        UNION SELECT 'category', category FROM episodes WHERE partition_date = $day AND category IS NOT NULL
+        UNION SELECT 'dimension', dimension FROM findings WHERE partition_date = $day
+        UNION SELECT 'severity', severity FROM findings WHERE partition_date = $day
+        ORDER BY ALL
+        """,
+        {"day": day},
+    ).fetchall()
+    choices: dict[str, list[str]] = {"agent": [], "category": [], "dimension": [], "severity": []}
+    for name, value in rows:
+        choices[name].append(value)
+    return choices
+
+
+@dataclass(frozen=True)
+class EpisodeRecords:
+    """One episode of one day with everything recorded about it and its baseline (None/empty where there is none)."""
+
+    episode: dict[str, Any]  # its `episodes` row, with `answer`: the replayed final output, else the recorded one
+    score: dict[str, Any] | None  # its `scores` row
+    steps: pd.DataFrame  # `episode_steps`, in order
+    baseline: dict[str, Any] | None  # the `baselines` row it was compared with
+    baseline_steps: pd.DataFrame  # the baseline episode's steps, as recorded on its latest day up to this one
+    findings: pd.DataFrame
+    assertions: pd.DataFrame
+    issues: pd.DataFrame
+    judgements: pd.DataFrame
+    pairwise: pd.DataFrame
+    rewards: pd.DataFrame
+
+
+_STEPS = """
+SELECT * EXCLUDE (episode_id, partition_date, agent_id) FROM episode_steps
+WHERE episode_id = $episode AND partition_date = $day ORDER BY step_index
+"""
+
+
+def episode_records(con: duckdb.DuckDBPyConnection, day: date, episode_id: str) -> EpisodeRecords | None:
+    """The episode `episode_id` of `day`; None when that day has no such episode."""
+    params = {"day": day, "episode": episode_id}
+    episode = _first(
+        con.execute(
+            "SELECT e.*, coalesce(r.final_output, e.final_output) AS answer FROM episodes e "
+            "LEFT JOIN replays r USING (episode_id, partition_date) WHERE e.partition_date = $day AND e.episode_id = $episode",
+            params,
+        ).df()
+    )
+    if episode is None:
+        return None
+    score = _first(con.execute("SELECT * FROM scores WHERE partition_date = $day AND episode_id = $episode", params).df())
+    baseline_id = score and score.get("baseline_episode_id")
+    baseline = None
+    baseline_steps = pd.DataFrame()
+    if isinstance(baseline_id, str):
+        baseline = _first(
+            con.execute(
+                "SELECT * FROM baselines WHERE agent_id = $agent AND task_id = $task AND episode_id = $baseline "
+                "ORDER BY established_at DESC LIMIT 1",
+                {"agent": episode["agent_id"], "task": episode["task_id"], "baseline": baseline_id},
+            ).df()
+        )
+        recorded_on = con.execute(
+            "SELECT max(partition_date) FROM episodes WHERE episode_id = $baseline AND partition_date <= $day",
+            {"baseline": baseline_id, "day": day},
+        ).fetchone()
+        if recorded_on and recorded_on[0] is not None:
+            baseline_steps = con.execute(_STEPS, {"episode": baseline_id, "day": recorded_on[0]}).df()
+    of_episode = "WHERE partition_date = $day AND episode_id = $episode"
+    return EpisodeRecords(
+        episode=episode,
+        score=score,
+        steps=con.execute(_STEPS, params).df(),
+        baseline=baseline,
+        baseline_steps=baseline_steps,
+        findings=con.execute(f"SELECT * FROM findings {of_episode} ORDER BY severity, dimension", params).df(),
+        assertions=con.execute(f"SELECT * FROM assertions {of_episode} ORDER BY passed, assertion", params).df(),
+        issues=con.execute(f'SELECT * FROM issues {of_episode} ORDER BY severity, "check"', params).df(),
+        judgements=con.execute(f"SELECT * FROM judgements {of_episode} ORDER BY rubric", params).df(),
+        pairwise=con.execute(f"SELECT * FROM pairwise_judgements {of_episode}", params).df(),
+        rewards=con.execute(f"SELECT * FROM rewards {of_episode} ORDER BY reward_name", params).df(),
+    )
+
+
+def _first(frame: pd.DataFrame) -> dict[str, Any] | None:
+    return None if frame.empty else frame.iloc[0].to_dict()

@@ -1,0 +1,98 @@
+"""`eval-pipeline run` against a real OpenAI-compatible server on 127.0.0.1, as a user runs it with the
+judge or live replay on."""
+
+import json
+
+import pytest
+
+from eval_pipeline.cli import main
+from eval_pipeline.warehouse.connection import Warehouse
+
+pytestmark = pytest.mark.slow
+
+
+def episode(episode_id: str, day: str, answer: str, trial: int | None = None) -> dict:
+    steps = [
+        {"step_index": 0, "step_type": "llm_call", "input_summary": "Where is my refund?"},
+        {"step_index": 1, "step_type": "tool_call", "tool_name": "lookup_refund"},
+        {"step_index": 2, "step_type": "tool_result", "tool_name": "lookup_refund", "output_summary": '{"status": "sent"}'},
+        {"step_index": 3, "step_type": "llm_call", "output_summary": answer},
+    ]
+    return {
+        "episode_id": episode_id, "agent_id": "billing", "status": "success",
+        "started_at": f"{day}T10:00:00Z", "final_output": answer, "steps": steps,
+        "metadata": {"task_id": "refund", **({"trial": trial} if trial is not None else {})},
+    }  # fmt: skip
+
+
+def write_episodes(directory, episodes: list[dict]) -> None:
+    directory.mkdir(exist_ok=True)
+    (directory / "day.jsonl").write_text("".join(json.dumps(e) + "\n" for e in episodes))
+
+
+def rows(root, sql: str) -> list[tuple]:
+    with Warehouse(root / "eval.duckdb").connect(read_only=True) as con:
+        return con.execute(sql).fetchall()
+
+
+def test_a_range_with_the_judge_on_scores_every_day_when_the_first_has_no_pairs(project_env, fake_openai, monkeypatch):
+    """A new agent's first day has no baseline, so no pairwise comparison; the next has one; the last has no episode."""
+    write_episodes(
+        project_env / "episodes",
+        [episode("first-day", "2026-11-01", "It was sent."), episode("second-day", "2026-11-02", "Sent on Monday.")],
+    )
+    monkeypatch.setenv("OPENAI_BASE_URL", fake_openai.base_url)
+    monkeypatch.setenv("OPENAI_API_KEY", "k")
+    monkeypatch.setenv("EVAL_JUDGE_MODEL", "judge-1")
+
+    assert main(["run", "--start", "2026-11-01", "--end", "2026-11-03", "--fail-on", "never"]) == 0
+
+    assert rows(project_env, "SELECT partition_date::VARCHAR, status, reasoning FROM pairwise_judgements ORDER BY 1") == [
+        ("2026-11-01", "skipped", "skipped: no baseline"),
+        ("2026-11-02", "judged", rows(project_env, "SELECT reasoning FROM pairwise_judgements WHERE status = 'judged'")[0][0]),
+    ]
+    assert rows(project_env, "SELECT partition_date::VARCHAR, count(*) FROM scores GROUP BY 1 ORDER BY 1") == [
+        ("2026-11-01", 1),
+        ("2026-11-02", 1),
+    ]
+    assert rows(project_env, "SELECT count(*), count(*) FILTER (WHERE status = 'judged') FROM judgements") == [(4, 4)]
+    assert rows(project_env, "SELECT count(*) FROM reports") == [(3,)]
+
+
+def live_replay_env(monkeypatch, fake_openai) -> None:
+    monkeypatch.setenv("EVAL_REPLAY_MODE", "live")
+    monkeypatch.setenv("OPENAI_BASE_URL", fake_openai.base_url)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-never-stored-0123456789abcdef")
+    monkeypatch.setenv("EVAL_CANDIDATE_MODEL", "candidate-1")
+
+
+REPLAY_ROWS = "SELECT * EXCLUDE (cached) FROM replays ORDER BY episode_id"
+
+
+def test_a_rerun_of_a_live_replay_day_makes_no_model_call_and_no_cache_asks_again(project_env, fake_openai, monkeypatch, capsys):
+    """Three trials of one case are three samples; a re-run reuses each; `--no-cache` samples them afresh."""
+    write_episodes(project_env / "episodes", [episode(f"trial-{n}", "2026-11-01", "It was sent.", trial=n) for n in (1, 2, 3)])
+    live_replay_env(monkeypatch, fake_openai)
+    run = ["run", "--date", "2026-11-01", "--fail-on", "never"]
+
+    assert main(run) == 0
+    first_calls = len(fake_openai.requests)
+    assert first_calls == 6  # per trial: the tool call, then the answer
+    first_rows = rows(project_env, REPLAY_ROWS)
+    assert [(r[0], r[5]) for r in first_rows] == [(f"trial-{n}", "success") for n in (1, 2, 3)]
+    assert "Live replays: 0 reused from the cache, 3 called the model." in capsys.readouterr().out
+
+    assert main(run) == 0
+    assert len(fake_openai.requests) == first_calls  # not one new model call
+    assert rows(project_env, REPLAY_ROWS) == first_rows
+    assert rows(project_env, "SELECT count(*) FILTER (WHERE cached) FROM replays") == [(3,)]
+    assert "Live replays: 3 reused from the cache, 0 called the model." in capsys.readouterr().out
+    report = json.loads(next((project_env / "reports").rglob("*.json")).read_text())
+    assert report["summary"]["replays"] == {"live": 3, "reused": 3, "called": 0}
+
+    assert main([*run, "--no-cache"]) == 0
+    assert len(fake_openai.requests) == 2 * first_calls
+    assert "Live replays: 0 reused from the cache, 3 called the model." in capsys.readouterr().out
+    assert main(run) == 0  # the fresh samples are what the cache holds now
+    assert len(fake_openai.requests) == 2 * first_calls
+    assert not any("sk-test-never-stored" in str(row) for row in rows(project_env, "SELECT * FROM llm_cache"))

@@ -1,0 +1,168 @@
+"""Faults that must not wedge a run, met as the red team met them: real `eval-pipeline run` processes on the
+sample days, killed with SIGKILL or interrupted with SIGINT, or started together, in a tmp DAGSTER_HOME."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import dagster as dg
+import duckdb
+import pytest
+from dagster import DagsterEventType, DagsterRunStatus
+from dagster._daemon.monitoring.run_monitoring import monitor_started_run
+
+from eval_pipeline.cli import main
+from eval_pipeline.defs.alerting.sensors import run_failure_alerts
+from eval_pipeline.defs.resources import AlertsResource, EvalConfigResource
+from eval_pipeline.episodes.samples import SAMPLE_DAYS, write_samples
+from eval_pipeline.run_health import LocalProcessRunLauncher, run_process
+from eval_pipeline.runner import open_instance
+from eval_pipeline.settings import Settings
+
+pytestmark = pytest.mark.slow
+
+DAY, NEXT_DAY = SAMPLE_DAYS[0].isoformat(), SAMPLE_DAYS[1].isoformat()
+_CLOCKS = {"established_at", "created_at", "scored_at", "loaded_at", "quarantined_at", "computed_at", "judged_at",
+           "applied_at", "finding_id"}  # fmt: skip  # when a row was written, not what it says
+
+
+def start_run(env_root: Path, day: str) -> subprocess.Popen:
+    """`eval-pipeline run --date day` as a user starts it from a terminal: SIGINT does what Ctrl-C does."""
+    environment = {**os.environ, **_paths(env_root)}
+    return subprocess.Popen(
+        [sys.executable, "-m", "eval_pipeline.cli", "run", "--date", day],
+        cwd=env_root,
+        env=environment,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),  # not inherited as ignored under make
+    )
+
+
+def _paths(root: Path) -> dict[str, str]:
+    return {"EVAL_EPISODE_SOURCE": str(root / "episodes"), "EVAL_DUCKDB_PATH": str(root / "eval.duckdb"),
+            "EVAL_REPORTS_DIR": str(root / "reports"), "DAGSTER_HOME": str(root / "dagster_home")}  # fmt: skip
+
+
+def instance_of(root: Path) -> dg.DagsterInstance:
+    """The instance the runs under `root` record in, opened as `run` opens it (never while a run creates it)."""
+    return open_instance(Settings.from_environment({**os.environ, **_paths(root)}, cwd=root))
+
+
+def wait_until_executing(root: Path, process: subprocess.Popen) -> str:
+    """The id of the process's run once its steps execute (its pid is in the event log)."""
+    while process.poll() is None:
+        with instance_of(root) as instance:
+            for run in instance.get_runs(dg.RunsFilter(statuses=[DagsterRunStatus.STARTED])):
+                if run_process(instance, run.run_id) is not None:
+                    return run.run_id
+        time.sleep(0.05)
+    raise AssertionError(f"the run ended first: {process.communicate()}")
+
+
+def kill_mid_run(root: Path) -> str:
+    process = start_run(root, DAY)
+    run_id = wait_until_executing(root, process)
+    process.kill()
+    process.wait()
+    with instance_of(root) as instance:
+        assert instance.get_run_by_id(run_id).status == DagsterRunStatus.STARTED  # as the red team found it
+    return run_id
+
+
+def tables(root: Path) -> dict[str, list[str]]:
+    """Every warehouse table's rows, sorted, without the clock columns and with paths relative to `root`."""
+    with duckdb.connect(str(root / "eval.duckdb"), read_only=True) as con:
+        names = [row[0] for row in con.execute("SELECT table_name FROM information_schema.tables ORDER BY 1").fetchall()]
+        snapshot = {}
+        for name in names:
+            query = "SELECT column_name FROM information_schema.columns WHERE table_name = ? ORDER BY ordinal_position"
+            columns = [row[0] for row in con.execute(query, [name]).fetchall()]
+            kept = ", ".join(f'"{column}"' for column in columns if column not in _CLOCKS)
+            rows = con.execute(f"SELECT {kept} FROM {name}").fetchall()
+            snapshot[name] = sorted(repr(row).replace(str(root), "ROOT") for row in rows)
+    return snapshot
+
+
+@pytest.fixture
+def sample_root(project_env) -> Path:
+    write_samples(project_env / "episodes")
+    return project_env
+
+
+def serial_reference(tmp_path: Path, sample_root: Path, days: list[str]) -> dict[str, list[str]]:
+    """The tables after running `days` one after the other in a fresh project."""
+    root = tmp_path / "serial"
+    root.mkdir()
+    shutil.copytree(sample_root / "episodes", root / "episodes")
+    for day in days:
+        process = start_run(root, day)
+        assert process.wait() in (0, 1), process.communicate()
+    return tables(root)
+
+
+def test_two_consecutive_days_started_together_give_the_serial_tables(sample_root, tmp_path):
+    later, earlier = start_run(sample_root, NEXT_DAY), start_run(sample_root, DAY)
+    errors = []
+    for process in (later, earlier):
+        errors.append(process.communicate()[1])
+        assert process.returncode in (0, 1), errors[-1]
+    assert tables(sample_root) == serial_reference(tmp_path, sample_root, [DAY, NEXT_DAY])
+    assert sum("waiting for another run of this warehouse" in error for error in errors) == 1
+
+
+def test_run_monitoring_marks_a_killed_run_failed_and_the_failure_alert_fires(sample_root):
+    """Dagster's own monitoring rule (what the daemon runs each poll), against the instance `run` recorded in."""
+    run_id = kill_mid_run(sample_root)
+    with instance_of(sample_root) as instance:
+        assert isinstance(instance.run_launcher, LocalProcessRunLauncher) and instance.run_monitoring_enabled
+        record = instance.get_run_records(dg.RunsFilter(run_ids=[run_id]))[0]
+        monitor_started_run(instance, None, record, logging.getLogger("test"))  # type: ignore[arg-type]  # no resume: no workspace
+        run = instance.get_run_by_id(run_id)
+        assert run.status == DagsterRunStatus.FAILURE
+        assert not instance.get_runs(dg.RunsFilter(statuses=[DagsterRunStatus.STARTED]))  # the queue may move
+        failure = instance.get_records_for_run(run_id, of_type=DagsterEventType.RUN_FAILURE).records[0]
+        resources = {"alerts": AlertsResource(directory=str(sample_root / "alerts")), "eval_config": EvalConfigResource()}
+        context = dg.build_run_status_sensor_context(
+            sensor_name="run_failure_alerts",
+            dagster_event=failure.event_log_entry.dagster_event,
+            dagster_instance=instance,
+            dagster_run=run,
+            resources=resources,
+        ).for_run_failure()
+        run_failure_alerts(context)
+    delivered = [json.loads(line) for line in (sample_root / "alerts" / "alerts.jsonl").read_text().splitlines()]
+    assert any(f"run-failed:{run_id}" in json.dumps(alert) for alert in delivered)
+
+
+def test_the_next_run_marks_a_killed_run_failed_and_announces_it(sample_root, capsys):
+    run_id = kill_mid_run(sample_root)
+    assert main(["run", "--date", NEXT_DAY, "--fail-on", "never"]) == 0
+    with instance_of(sample_root) as instance:
+        assert instance.get_run_by_id(run_id).status == DagsterRunStatus.FAILURE
+    assert f"run-failed:{run_id}" in (sample_root / "alerts" / "alerts.jsonl").read_text()
+
+
+def test_ctrl_c_cancels_the_run_with_one_line_and_no_alert_and_a_rerun_matches_a_clean_run(sample_root, tmp_path):
+    process = start_run(sample_root, DAY)
+    run_id = wait_until_executing(sample_root, process)
+    process.send_signal(signal.SIGINT)
+    err = process.communicate()[1]
+    assert process.returncode == 130
+    assert err.splitlines() == [f"eval-pipeline: interrupted: run {run_id} canceled; run {DAY} again to evaluate it"]
+    with instance_of(sample_root) as instance:
+        assert instance.get_run_by_id(run_id).status == DagsterRunStatus.CANCELED
+        assert not instance.get_records_for_run(run_id, of_type=DagsterEventType.RUN_FAILURE).records
+    assert not list((sample_root / "alerts" / "outbox").glob("run-failed-*"))
+    rerun = start_run(sample_root, DAY)
+    assert rerun.wait() in (0, 1), rerun.communicate()
+    assert tables(sample_root) == serial_reference(tmp_path, sample_root, [DAY])
