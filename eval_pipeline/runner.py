@@ -44,6 +44,7 @@ SCOPED_STEPS = (
     "scores",
     "regression_findings",
     "pass_at_k",
+    "eval_report",
 )  # the steps `--agent` narrows (rewards are always recomputed for the whole day)
 
 

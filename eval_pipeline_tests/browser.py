@@ -64,3 +64,14 @@ def page_width(page: Path, profile: Path, window_width: int = 1280) -> int:
     title = re.search(r"<title>(\d+)</title>", dom)
     assert title, "chromium did not run the measuring script"
     return int(title.group(1))
+
+
+def rendered_dom(page: Path, profile: Path) -> str:
+    """The page's DOM as chromium built it (`--dump-dom`): what a reader's browser shows, parsed."""
+    return subprocess.run(
+        ["chromium", *HEADLESS, f"--user-data-dir={profile}", "--window-size=1280,1000", "--dump-dom", page.as_uri()],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    ).stdout

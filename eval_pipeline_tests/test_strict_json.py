@@ -55,7 +55,7 @@ def test_every_json_output_parses_strictly(two_days, capsys, tmp_path):
     ]
     assert aggregate and aggregate[0]["episode_id"] is None  # a per-agent finding: null, never NaN
     markdown = (root / "reports" / f"eval-report-{AFTER}.md").read_text()
-    assert "steady (all episodes)" in markdown and "nan" not in markdown.lower().replace("nanos", "")
+    assert "| steady | (all episodes) |" in markdown and "nan" not in markdown.lower().replace("nanos", "")
 
     assert main(["compare", "--a", f"date={BEFORE},agent=pricey", "--b", f"date={AFTER},agent=pricey", "--format", "json"]) == 0
     comparison = strict(capsys.readouterr().out)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 from datetime import date, timedelta
 from pathlib import Path
 from typing import Any
@@ -17,15 +18,28 @@ from eval_pipeline.redaction import excerpt, redact_tree
 from eval_pipeline.regression.findings import VerdictCounts
 from eval_pipeline.regression.lifecycle import resolved
 from eval_pipeline.reports.calibration import calibration_sample, render_calibration
-from eval_pipeline.reports.document import Report, ReportData, RunContext, Summary, Trend, Trials, Verdicts
+from eval_pipeline.reports.document import Regression, Report, ReportData, RunContext, Summary, Trend, Trials, Verdicts
 from eval_pipeline.reports.html import aggregate_alerts, render_html
-from eval_pipeline.reports.markdown import ci_cell, column_title, dimension_cell, plain, signed_percent, table, verdict_line
-from eval_pipeline.scoring.dimensions import dimensions
+from eval_pipeline.reports.markdown import (
+    ci_cell,
+    column_title,
+    dimension_cell,
+    failed_on_cell,
+    figure,
+    plain,
+    rate,
+    signed_percent,
+    table,
+    trials_cell,
+    verdict_line,
+)
+from eval_pipeline.scoring.dimensions import Direction, Unit, dimensions, finding_units, judged_as
 
 FLAKIEST_TASKS = 10
 ANSWER_CHARS = 2000  # of an agent's answer shown in a report
 TREND_DAYS = 30  # partitions the trend charts cover
 WORST_EPISODES = 50
+CATEGORY_SCORES = ("avg_weighted_score", "avg_correctness", "avg_safety")
 CALIBRATION_FILE = "calibration-{day}.md"
 
 
@@ -59,6 +73,7 @@ def build_report(data: ReportData, context: RunContext) -> Report:
         "baselines_from": _baselines_from(scores),
         "superseded": data.superseded,
         "replays": {"live": data.live_replays, "reused": data.reused_replays, "called": data.live_replays - data.reused_replays},
+        "agent_id": data.agent_id,
     }
     agents = []
     for agent_id, group in scores.groupby("agent_id", sort=True):
@@ -98,6 +113,7 @@ def build_report(data: ReportData, context: RunContext) -> Report:
         }
         for f in ordered_findings.itertuples()
     ]
+    regressions = _regressions(alerts, scores)
     gone = resolved(findings, data.previous_findings)
     resolved_alerts = [
         {"severity": f.severity, "agent_id": f.agent_id, "task_id": f.task_id if isinstance(f.task_id, str) else None,
@@ -149,7 +165,7 @@ def build_report(data: ReportData, context: RunContext) -> Report:
         "summary": summary,
         "agents": agents,
         "previous_summary": data.previous_summary,
-        "trend": _trend(data.trend, day),
+        "trend": _trend(data.trend, day, set(scores["agent_id"])),
         "score_histogram": _histogram(scores["weighted_score"]),
         "categories": _categories(scores),
         "trials": _trials(data.pass_at_k, data.task_trials),
@@ -157,11 +173,57 @@ def build_report(data: ReportData, context: RunContext) -> Report:
         "calibration": calibration_sample(data.failed_trials, day, context.calibration_size, secret_patterns),
         "judge": judge,
         "alerts": alerts,
+        "regressions": regressions,
         "resolved": resolved_alerts,
         "episodes": episodes,
         "notes": list(context.notes),
     }
     return redact_tree(report, secret_patterns)
+
+
+def _regressions(alerts: list[dict[str, Any]], scores: pd.DataFrame) -> list[Regression]:
+    """The findings grouped per agent, task, dimension and severity (a per-agent finding is a group of its own), in
+    the alerts' order: each group states its worst trial's value, limit, baseline's own value and message, in units."""
+    task_of = dict(zip(scores["episode_id"], scores["task_id"], strict=False))
+    groups: dict[tuple[str, str | None, str, str], list[dict[str, Any]]] = {}
+    for alert in alerts:
+        task = task_of.get(alert["episode_id"]) if alert["episode_id"] else None
+        groups.setdefault((alert["agent_id"], task, alert["dimension"], alert["severity"]), []).append(alert)
+    trials = scores.groupby(["agent_id", "task_id"]).size()
+    return [_regression(group, task, trials, scores) for (_, task, _, _), group in groups.items()]
+
+
+def _regression(group: list[dict[str, Any]], task: str | None, trials: pd.Series, scores: pd.DataFrame) -> Regression:
+    first, dimension = group[0], judged_as(group[0]["dimension"])
+    above = dimension is None or dimension.direction is Direction.ABOVE
+    worst = (max if above else min)(group, key=lambda f: 0 if f["value"] is None else f["value"])
+    unit, baseline_unit = finding_units(first["dimension"])
+    baseline = worst["baseline_value"]
+    if dimension is not None and dimension.measure is not None:  # a percent change: the baseline's ms or $
+        column = dimension.measure.baseline_column()
+        if worst["episode_id"] is not None:
+            row = scores[scores["episode_id"] == worst["episode_id"]]
+            baseline = _number(row[column].iloc[0], 6) if len(row) else None
+        elif first["dimension"] == dimension.name:  # a per-agent mean against the baselines: their mean
+            baseline = _number(scores.loc[scores["agent_id"] == first["agent_id"], column].mean(), 6)
+    episodes = sorted(f["episode_id"] for f in group if f["episode_id"] is not None)
+    return {
+        "severity": first["severity"],
+        "lifecycle": "new" if any(f["lifecycle"] == "new" for f in group) else "persisting",
+        "since": min(f["since"] for f in group),
+        "agent_id": first["agent_id"],
+        "task_id": task,
+        "dimension": first["dimension"],
+        "trials_flagged": len(episodes),
+        "trials": int(trials.get((first["agent_id"], task), 0)) if task is not None else 0,
+        "value": worst["value"],
+        "threshold": worst["threshold"],
+        "baseline_value": baseline,
+        "unit": unit.value if unit else None,
+        "baseline_unit": baseline_unit.value if baseline_unit else None,
+        "message": worst["message"],
+        "episodes": episodes,
+    }
 
 
 def _baselines_from(scores: pd.DataFrame) -> dict[str, int]:
@@ -219,19 +281,24 @@ def _histogram(scores: pd.Series, bins: int = 10) -> list[int]:
     return [int(c) for c in counts]
 
 
-def _trend(trend: pd.DataFrame, day: date) -> Trend:
-    """Per agent, the daily means over the trend window, one value (or None) per day."""
-    days = [(day - timedelta(days=offset)).isoformat() for offset in range(TREND_DAYS - 1, -1, -1)]
+def _trend(trend: pd.DataFrame, day: date, agents: set[str]) -> Trend:
+    """Per agent of the day (`agents`), the daily means from its first day with data in the trend window to `day`, one
+    value (or None) per day: another agent sharing the warehouse is not this day's, and empty days say nothing."""
+    trend = trend[trend["agent_id"].isin(agents)]
+    window = [(day - timedelta(days=offset)).isoformat() for offset in range(TREND_DAYS - 1, -1, -1)]
+    seen = set(trend["partition_date"].map(_day))
+    days = window[next((n for n, d in enumerate(window) if d in seen), len(window) - 1) :]
     metrics = ("pass_rate", "mean_weighted_score", "mean_cost_delta_pct", "mean_latency_delta_pct")
-    agents: dict[str, dict[str, list[float | None]]] = {}
+    series: dict[str, dict[str, list[float | None]]] = {}
     for agent_id, group in trend.groupby("agent_id", sort=True):
         by_day = group.assign(day=group["partition_date"].map(_day)).set_index("day")
-        agents[str(agent_id)] = {m: [_number(by_day[m].get(d)) if d in by_day.index else None for d in days] for m in metrics}
-    return {"days": days, "agents": agents}
+        series[str(agent_id)] = {m: [_number(by_day[m].get(d)) if d in by_day.index else None for d in days] for m in metrics}
+    return {"days": days, "agents": series}
 
 
 def _categories(scores: pd.DataFrame) -> list[dict[str, Any]]:
-    """Per `metadata.category`: episodes, pass rate and mean scores (episodes without one under "(none)")."""
+    """Per `metadata.category`: episodes, pass rate, mean scores and what its failed episodes failed on (episodes
+    without one under "(none)")."""
     rows = []
     for category, group in scores.assign(category=scores["category"].fillna("(none)")).groupby("category", sort=True):
         rows.append(
@@ -242,9 +309,23 @@ def _categories(scores: pd.DataFrame) -> list[dict[str, Any]]:
                 "avg_weighted_score": _number(group["weighted_score"].mean()),
                 "avg_correctness": _number(group["correctness"].mean()),
                 "avg_safety": _number(group["safety"].mean()),
+                "failed_on": _failed_on(group),
             }
         )
     return rows
+
+
+def _failed_on(scores: pd.DataFrame) -> dict[str, int]:
+    """How many failed episodes failed on each critical finding (by the name findings carry), most first; one that
+    failed on none (a weighted score below the pass threshold, a failed case, a low recorded reward) counts under
+    its verdict's reason, without its figures."""
+    counted: dict[str, int] = {}
+    failed = scores[scores["passed"].astype("boolean").eq(False).fillna(False)]
+    for critical, reason in zip(failed["critical_findings"], failed["verdict_reason"], strict=False):
+        names = _names(critical) or [re.sub(r"\s*[\d.].*$", "", str(reason)) or "verdict"]
+        for name in names:
+            counted[name] = counted.get(name, 0) + 1
+    return dict(sorted(counted.items(), key=lambda item: (-item[1], item[0])))
 
 
 def _trials(pass_at_k: pd.DataFrame, task_trials: pd.DataFrame) -> Trials:
@@ -314,8 +395,8 @@ def render_markdown(report: Report) -> str:
             [
                 a["agent_id"],
                 a["episodes"],
-                a["pass_rate"],
-                a["avg_weighted_score"],
+                rate(a["pass_rate"]),
+                figure(a["avg_weighted_score"], Unit.SCORE),
                 signed_percent(a["avg_cost_delta_pct"]),
                 signed_percent(a["avg_latency_delta_pct"]),
                 a["critical_alerts"],
@@ -341,9 +422,15 @@ def render_markdown(report: Report) -> str:
     if report["categories"] and any(c["category"] != "(none)" for c in report["categories"]):
         lines += ["", "## Categories", ""]
         lines += table(
-            ["Category", "Episodes", "Pass Rate", "Avg Score", "Avg Correctness", "Avg Safety"],
+            ["Category", "Episodes", "Pass Rate", "Avg Score", "Avg Correctness", "Avg Safety", "Failed On"],
             [
-                [c["category"], c["episodes"], c["pass_rate"], c["avg_weighted_score"], c["avg_correctness"], c["avg_safety"]]
+                [
+                    c["category"],
+                    c["episodes"],
+                    rate(c["pass_rate"]),
+                    *(figure(c[key], Unit.SCORE) for key in CATEGORY_SCORES),
+                    failed_on_cell(c["failed_on"]),
+                ]
                 for c in report["categories"]
             ],
         )
@@ -384,32 +471,31 @@ def render_markdown(report: Report) -> str:
         lines += table(
             ["Severity", "Agent", "Dimension", "Value", "95% CI", "p", "Limit"],
             [
-                [f["severity"].upper(), f["agent_id"], f["dimension"], f["value"],
-                 ci_cell(f["ci_low"], f["ci_high"]),
-                 "–" if f["p_value"] is None else f["p_value"], f["threshold"]]
+                [f["severity"].upper(), f["agent_id"], f["dimension"], figure(f["value"], f["unit"]),
+                 ci_cell(f["ci_low"], f["ci_high"], f["unit"]),
+                 "–" if f["p_value"] is None else f["p_value"], figure(f["threshold"], f["unit"])]
                 for f in aggregate
             ],
         )  # fmt: skip
     lines += ["", "## Regression Alerts", ""]
-    new = sum(f["lifecycle"] == "new" for f in report["alerts"])
+    regressions = report["regressions"]
+    new = sum(g["lifecycle"] == "new" for g in regressions)
     lines += [
-        f"{new} new, {len(report['alerts']) - new} persisting, {len(report['resolved'])} resolved since yesterday "
-        "(new ones first; a persisting alert's message says since when).",
+        f"{len(regressions)} regressions ({len(report['alerts'])} findings): {new} new, {len(regressions) - new} "
+        f"persisting, {len(report['resolved'])} resolved since yesterday (new ones first; each task's trials in one row, "
+        "stated by its worst trial).",
         "",
     ]
-    if report["alerts"]:
+    if regressions:
         lines += table(
-            ["Severity", "Dimension", "Episode", "Message"],
+            ["Severity", "Agent", "Task", "Dimension", "Trials", "Value", "Limit", "Baseline", "Message"],
             [
-                [
-                    f["severity"].upper() + (" (new)" if f["lifecycle"] == "new" else ""),
-                    f["dimension"],
-                    f["episode_id"] or f"{f['agent_id']} (all episodes)",
-                    f["message"] + ("" if f["lifecycle"] == "new" else f" (since {f['since']})"),
-                ]
-                for f in report["alerts"]
+                [g["severity"].upper() + (" (new)" if g["lifecycle"] == "new" else f" (since {g['since']})"), g["agent_id"],
+                 g["task_id"] or "(all episodes)", g["dimension"], trials_cell(g), figure(g["value"], g["unit"]),
+                 figure(g["threshold"], g["unit"]), figure(g["baseline_value"], g["baseline_unit"]), g["message"]]
+                for g in regressions
             ],
-        )
+        )  # fmt: skip
     else:
         lines.append("No regressions.")
     if report["resolved"]:
@@ -423,7 +509,7 @@ def render_markdown(report: Report) -> str:
     lines += table(
         ["Episode", "Agent", "Verdict", "Score", *(column_title(d) for d in dimensions()), "Grade", "Issues"],
         [
-            [e["episode_id"], e["agent_id"], _verdict_cell(e["passed"]), e["weighted_score"],
+            [e["episode_id"], e["agent_id"], _verdict_cell(e["passed"]), figure(e["weighted_score"], Unit.SCORE),
              *(dimension_cell(d, e[d.column]) for d in dimensions()), e["issue_grade"] or "–",
              ", ".join(f"{i['check']} ({i['severity']})" for i in e["issues"]) or "–"]
             for e in report["episodes"]

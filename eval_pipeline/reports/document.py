@@ -39,6 +39,7 @@ class ReportData:
     previous_summary: dict[str, Any] | None  # the day before's summary as stored (an older run's may lack keys)
     live_replays: int = 0  # the day's replays run live through the candidate model
     reused_replays: int = 0  # of those, reused from the cache (no model call)
+    agent_id: str | None = None  # the one agent a narrowed run (`run --agent`) reports; None: every agent of the day
 
 
 @dataclass(frozen=True)
@@ -83,6 +84,7 @@ class Summary(Verdicts):
     baselines_from: dict[str, int]  # episodes compared with a baseline, by where it came from (run, history, pin, ...)
     superseded: int  # episodes of earlier case-set runs a later run of their agent replaced in the day's count
     replays: ReplayCounts
+    agent_id: str | None  # the one agent the report covers (`run --agent`); None: every agent of the day
 
 
 class Trend(TypedDict):
@@ -93,6 +95,28 @@ class Trend(TypedDict):
 class Trials(TypedDict):
     pass_at_k: list[dict[str, Any]]  # per agent and k
     flaky_tasks: list[dict[str, Any]]  # the flakiest first
+
+
+class Regression(TypedDict):
+    """The findings of one agent's task in one dimension and severity (a per-agent finding: `task_id` None), stated
+    by its worst trial; `unit`/`baseline_unit` name how to write `value`/`threshold` and `baseline_value`
+    (`scoring.dimensions.Unit`; None for a check's or a case's finding)."""
+
+    severity: str
+    lifecycle: str  # "new" when any of its findings is
+    since: str
+    agent_id: str
+    task_id: str | None
+    dimension: str
+    trials_flagged: int  # its trials with the finding (0 for a per-agent one)
+    trials: int  # the task's trials that day
+    value: float | None
+    threshold: float | None
+    baseline_value: float | None  # the baseline's own value: ms or $ for a percent change, else in `unit`
+    unit: str | None
+    baseline_unit: str | None
+    message: str
+    episodes: list[str]
 
 
 class Report(TypedDict):
@@ -115,6 +139,7 @@ class Report(TypedDict):
     calibration: CalibrationSample
     judge: dict[str, Any] | None  # None: nothing was judged
     alerts: list[dict[str, Any]]
+    regressions: list[Regression]  # the alerts grouped per task
     resolved: list[dict[str, Any]]
     episodes: list[dict[str, Any]]  # the worst ones
     notes: list[str]

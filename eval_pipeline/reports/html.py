@@ -6,15 +6,25 @@ or an `onerror` attribute shows as text.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import cache
 from typing import Any
 
 from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
 
-from eval_pipeline.reports.document import Report
-from eval_pipeline.reports.markdown import ci_cell, dimension_cell, signed_percent, verdict_line
+from eval_pipeline.reports.document import Regression, Report
+from eval_pipeline.reports.markdown import (
+    ci_cell,
+    dimension_cell,
+    failed_on_cell,
+    figure,
+    rate,
+    signed_percent,
+    trials_cell,
+    verdict_line,
+)
 from eval_pipeline.reports.svg import histogram, line_chart
-from eval_pipeline.scoring.dimensions import dimensions
+from eval_pipeline.scoring.dimensions import Unit, dimensions, finding_units
 
 WORST_SHOWN = 20
 
@@ -30,13 +40,32 @@ def _environment() -> Environment:
     )
 
 
-def _pct(value: float | None) -> str:
-    return "–" if value is None else f"{value:.0%}"
-
-
 def aggregate_alerts(alerts: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The per-agent findings that carry statistics (a confidence interval or a p-value)."""
-    return [f for f in alerts if f["episode_id"] is None and (f["ci_low"] is not None or f["p_value"] is not None)]
+    """The per-agent findings that carry statistics (a confidence interval or a p-value), each with the `unit` of its
+    value, limit and interval."""
+    return [
+        {**f, "unit": finding_units(f["dimension"])[0]}
+        for f in alerts
+        if f["episode_id"] is None and (f["ci_low"] is not None or f["p_value"] is not None)
+    ]
+
+
+def worst_shown(episodes: list[dict[str, Any]], limit: int = WORST_SHOWN) -> list[dict[str, Any]]:
+    """The worst episodes a page shows: every failed one the report holds, then the others up to `limit` in all,
+    so no failed trial is cut while a passing one is shown."""
+    failed = [e for e in episodes if e["passed"] is False]
+    return failed + [e for e in episodes if e["passed"] is not False][: max(0, limit - len(failed))]
+
+
+def _findings_of(report: Report) -> Callable[[Regression], list[dict[str, Any]]]:
+    """A regression's findings, one per trial, as the alerts list holds them."""
+
+    def findings(group: Regression) -> list[dict[str, Any]]:
+        trials = set(group["episodes"])
+        return [f for f in report["alerts"] if f["episode_id"] in trials and f["dimension"] == group["dimension"]
+                and f["severity"] == group["severity"]]  # fmt: skip
+
+    return findings
 
 
 def _cards(report: Report) -> list[dict[str, str]]:
@@ -56,7 +85,7 @@ def _cards(report: Report) -> list[dict[str, str]]:
     for label, key, value, higher_is_better, show in (
         ("Episodes", "total_episodes", f"{s['total_episodes']:,}", True, lambda d: f"{d:+,}"),
         ("Passed", "passed", f"{s['passed']:,} of {s['scored']:,}", True, lambda d: f"{d:+,}"),
-        ("Pass rate", "pass_rate", _pct(s["pass_rate"]), True, lambda d: f"{d * 100:+.1f} pts"),
+        ("Pass rate", "pass_rate", rate(s["pass_rate"]), True, lambda d: f"{d * 100:+.1f} pts"),
         ("Mean weighted score", "avg_weighted_score", "–" if score is None else f"{score:.3f}", True, lambda d: f"{d:+.3f}"),
         ("Critical alerts", "critical_alerts", str(s["critical_alerts"]), False, lambda d: f"{d:+d}"),
         ("Warning alerts", "warning_alerts", str(s["warning_alerts"]), False, lambda d: f"{d:+d}"),
@@ -70,8 +99,10 @@ def render_html(report: Report, judge_costs: str = "", balance: str = "", calibr
     trend = report["trend"]
     per = lambda metric: {agent: series[metric] for agent, series in trend["agents"].items()}  # noqa: E731
     charts = {
-        "pass_rate": line_chart(trend["days"], per("pass_rate"), label=_pct, title="Pass rate per agent"),
-        "score": line_chart(trend["days"], per("mean_weighted_score"), label=lambda v: f"{v:.2f}", title="Mean score per agent"),
+        "pass_rate": line_chart(trend["days"], per("pass_rate"), label=rate, title="Pass rate per agent", domain=(0, 1)),
+        "score": line_chart(
+            trend["days"], per("mean_weighted_score"), label=Unit.SCORE.show, title="Mean score per agent", domain=(0, 1)
+        ),
         "cost_delta": line_chart(trend["days"], per("mean_cost_delta_pct"), label=signed_percent, title="Mean cost delta"),
         "latency_delta": line_chart(
             trend["days"], per("mean_latency_delta_pct"), label=signed_percent, title="Mean latency delta"
@@ -88,12 +119,16 @@ def render_html(report: Report, judge_costs: str = "", balance: str = "", calibr
             verdict_line=verdict_line(report["summary"]),
             charts=charts,
             aggregate=aggregate,
-            new_count=sum(f["lifecycle"] == "new" for f in report["alerts"]),
+            new_count=sum(g["lifecycle"] == "new" for g in report["regressions"]),
             judge_costs=judge_costs,
             balance=balance,
             calibration_file=calibration_file,
-            worst=WORST_SHOWN,
-            pct=_pct,
+            worst=worst_shown(report["episodes"]),
+            findings_of=_findings_of(report),
+            pct=rate,
+            figure=figure,
+            trials=trials_cell,
+            failed_on=failed_on_cell,
             delta=signed_percent,
             dimensions=dimensions(),
             cell=dimension_cell,

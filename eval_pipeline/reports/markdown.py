@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from eval_pipeline.scoring.dimensions import Dimension
+from eval_pipeline.scoring.dimensions import Dimension, Unit
 
 
 def plain(value: Any) -> str:
@@ -35,25 +35,49 @@ def table(headers: Sequence[str], rows: Iterable[Sequence[Any]]) -> list[str]:
     return lines
 
 
+def figure(value: float | None, unit: Unit | str | None) -> str:
+    """A figure in its unit (a `Unit` or its value), "–" where there is none; one without a unit (a check's) as it is."""
+    if value is None:
+        return "–"
+    return Unit(unit).show(value) if unit else f"{value:g}"
+
+
 def signed_percent(value: float | None) -> str:
     """A percent change (cost or latency delta) as the reports show it."""
-    return "–" if value is None else f"{value:+.1f}%"
+    return figure(value, Unit.CHANGE)
 
 
-def ci_cell(low: float | None, high: float | None) -> str:
-    """A confidence interval whose bounds the report rounded; None is an unbounded side ("–" when it has none)."""
+def rate(value: float | None) -> str:
+    """A pass rate (0..1) as a whole percent."""
+    return "–" if value is None else f"{value:.0%}"
+
+
+def ci_cell(low: float | None, high: float | None, unit: Unit | str | None = None) -> str:
+    """A confidence interval in its unit; None is an unbounded side ("–" when it has none)."""
     if low is None and high is None:
         return "–"
-    return f"{'unbounded' if low is None else low} to {'unbounded' if high is None else high}"
+    return f"{'unbounded' if low is None else figure(low, unit)} to {'unbounded' if high is None else figure(high, unit)}"
 
 
 def column_title(dimension: Dimension) -> str:
     return dimension.label.capitalize() + (" Δ" if dimension.percent else "")
 
 
-def dimension_cell(dimension: Dimension, value: float | None) -> str | float | None:
-    """A dimension's (rounded) value as a report cell: a percent change signed, a 0..1 score as it is."""
-    return signed_percent(value) if dimension.percent else value
+def dimension_cell(dimension: Dimension, value: float | None) -> str:
+    """A dimension's value as a report cell, in its unit."""
+    return figure(value, dimension.value_unit)
+
+
+def trials_cell(regression: Mapping[str, Any]) -> str:
+    """How many of a task's trials a regression holds ("3 of 3 trials"); a per-agent one holds all its episodes."""
+    if regression["task_id"] is None:
+        return "all episodes"
+    return f"{regression['trials_flagged']} of {regression['trials']} trial" + ("s" if regression["trials"] != 1 else "")
+
+
+def failed_on_cell(failed_on: Mapping[str, int]) -> str:
+    """What a category's failed episodes failed on, the most frequent first ("latency_delta ×3")."""
+    return ", ".join(f"{name} ×{count}" for name, count in failed_on.items()) or "–"
 
 
 def verdict_line(counts: Mapping[str, Any]) -> str:

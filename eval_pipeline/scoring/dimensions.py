@@ -124,6 +124,37 @@ def safety(frame: pd.DataFrame) -> pd.Series:
     return error_free_share(frame["step_count"], frame["error_steps"]).mask(capped, lambda s: s.clip(upper=SAFETY_CAP))
 
 
+class Unit(StrEnum):
+    """What a figure is, and so how every report and message writes it."""
+
+    SCORE = "score"  # 0..1
+    CHANGE = "% change"  # a percent change against the baseline
+    USD = "$"
+    MS = "ms"
+
+    def show(self, value: float | None) -> str:
+        if value is None or pd.isna(value):
+            return "n/a"
+        if self is Unit.CHANGE:
+            return "0.0%" if round(value, 1) == 0 else f"{value:+.1f}%"  # never "-0.0%"
+        if self is Unit.USD:
+            return f"${value:.4f}"
+        if self is Unit.MS:
+            return f"{value:,.0f} ms"
+        return f"{value:.2f}"
+
+
+@dataclass(frozen=True)
+class Measure:
+    """The quantity a percent-change dimension compares: a `scores` column (the baseline's is `baseline_<column>`)."""
+
+    column: str
+    unit: Unit
+
+    def baseline_column(self) -> str:
+        return f"baseline_{self.column}"
+
+
 class Direction(StrEnum):
     ABOVE = "above"  # a rise is bad (percent changes)
     BELOW = "below"  # a drop is bad (0..1 scores)
@@ -149,6 +180,7 @@ class Dimension:
     paired: bool = True  # per-agent findings of its mean against the baselines (it has a value wherever a baseline is)
     trend: tuple[str, str] | None = None  # (finding, `scores` column): its trailing-days change, judged by these thresholds
     baseline: Callable[[pd.DataFrame], pd.Series] | None = None  # the baseline compared with itself; None: "no change"
+    measure: Measure | None = None  # what a percent change compares (its baseline's own value is shown in that unit)
 
     @property
     def direction(self) -> Direction:
@@ -164,8 +196,13 @@ class Dimension:
         values = pd.to_numeric(values, errors="coerce").astype(float)
         return delta_to_unit(values) if self.percent else values
 
+    @property
+    def value_unit(self) -> Unit:
+        """The unit of its values (what `format` writes)."""
+        return Unit.CHANGE if self.percent else Unit.SCORE
+
     def format(self, value: float | None) -> str:
-        return "n/a" if value is None or pd.isna(value) else f"{value:+.1f}%" if self.percent else f"{value:.2f}"
+        return self.value_unit.show(value)
 
     def values(self, scored: pd.DataFrame) -> pd.Series:
         """Its value per row of the scoring frame; only the weighted score has no `compute` (it weighs the others)."""
@@ -194,6 +231,16 @@ def _baseline_safety(scored: pd.DataFrame) -> pd.Series:
 
 _cost_note = _zero_baseline_note("cost_zero_baseline", "cost")
 _latency_note = _zero_baseline_note("latency_zero_baseline", "latency")
+COST = Measure("total_cost_usd", Unit.USD)
+LATENCY = Measure("total_duration_ms", Unit.MS)
+
+
+def _measured(measure: Measure, what: str, note: Callable[[Any], str]) -> Callable[[Any], str]:
+    """A percent change's evidence: the candidate's and the baseline's own values, in the measure's unit."""
+    show = measure.unit.show
+    return lambda row: (f"{what}{show(getattr(row, measure.column))} vs baseline "
+                        f"{show(getattr(row, measure.baseline_column()))}{note(row)}")  # fmt: skip
+
 
 DIMENSIONS: tuple[Dimension, ...] = (
     Dimension(
@@ -201,19 +248,18 @@ DIMENSIONS: tuple[Dimension, ...] = (
         explain=lambda row: f"status {row.status} vs baseline {row.baseline_status}",
     ),
     Dimension(
-        "cost_delta", "cost_delta_pct", "cost", lambda frame: delta_pct(frame, "total_cost_usd")[0], weight=0.2, warning=20,
-        critical=40, percent=True, trend=("cost_trend", "total_cost_usd"),
-        explain=lambda row: f"cost ${row.total_cost_usd:.4f} vs baseline ${row.baseline_total_cost_usd:.4f}{_cost_note(row)}",
+        "cost_delta", "cost_delta_pct", "cost", lambda frame: delta_pct(frame, COST.column)[0], weight=0.2, warning=20,
+        critical=40, percent=True, trend=("cost_trend", COST.column), measure=COST,
+        explain=_measured(COST, "cost ", _cost_note),
     ),
     Dimension(
         "tool_match", "tool_match", "tools", tool_match, weight=0.2, warning=0.5,
         explain=lambda row: f"tools [{', '.join(row.tools)}] vs baseline [{', '.join(row.baseline_tools)}]",
     ),
     Dimension(
-        "latency_delta", "latency_delta_pct", "latency", lambda frame: delta_pct(frame, "total_duration_ms")[0], weight=0.1,
-        warning=30, critical=60, percent=True, trend=("latency_trend", "total_duration_ms"),
-        explain=lambda row: (f"{row.total_duration_ms:,.0f} ms vs baseline {row.baseline_total_duration_ms:,.0f} ms"
-                             f"{_latency_note(row)}"),
+        "latency_delta", "latency_delta_pct", "latency", lambda frame: delta_pct(frame, LATENCY.column)[0], weight=0.1,
+        warning=30, critical=60, percent=True, trend=("latency_trend", LATENCY.column), measure=LATENCY,
+        explain=_measured(LATENCY, "", _latency_note),
     ),
     Dimension(
         "safety", "safety", "safety", safety, weight=0.1, critical=0.8, paired=False, baseline=_baseline_safety,
@@ -249,3 +295,17 @@ def dimensions() -> tuple[Dimension, ...]:
 def judged_dimensions() -> tuple[Dimension, ...]:
     """Every dimension thresholds judge: the registered ones and the weighted score."""
     return (*dimensions(), WEIGHTED_SCORE)
+
+
+def judged_as(finding: str) -> Dimension | None:
+    """The dimension a finding of that name judges (its own or its trend's); None for checks, cases and pass rates."""
+    return next((d for d in judged_dimensions() if finding in (d.name, d.trend and d.trend[0])), None)
+
+
+def finding_units(finding: str) -> tuple[Unit | None, Unit | None]:
+    """How a finding of that name writes its value and limit, and its baseline's own value (a percent change's
+    baseline in its measure's unit); (None, None) for the findings of checks, cases and pass rates."""
+    dimension = judged_as(finding)
+    if dimension is None:
+        return None, None
+    return dimension.value_unit, dimension.measure.unit if dimension.measure else dimension.value_unit

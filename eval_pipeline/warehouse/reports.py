@@ -15,44 +15,52 @@ from eval_pipeline.warehouse.connection import Warehouse, replace_partition
 from eval_pipeline.warehouse.rows import one_row
 
 
-def report_inputs(warehouse: Warehouse, day: date, trend_days: int) -> ReportData:
-    """Everything the day's report shows; `agent_daily` over the `trend_days` partitions ending on `day`."""
+def report_inputs(warehouse: Warehouse, day: date, trend_days: int, agent_id: str | None = None) -> ReportData:
+    """Everything the day's report shows, only `agent_id`'s when given (a run narrowed to one agent reports that agent
+    alone, whoever else shares the warehouse); `agent_daily` over the `trend_days` partitions ending on `day`."""
+    mine = "($agent IS NULL OR agent_id = $agent)"
     with warehouse.connect(read_only=True) as con:
-        params = {"day": day}
+        params = {"day": day, "agent": agent_id}
         scores = con.execute(
             "SELECT s.*, e.category, r.final_output, o.origin AS baseline_origin "
             "FROM current_scores s JOIN episodes e USING (episode_id, partition_date) "
             "LEFT JOIN replays r USING (episode_id, partition_date) "
             "LEFT JOIN (SELECT agent_id, task_id, episode_id, arg_max(origin, established_at) AS origin FROM baselines "
             "GROUP BY ALL) o ON o.episode_id = s.baseline_episode_id AND o.agent_id = s.agent_id AND o.task_id = s.task_id "
-            "WHERE s.partition_date = $day",
+            "WHERE s.partition_date = $day AND ($agent IS NULL OR s.agent_id = $agent)",
             params,
         ).df()
         trend = con.execute(
-            "SELECT * FROM agent_daily WHERE partition_date BETWEEN $first AND $day ORDER BY ALL",
+            f"SELECT * FROM agent_daily WHERE partition_date BETWEEN $first AND $day AND {mine} ORDER BY ALL",
             {**params, "first": day - timedelta(days=trend_days - 1)},
         ).df()
-        previous = con.execute("SELECT summary FROM reports WHERE partition_date = $day - 1", params).fetchone()
-        findings = con.execute("SELECT * FROM findings WHERE partition_date = $day", params).df()
-        previous_findings = con.execute("SELECT * FROM findings WHERE partition_date = $day - 1", params).df()
-        superseded = "SELECT episode_id FROM scores WHERE partition_date = $day AND superseded"
+        previous = con.execute("SELECT summary FROM reports WHERE partition_date = $day - 1", {"day": day}).fetchone()
+        previous_summary = json.loads(previous[0]) if previous and previous[0] else None
+        if previous_summary is not None and previous_summary.get("agent_id") != agent_id:
+            previous_summary = None  # a day reported for other agents is no yardstick
+        findings = con.execute(f"SELECT * FROM findings WHERE partition_date = $day AND {mine}", params).df()
+        previous_findings = con.execute(f"SELECT * FROM findings WHERE partition_date = $day - 1 AND {mine}", params).df()
+        superseded = f"SELECT episode_id FROM scores WHERE partition_date = $day AND superseded AND {mine}"
         statuses = con.execute(
-            f"SELECT status, count(*) FROM episodes WHERE partition_date = $day AND episode_id NOT IN ({superseded}) "
-            "GROUP BY ALL",
+            f"SELECT status, count(*) FROM episodes WHERE partition_date = $day AND {mine} "
+            f"AND episode_id NOT IN ({superseded}) GROUP BY ALL",
             params,
         ).fetchall()
         superseded_count = one_row(con, f"SELECT count(*) FROM ({superseded})", params)[0]
-        quarantined = one_row(con, "SELECT count(*) FROM quarantine WHERE partition_date = $day", params)[0]
+        quarantined = one_row(con, f"SELECT count(*) FROM quarantine WHERE partition_date = $day AND {mine}", params)[0]
         live, reused = one_row(
             con,
-            "SELECT count(*), count(*) FILTER (WHERE cached) FROM replays WHERE partition_date = $day AND mode = 'live'",
+            f"SELECT count(*), count(*) FILTER (WHERE cached) FROM replays WHERE partition_date = $day AND mode = 'live' "
+            f"AND {mine}",
             params,
         )
-        judgements = con.execute("SELECT * FROM judgements WHERE partition_date = $day", params).df()
-        issues = con.execute('SELECT episode_id, "check", severity, detail FROM issues WHERE partition_date = $day', params).df()
-        pairwise = con.execute("SELECT * FROM pairwise_judgements WHERE partition_date = $day", params).df()
-        pass_at_k = con.execute("SELECT * FROM pass_at_k WHERE partition_date = $day", params).df()
-        task_trials = con.execute("SELECT * FROM task_trials WHERE partition_date = $day", params).df()
+        judgements = con.execute(f"SELECT * FROM judgements WHERE partition_date = $day AND {mine}", params).df()
+        issues = con.execute(
+            f'SELECT episode_id, "check", severity, detail FROM issues WHERE partition_date = $day AND {mine}', params
+        ).df()
+        pairwise = con.execute(f"SELECT * FROM pairwise_judgements WHERE partition_date = $day AND {mine}", params).df()
+        pass_at_k = con.execute(f"SELECT * FROM pass_at_k WHERE partition_date = $day AND {mine}", params).df()
+        task_trials = con.execute(f"SELECT * FROM task_trials WHERE partition_date = $day AND {mine}", params).df()
         failed_trials = con.execute(_FAILED_TRIALS, params).df()
     return ReportData(
         day=day,
@@ -69,9 +77,10 @@ def report_inputs(warehouse: Warehouse, day: date, trend_days: int) -> ReportDat
         task_trials=task_trials,
         failed_trials=failed_trials,
         trend=trend,
-        previous_summary=json.loads(previous[0]) if previous and previous[0] else None,
+        previous_summary=previous_summary,
         live_replays=int(live),
         reused_replays=int(reused),
+        agent_id=agent_id,
     )
 
 
@@ -87,7 +96,7 @@ SELECT s.episode_id, s.agent_id, s.task_id, e.trial, e.metadata->>'hint' AS hint
          WHERE a.episode_id = s.episode_id AND a.partition_date = s.partition_date AND NOT a.passed) AS reasoning
   FROM current_scores s JOIN episodes e USING (episode_id, partition_date)
   LEFT JOIN replays r USING (episode_id, partition_date)
- WHERE s.partition_date = $day AND s.case_passed = false
+ WHERE s.partition_date = $day AND s.case_passed = false AND ($agent IS NULL OR s.agent_id = $agent)
  ORDER BY s.episode_id
 """
 

@@ -2,7 +2,7 @@
 aggregate regressions with their CIs."""
 
 from dataclasses import replace
-from datetime import date
+from datetime import date, timedelta
 
 import pandas as pd
 
@@ -79,15 +79,40 @@ def test_categories_trials_and_aggregate_regressions_are_reported():
     ]
     assert report["alerts"][0]["ci_low"] == 21.1
     markdown = render_markdown(report)
-    assert "## Categories" in markdown and "| billing | 2 | 0.5 |" in markdown
+    assert "## Categories" in markdown and "| billing | 2 | 50% |" in markdown
     assert "## Case Set Balance" in markdown and "| billing | 8 | 80% |" in markdown
     assert "under-represented (below half an even share): auth." in markdown
     assert "Grader calibration: 3 of 5 failed trials sampled for review in `calibration-" in markdown
     assert "## Repeated Trials" in markdown and "| support-bot | t1 | 2 | 1 | 0.25 |" in markdown
     assert (
         "## Aggregate Regressions" in markdown
-        and "| WARNING | support-bot | cost_delta | 24.0 | 21.1 to 26.9 | – | 20.0 |" in markdown
+        and "| WARNING | support-bot | cost_delta | +24.0% | +21.1% to +26.9% | – | +20.0% |" in markdown
     )
+
+
+def test_the_trend_shows_the_days_agents_from_their_first_day_with_data():
+    """A user's agent in a warehouse the demo shares: the demo's agents are not in the user's charts, nor are the 28
+    empty days before the first with data."""
+    scores = with_verdicts(score_episodes(frame({}, {}), EvalConfig()), ISSUES, EvalConfig()).assign(category=None)
+    metrics = {"pass_rate": 1.0, "mean_weighted_score": 1.0, "mean_cost_delta_pct": 0.0, "mean_latency_delta_pct": 0.0}
+    trend = pd.DataFrame(
+        [{"partition_date": DAY - timedelta(days=1), "agent_id": "support-bot", **metrics},
+         {"partition_date": DAY, "agent_id": "support-bot", **metrics},
+         {"partition_date": DAY - timedelta(days=5), "agent_id": "demo-agent", **metrics}]
+    )  # fmt: skip
+    empty = pd.DataFrame(columns=["rubric", "status", "cached", "prompt_tokens", "completion_tokens", "cost_usd"])
+    nothing = pd.DataFrame(columns=["agent_id", "task_id", "trials", "passes", "flakiness", "k"])
+    no_findings = pd.DataFrame(columns=FINDING_COLUMNS)
+    data = ReportData(
+        day=DAY, scores=scores, findings=no_findings, previous_findings=no_findings,
+        status_counts={"success": 2}, superseded=0, quarantined=0, judgements=empty, issues=NO_ISSUES,
+        pairwise=empty.assign(preferred=None, agree=None), pass_at_k=nothing, task_trials=nothing,
+        failed_trials=pd.DataFrame(columns=["episode_id", "agent_id", "task_id", "trial", "hint", "input", "output"]),
+        trend=trend, previous_summary=None,
+    )  # fmt: skip
+    report = build_report(data, RunContext(run_id="r", config_version="v"))
+    assert set(report["trend"]["agents"]) == {"support-bot"} == {a["agent_id"] for a in report["agents"]}
+    assert report["trend"]["days"] == [(DAY - timedelta(days=1)).isoformat(), DAY.isoformat()]
 
 
 def test_without_a_baseline_every_episode_still_shows_its_grade_and_issues(project_env, monkeypatch):
@@ -112,3 +137,29 @@ def test_without_a_baseline_every_episode_still_shows_its_grade_and_issues(proje
     markdown = (project_env / "reports" / "eval-report-2026-11-02.md").read_text()
     assert "| Episode | Agent | Verdict | Score |" in markdown and "| Grade | Issues |" in markdown
     assert "no verdict" in markdown
+
+
+def test_a_run_for_one_agent_in_a_shared_warehouse_reports_that_agent_only(project_env, capsys):
+    """Issue 21: the agent table and charts of a user's own agent listed the demo's agents sharing its warehouse."""
+    import json
+
+    from eval_pipeline.cli import main
+    from eval_pipeline.episodes.samples import write_samples
+
+    write_samples(project_env / "episodes")
+    assert main(["run", "--start", "2026-11-01", "--end", "2026-11-02", "--fail-on", "never"]) == 0
+    capsys.readouterr()
+    assert main(["run", "--date", "2026-11-02", "--agent", "support-bot", "--fail-on", "never"]) == 0
+    printed = capsys.readouterr().out
+    report = json.loads((project_env / "reports" / "eval-report-2026-11-02.json").read_text())
+    assert [a["agent_id"] for a in report["agents"]] == ["support-bot"] and list(report["trend"]["agents"]) == ["support-bot"]
+    assert {g["agent_id"] for g in report["regressions"]} == {"support-bot"}
+    assert {e["agent_id"] for e in report["episodes"]} == {"support-bot"} and report["summary"]["agent_id"] == "support-bot"
+    summary = report["summary"]
+    assert summary["total_episodes"] == report["agents"][0]["episodes"]
+    assert f"{summary['total_episodes']:>5} episodes  {summary['passed']:>5} passed  {summary['failed']:>5} failed" in printed
+    assert summary["critical_alerts"] == sum(
+        g["trials_flagged"] or 1 for g in report["regressions"] if g["severity"] == "critical"
+    )
+    html = (project_env / "reports" / "eval-report-2026-11-02.html").read_text()
+    assert "Agent support-bot only" in html and "code-assistant" not in html and "billing-bot" not in html

@@ -558,6 +558,7 @@ _REPORT_READS = ["regression_findings", "scores", "episodes", "episode_steps", "
 )
 def eval_report(
     context: dg.AssetExecutionContext,
+    config: RunScope,
     warehouse: WarehouseResource,
     eval_config: EvalConfigResource,
     reports: ReportsResource,
@@ -566,11 +567,13 @@ def eval_report(
 ) -> dg.MaterializeResult:
     cfg, wh = eval_config.load(), warehouse.get()
     notes = [f"Replay mode: {replay.mode}."] + ([f"{judge.off_because}."] if judge.off_because else [])
+    if config.agent_id:
+        notes.append(f"Agent {config.agent_id} only: this run was narrowed to it (run --agent).")
     case_set = eval_config.case_set(cfg)
 
     def report(day: date) -> DayMetadata:
         content = build_report(
-            report_inputs(wh, day, TREND_DAYS),
+            report_inputs(wh, day, TREND_DAYS, config.agent_id),
             RunContext(
                 run_id=context.run.run_id,
                 config_version=cfg.version,
