@@ -41,18 +41,20 @@ def _run(args: argparse.Namespace, settings: Settings) -> int:
     command = [str(dagster), "dev", "-w", str(PROJECT_ROOT / "workspace.yaml"), "--host", args.host, "--port", str(args.port)]
     signal.signal(signal.SIGTERM, _interrupted)  # a supervisor's stop ends both, even where SIGTERM was inherited as ignored
     children: list[subprocess.Popen] = []
+    groups: list[int] = []  # process groups to empty when stopping
     try:
         if viewer := _viewer_command(settings.viewer_base_url):
             children.append(_start_viewer(viewer, environment, settings.viewer_base_url))
         else:
             print(f"viewer: {settings.viewer_base_url} is not served here; run `eval-pipeline serve` where it is", flush=True)
         print(f"DAGSTER_HOME={settings.dagster_home}\n{' '.join(command)}", flush=True)
-        children.append(subprocess.Popen(command, env=environment))
+        children.append(subprocess.Popen(command, env=environment, start_new_session=True))  # a group of its own: see `_stop`
+        groups.append(children[-1].pid)
         return _until_one_ends(children)
     except KeyboardInterrupt:
         return 0
     finally:
-        _stop(children)
+        _stop(children, groups)
 
 
 def _viewer_command(base_url: str) -> list[str] | None:
@@ -86,18 +88,36 @@ def _until_one_ends(children: list[subprocess.Popen]) -> int:
         time.sleep(0.5)
 
 
-def _stop(children: list[subprocess.Popen]) -> None:
-    """SIGTERM to each child still running, then wait for all; a child that outlasts STOP_SECONDS is killed."""
+def _stop(children: list[subprocess.Popen], groups: list[int]) -> None:
+    """SIGTERM to each child still running, then wait for all and for every process in `groups`; what outlasts
+    STOP_SECONDS is killed. `dagster dev` stops its webserver and daemon but returns before its code servers end, so
+    it leads a process group of its own, emptied here."""
     signal.signal(signal.SIGTERM, signal.SIG_IGN)  # a second SIGTERM must not cut the stop short
     for child in children:
         if child.poll() is None:
             child.send_signal(signal.SIGTERM)
+    deadline = time.monotonic() + STOP_SECONDS
     for child in children:
         try:
-            child.wait(STOP_SECONDS)
+            child.wait(max(deadline - time.monotonic(), 0))
         except subprocess.TimeoutExpired:
             child.kill()
             child.wait()
+    for group in groups:
+        _empty(group, deadline)
+
+
+def _empty(group: int, deadline: float) -> None:
+    """SIGTERM to the processes left in `group`, then SIGKILL to those still there at `deadline`."""
+    for stop in (signal.SIGTERM, signal.SIGKILL):
+        try:
+            os.killpg(group, stop)
+            while time.monotonic() < deadline:
+                time.sleep(0.1)
+                os.killpg(group, 0)
+        except ProcessLookupError:
+            return
+        deadline = time.monotonic() + STOP_SECONDS
 
 
 def _interrupted(signum: int, frame: object) -> None:
