@@ -81,7 +81,9 @@ def test_no_output_file_log_or_message_shows_a_secret(hostile_run):
 def test_slack_markup_is_escaped_in_every_alert(hostile_run, webhook):
     root, _ = hostile_run
     webhook.fail_next = 0  # the webhook is back: the alert sensor delivers what waited
-    alerts = AlertsResource(directory=str(root / "alerts"), webhook_url=webhook.url, ui_base_url=UI_URL, viewer_base_url=VIEWER_URL)
+    alerts = AlertsResource(
+        directory=str(root / "alerts"), webhook_url=webhook.url, ui_base_url=UI_URL, viewer_base_url=VIEWER_URL
+    )
     context = dg.build_sensor_context(
         instance=dg.DagsterInstance.ephemeral(), resources={"alerts": alerts, "eval_config": EvalConfigResource()}
     )

@@ -62,6 +62,7 @@ def build_report(data: ReportData, context: RunContext) -> Report:
         if viewer is None:
             return None
         return episode_url(viewer, day, episode_id) if episode_id else day_url(viewer, day, Filters(agent=agent_id))
+
     counts = VerdictCounts.of(scores)
     critical = int((findings["severity"] == "critical").sum())
     warning = int((findings["severity"] == "warning").sum())
