@@ -30,7 +30,6 @@ _PATH_DEFAULTS = {
 _SOURCE_DEFAULT = "data/episodes"
 VIEWER_PORT_DEFAULT = 8765
 VIEWER_BASE_URL_DEFAULT = f"http://127.0.0.1:{VIEWER_PORT_DEFAULT}"
-REPORTS_URL_DEFAULT = "http://127.0.0.1:3001"  # where `eval-pipeline ui` serves the reports when nothing else does
 DEFAULT_HISTORY_DAYS = 7  # without EVAL_HISTORY_START or data, the partitions begin this many days before today
 
 
@@ -48,9 +47,8 @@ class Settings(BaseModel):
     config_path: Path | None
     replay_mode: ReplayMode
     ui_base_url: str  # Dagster's webserver: links to runs
-    viewer_base_url: str  # `eval-pipeline serve`: links to days and episodes
+    viewer_base_url: str  # `eval-pipeline serve`: every http link to a day, an episode or a report file derives from it
     viewer_token: SecretStr | None  # a secret: the viewer requires it when set, and needs it to listen beyond loopback
-    reports_url: str  # where the reports directory is served over http: links from the Dagster UI point there
     history_start: date | None  # the first daily partition, when set; else see `partition_start`
     alert_webhook_url: str | None  # a secret (Slack's URLs carry a token): never print it
     llm_base_url: str | None  # any OpenAI-compatible server, for the judge and live replays
@@ -78,7 +76,6 @@ class Settings(BaseModel):
             ui_base_url=_url("EVAL_UI_BASE_URL", env.get("EVAL_UI_BASE_URL") or "http://127.0.0.1:3000"),
             viewer_base_url=_url("EVAL_VIEWER_BASE_URL", env.get("EVAL_VIEWER_BASE_URL") or VIEWER_BASE_URL_DEFAULT),
             viewer_token=SecretStr(env["EVAL_UI_TOKEN"]) if env.get("EVAL_UI_TOKEN") else None,
-            reports_url=_url("EVAL_REPORTS_URL", env.get("EVAL_REPORTS_URL") or REPORTS_URL_DEFAULT),
             history_start=_day("EVAL_HISTORY_START", env["EVAL_HISTORY_START"]) if env.get("EVAL_HISTORY_START") else None,
             alert_webhook_url=env.get("EVAL_ALERT_WEBHOOK_URL") or None,
             llm_base_url=_url("OPENAI_BASE_URL", env["OPENAI_BASE_URL"]) if env.get("OPENAI_BASE_URL") else None,
@@ -96,7 +93,6 @@ class Settings(BaseModel):
             "EVAL_REPLAY_MODE": self.replay_mode,
             "EVAL_UI_BASE_URL": self.ui_base_url,
             "EVAL_VIEWER_BASE_URL": self.viewer_base_url,
-            "EVAL_REPORTS_URL": self.reports_url,
         }
         optional = {"EVAL_CONFIG": self.config_path, "EVAL_HISTORY_START": self.history_start}
         return resolved | {name: str(value) for name, value in optional.items() if value}

@@ -50,4 +50,5 @@ def project_env(tmp_path, monkeypatch) -> Path:
     monkeypatch.setenv("EVAL_CONFIG", str(PROJECT_ROOT / "eval.toml"))
     monkeypatch.setenv("EVAL_REPLAY_MODE", "dry")
     monkeypatch.setenv("EVAL_UI_BASE_URL", "http://127.0.0.1:3000")
+    monkeypatch.setenv("EVAL_VIEWER_BASE_URL", "http://127.0.0.1:8765")  # the links reports and alerts carry
     return tmp_path

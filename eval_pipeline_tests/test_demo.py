@@ -5,8 +5,13 @@ because the demo's sample days were fixed weeks in the past.
 """
 
 import json
+import os
 import re
+import shutil
+import subprocess
+import sys
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import dagster as dg
 import pytest
@@ -74,3 +79,57 @@ def test_every_field_of_the_episode_schema_says_what_it_is(capsys):
     assert undescribed == []
     metadata = schema["properties"]["metadata"]["description"]
     assert all(key in metadata for key in ("`task_id`", "`trial`", "`category`", "`final_output`", "output_summary"))
+
+
+def _files(root: Path) -> dict[str, tuple[int, int]]:
+    """Every file under `root` (links too), with its size and modification time."""
+    return {str(path.relative_to(root)): (path.lstat().st_size, path.lstat().st_mtime_ns)
+            for path in root.rglob("*") if path.is_file() or path.is_symlink()}  # fmt: skip
+
+
+def test_the_demo_writes_only_under_data_and_make_clean_removes_it_all(tmp_path):
+    """A fresh checkout (the repository's files, copied), the demo run in it with no setting given, as `make demo` runs
+    it; then `make clean`. Its home and temporary directories are watched as well."""
+    checkout, home, scratch = tmp_path / "checkout", tmp_path / "home", tmp_path / "tmp"
+    tracked = subprocess.run(["git", "ls-files", "-z"], cwd=PROJECT_ROOT, capture_output=True, text=True, check=True)
+    for name in filter(None, tracked.stdout.split("\0")):
+        (checkout / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(PROJECT_ROOT / name, checkout / name)
+    home.mkdir(), scratch.mkdir()
+    env = {name: value for name, value in os.environ.items() if not name.startswith(("EVAL_", "OPENAI_", "DAGSTER_"))}
+    env |= {
+        "PYTHONPATH": str(checkout),
+        "PYTHONDONTWRITEBYTECODE": "1",
+        "HOME": str(home),
+        "TMPDIR": str(scratch),
+        "EVAL_HISTORY_START": "2026-11-01",
+    }  # partitions reaching the pinned days (a new warehouse starts a week ago)
+    before = _files(checkout)
+    demo = [sys.executable, "-m", "eval_pipeline.cli", "demo", "--last-day", "2026-11-03"]
+    ran = subprocess.run(demo, cwd=checkout, env=env, capture_output=True, text=True, timeout=600)
+    assert ran.returncode == 0, ran.stderr[-2000:]
+    after = _files(checkout)
+    written = {name for name, stamp in after.items() if before.get(name) != stamp}
+    assert written and {name for name in written if not name.startswith("data/")} == set()
+    assert _files(home) == {} and _files(scratch) == {}
+    subprocess.run(["make", "clean"], cwd=checkout, env=env, capture_output=True, check=True)
+    assert sorted(str(path.relative_to(checkout)) for path in (checkout / "data").rglob("*")) == ["data/README.md"]
+    assert _files(checkout) == before
+
+
+def test_the_readmes_episode_example_loads_as_it_says(project_env, capsys):
+    """The commented example in the README, as a user copies it into a file of the source, through a real run."""
+    [example] = re.findall(r"```jsonl\n(.*?)```", (PROJECT_ROOT / "README.md").read_text(), flags=re.S)
+    (project_env / "episodes").mkdir()
+    (project_env / "episodes" / "mine.jsonl").write_text(example)
+    assert main(["run", "--date", "2026-11-05", "--fail-on", "never"]) == 0
+    capsys.readouterr()
+    columns = "task_id, trial, metadata ->> '$.category' AS category, final_output, total_tokens, total_cost_usd, tools"
+    assert main(["query", f"SELECT {columns} FROM episodes", "--format", "json"]) == 0
+    assert json.loads(capsys.readouterr().out) == [{
+        "task_id": "support-bot/where-is-my-order", "trial": 0, "category": "orders",
+        "final_output": "Your order A-10482 shipped and arrives on 7 November.", "total_tokens": 730,
+        "total_cost_usd": 0.001, "tools": ["lookup_order"],
+    }]  # fmt: skip
+    assert main(["query", "SELECT count(*) AS n FROM quarantine", "--format", "json"]) == 0
+    assert json.loads(capsys.readouterr().out) == [{"n": 0}]

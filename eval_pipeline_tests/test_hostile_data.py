@@ -13,6 +13,7 @@ from eval_pipeline.cli import main
 from eval_pipeline.defs.alerting.sensors import regression_alerts
 from eval_pipeline.defs.resources import AlertsResource, EvalConfigResource
 from eval_pipeline_tests.browser import needs_chromium, page_width
+from eval_pipeline_tests.defs.graph import UI_URL, VIEWER_URL
 from eval_pipeline_tests.leaks import LEAKS
 
 pytestmark = pytest.mark.slow
@@ -80,7 +81,9 @@ def test_no_output_file_log_or_message_shows_a_secret(hostile_run):
 def test_slack_markup_is_escaped_in_every_alert(hostile_run, webhook):
     root, _ = hostile_run
     webhook.fail_next = 0  # the webhook is back: the alert sensor delivers what waited
-    alerts = AlertsResource(directory=str(root / "alerts"), webhook_url=webhook.url, ui_base_url="http://127.0.0.1:3000")
+    alerts = AlertsResource(
+        directory=str(root / "alerts"), webhook_url=webhook.url, ui_base_url=UI_URL, viewer_base_url=VIEWER_URL
+    )
     context = dg.build_sensor_context(
         instance=dg.DagsterInstance.ephemeral(), resources={"alerts": alerts, "eval_config": EvalConfigResource()}
     )
@@ -89,7 +92,7 @@ def test_slack_markup_is_escaped_in_every_alert(hostile_run, webhook):
     for message in webhook.messages:
         for text in (message["text"], message["blocks"][0]["text"]["text"]):
             assert "&lt;!channel&gt;" in text and "&lt;@U012ABCDEF&gt;" in text and "&lt;http://evil.example|click&gt;" in text
-            assert text.count("<") == text.count("<http://127.0.0.1:3000/runs/")  # only the message's own link
+            assert text.count("<") == text.count(f"<{UI_URL}/runs/") + text.count(f"<{VIEWER_URL}/days/")  # its own links only
 
 
 def test_markdown_shows_html_as_text_and_junit_stays_xml(hostile_run):

@@ -1,11 +1,13 @@
 """`eval-pipeline ui` for real: webserver and daemon on a free port, asked over GraphQL."""
 
+import contextlib
 import os
 import signal
 import socket
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import httpx
 import pytest
@@ -34,7 +36,8 @@ def free_port() -> int:
 @pytest.fixture
 def ui(tmp_path):
     port = free_port()
-    env = {**os.environ, "DAGSTER_HOME": str(tmp_path / "dagster_home"), "EVAL_DUCKDB_PATH": str(tmp_path / "eval.duckdb")}
+    env = {**os.environ, "DAGSTER_HOME": str(tmp_path / "dagster_home"), "EVAL_DUCKDB_PATH": str(tmp_path / "eval.duckdb"),
+           "EVAL_VIEWER_BASE_URL": f"http://127.0.0.1:{free_port()}"}  # fmt: skip
     process = subprocess.Popen(
         [sys.executable, "-m", "eval_pipeline.cli", "ui", "--port", str(port)],
         cwd=tmp_path,
@@ -95,3 +98,71 @@ def test_a_browser_sees_the_six_assets_on_the_graph_page(ui):
         timeout=120,
     ).stdout
     assert all(f">{asset}<" in page for asset in ASSETS), page[:500]
+
+
+def test_ui_starts_the_viewer_on_its_base_url_and_a_sigterm_stops_everything(tmp_path):
+    """Started as `make ui` in the background starts it (SIGTERM inherited as ignored); the viewer serves the report the
+    Dagster UI links to; one SIGTERM to `eval-pipeline ui` alone ends the viewer, Dagster and all their children."""
+    viewer_url = f"http://127.0.0.1:{free_port()}"
+    (tmp_path / "reports").mkdir()
+    (tmp_path / "reports" / "eval-report-2026-11-03.html").write_text("<p>the day's report</p>")
+    env = {**os.environ, "DAGSTER_HOME": str(tmp_path / "dagster_home"), "EVAL_DUCKDB_PATH": str(tmp_path / "eval.duckdb"),
+           "EVAL_REPORTS_DIR": str(tmp_path / "reports"), "EVAL_VIEWER_BASE_URL": viewer_url}  # fmt: skip
+    port = free_port()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "eval_pipeline.cli", "ui", "--port", str(port)], cwd=tmp_path, env=env, text=True,
+        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, start_new_session=True,
+        preexec_fn=lambda: signal.signal(signal.SIGTERM, signal.SIG_IGN),
+    )  # fmt: skip
+    started: list[int] = []
+    try:
+        assert process.stdout and process.stdout.readline().startswith(f"viewer on {viewer_url}/")
+        report = httpx.get(f"{viewer_url}/reports/eval-report-2026-11-03.html", timeout=30)
+        assert report.status_code == 200 and report.text == "<p>the day's report</p>"
+        ask(f"http://127.0.0.1:{port}")  # Dagster's webserver is up beside it
+        started += descendants(process.pid)
+        assert len(started) >= 5  # the viewer, dagster dev, its webserver, daemon and code server
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(60) == 0
+        assert [pid for pid in started if running(pid)] == []
+        with pytest.raises(httpx.ConnectError):
+            httpx.get(viewer_url, timeout=5)
+    finally:
+        for pid in [process.pid, *started, *descendants(process.pid)]:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+
+
+def running(pid: int) -> bool:
+    """Whether `pid` is a live process (an exited one waiting to be reaped is not)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def descendants(pid: int) -> list[int]:
+    """Every process `pid` started and those they started, from /proc."""
+    parents = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        with contextlib.suppress(OSError):
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+            parents[int(stat.parent.name)] = int(fields[1])
+    found, frontier = [], [pid]
+    while frontier:
+        children = [child for child, parent in parents.items() if parent in frontier]
+        found += children
+        frontier = children
+    return found
+
+
+def test_ui_says_so_when_the_viewers_address_is_taken(tmp_path, capsys):
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        env = {**os.environ, "DAGSTER_HOME": str(tmp_path / "dagster_home"),
+               "EVAL_VIEWER_BASE_URL": f"http://127.0.0.1:{taken.getsockname()[1]}"}  # fmt: skip
+        result = subprocess.run([sys.executable, "-m", "eval_pipeline.cli", "ui", "--port", str(free_port())], cwd=tmp_path,
+                                env=env, capture_output=True, text=True, timeout=60)  # fmt: skip
+    assert result.returncode == 2
+    assert "cannot listen on 127.0.0.1" in result.stderr and "set EVAL_VIEWER_BASE_URL to a free port" in result.stderr

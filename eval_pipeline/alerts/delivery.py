@@ -15,7 +15,7 @@ from pathlib import Path
 import httpx
 
 from eval_pipeline import jsonout
-from eval_pipeline.alerts.messages import group_key, slack_message
+from eval_pipeline.alerts.messages import MessageLinks, group_key, slack_message
 from eval_pipeline.alerts.outbox import Alert, AlertOutbox, DeliveryReport
 from eval_pipeline.durable import append_lines
 from eval_pipeline.retry import Backoff, RetriesExhausted, with_retries
@@ -110,7 +110,7 @@ def _within(seconds: float, work: Callable[[], None], abandon: Callable[[], None
 def deliver_pending(
     outbox: AlertOutbox,
     webhook_url: str | None,
-    ui_base_url: str,
+    links: MessageLinks,
     secret_patterns: Iterable[str],
     backoff: Backoff = WEBHOOK_BACKOFF,
     deadlines: Deadlines = WEBHOOK_DEADLINES,
@@ -120,7 +120,7 @@ def deliver_pending(
     ends = time.monotonic() + deadlines.per_delivery_seconds
 
     def send(alerts: list[Alert]) -> None:
-        payload = slack_message(alerts, ui_base_url, patterns)
+        payload = slack_message(alerts, links, patterns)
         if webhook_url:
             left = ends - time.monotonic()
             if left <= 0:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import Any
 
 import pandas as pd
@@ -10,10 +11,20 @@ import pandas as pd
 from eval_pipeline.alerts.outbox import Alert
 from eval_pipeline.redaction import redact
 from eval_pipeline.regression.findings import FINDING_COLUMNS
+from eval_pipeline.viewer.links import day_url
+from eval_pipeline.warehouse.viewer import Filters
 
 FINDING_FIELDS = [column for column in FINDING_COLUMNS if column != "config_version"]
 LISTED_PER_MESSAGE = 20  # beyond these, a message counts the rest (Slack caps a section at 3,000 characters)
 SEVERITY_ICON = {"critical": ":red_circle:", "warning": ":large_yellow_circle:"}
+
+
+@dataclass(frozen=True)
+class MessageLinks:
+    """Where a message's links lead: Dagster's webserver for a run, the episode viewer for a day's findings."""
+
+    ui_base_url: str  # EVAL_UI_BASE_URL
+    viewer_base_url: str  # EVAL_VIEWER_BASE_URL
 
 
 def finding_alerts(findings: pd.DataFrame, run_id: str) -> list[Alert]:
@@ -40,7 +51,7 @@ def _number(value: Any, dimension: str) -> str:
     return f"{value:+.1f}%" if dimension.endswith("_delta") else f"{value:.2f}"
 
 
-def slack_message(alerts: list[Alert], ui_base_url: str, secret_patterns: Iterable[str]) -> dict[str, Any]:
+def slack_message(alerts: list[Alert], links: MessageLinks, secret_patterns: Iterable[str]) -> dict[str, Any]:
     """A message Slack's incoming webhooks accept (`text` + `blocks`), plus the alert ids for deduplication.
 
     Every value from the data is redacted and escaped as Slack asks (`&`, `<`, `>`), so an id cannot
@@ -51,7 +62,7 @@ def slack_message(alerts: list[Alert], ui_base_url: str, secret_patterns: Iterab
         return redact(str(value), patterns).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
     first = alerts[0]
-    run_link = f"{ui_base_url.rstrip('/')}/runs/{first['run_id']}"
+    run_link = f"{links.ui_base_url.rstrip('/')}/runs/{first['run_id']}"
     if first["kind"] == "run_failure":
         text = (
             f":rotating_light: eval_pipeline run failed ({shown(first['job_name'])}, {shown(first['partitions'])}): "
@@ -75,7 +86,8 @@ def slack_message(alerts: list[Alert], ui_base_url: str, secret_patterns: Iterab
             )
         if len(ordered) > LISTED_PER_MESSAGE:
             lines.append(f"… and {len(ordered) - LISTED_PER_MESSAGE} more in the day's report")
-        lines.append(f"<{run_link}|Open the run in Dagster>")
+        day = day_url(links.viewer_base_url, pd.Timestamp(first["partition_date"]).date(), Filters(agent=first["agent_id"]))
+        lines.append(f"<{day}|Open the day's episodes in the viewer> · <{run_link}|Open the run in Dagster>")
     body = "\n".join(lines)
     return {
         "text": text,

@@ -47,7 +47,7 @@ def _run(args: argparse.Namespace, settings: Settings) -> int:
         "\nnext:\n"
         f"  {_command()} report --date {days[1]} --open    # the HTML report of the day with injected regressions\n"
         f'  {_command()} query "SELECT agent_id, dimension, severity, message FROM findings ORDER BY ALL"\n'
-        "  make ui    # the Dagster UI at http://127.0.0.1:3000, with these runs"
+        f"  make ui    # the Dagster UI at http://127.0.0.1:3000, with these runs, and the viewer at {settings.viewer_base_url}"
     )
     return EXIT_OK
 

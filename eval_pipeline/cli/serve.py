@@ -1,4 +1,5 @@
-"""`eval-pipeline serve`: the episode viewer, web pages over the warehouse (days, findings, episodes beside baselines)."""
+"""`eval-pipeline serve`: the episode viewer, web pages over the warehouse (days, findings, episodes beside baselines),
+and the reports directory's files under /reports/."""
 
 from __future__ import annotations
 
@@ -27,7 +28,8 @@ def _run(args: argparse.Namespace, settings: Settings) -> int:
     if token is None and not is_loopback(args.host):
         raise UsageError(f"refusing to serve on {args.host} without a token: set EVAL_UI_TOKEN (then every request needs it)")
     config = load_config(settings.config_path)
-    viewer = Viewer(settings.duckdb_path, Pages(tuple(config.policies.secret_patterns), settings.viewer_base_url), token)
+    pages = Pages(tuple(config.policies.secret_patterns), settings.viewer_base_url)
+    viewer = Viewer(settings.duckdb_path, settings.reports_dir, pages, token)
     try:
         server = ViewerServer((args.host, args.port), viewer)
     except OSError as exc:

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import os
+from datetime import date
 from pathlib import Path
 
 import dagster as dg
 
 from eval_pipeline import plugins
 from eval_pipeline.alerts.delivery import alerts_directory, deliver_pending
+from eval_pipeline.alerts.messages import MessageLinks
 from eval_pipeline.alerts.outbox import AlertOutbox, DeliveryReport
 from eval_pipeline.capture.cases import CaseSetError, CaseSpec, load_case_set
 from eval_pipeline.config import EvalConfig, JudgeConfig, Price, beside_config, load_config
@@ -21,6 +23,7 @@ from eval_pipeline.llm.judge import judge_gateway, judge_off_because
 from eval_pipeline.scoring.cases import Case, CasesError, load_cases
 from eval_pipeline.scoring.checks import Check
 from eval_pipeline.settings import Settings
+from eval_pipeline.viewer.links import day_url, episode_url, report_url
 from eval_pipeline.warehouse.connection import Warehouse
 
 
@@ -109,10 +112,22 @@ class ReplayResource(_LLMEndpoint):
 
 class ReportsResource(dg.ConfigurableResource):
     directory: str
-    url: str  # where `directory` is served over http, so that the Dagster UI's links open
 
-    def link(self, path: Path) -> str:
-        return f"{self.url}/{path.name}"
+
+class ViewerResource(dg.ConfigurableResource):
+    """Where the episode viewer (`eval-pipeline serve`) answers: the http links the Dagster UI shows derive from it."""
+
+    base_url: str  # EVAL_VIEWER_BASE_URL
+
+    def report(self, path: Path) -> str:
+        """A file of the reports directory, as the viewer serves it."""
+        return report_url(self.base_url, path.name)
+
+    def day(self, day: date) -> str:
+        return day_url(self.base_url, day)
+
+    def episode(self, day: date, episode_id: str) -> str:
+        return episode_url(self.base_url, day, episode_id)
 
 
 class AlertsResource(dg.ConfigurableResource):
@@ -120,13 +135,15 @@ class AlertsResource(dg.ConfigurableResource):
 
     directory: str  # the outbox and the delivered ledger, beside the warehouse
     webhook_url: str = ""  # empty: alerts go to the log and a file in `directory`
-    ui_base_url: str = "http://127.0.0.1:3000"
+    ui_base_url: str  # Dagster's webserver: a message links to its run
+    viewer_base_url: str  # the episode viewer: a message links to its day
 
     def outbox(self) -> AlertOutbox:
         return AlertOutbox(Path(self.directory))
 
     def deliver(self, secret_patterns: list[str]) -> DeliveryReport:
-        return deliver_pending(self.outbox(), self.webhook_url or None, self.ui_base_url, secret_patterns)
+        links = MessageLinks(ui_base_url=self.ui_base_url, viewer_base_url=self.viewer_base_url)
+        return deliver_pending(self.outbox(), self.webhook_url or None, links, secret_patterns)
 
 
 class JudgeResource(_LLMEndpoint):
@@ -194,7 +211,8 @@ def resources_for(settings: Settings) -> dict[str, dg.ConfigurableResource]:
             api_key=_from_env("OPENAI_API_KEY"),
             candidate_model=_from_env("EVAL_CANDIDATE_MODEL"),
         ),
-        "reports": ReportsResource(directory=str(settings.reports_dir), url=settings.reports_url),
+        "reports": ReportsResource(directory=str(settings.reports_dir)),
+        "viewer": ViewerResource(base_url=settings.viewer_base_url),
         "judge": JudgeResource(
             base_url=_from_env("OPENAI_BASE_URL"), api_key=_from_env("OPENAI_API_KEY"), model=_from_env("EVAL_JUDGE_MODEL")
         ),
@@ -202,6 +220,7 @@ def resources_for(settings: Settings) -> dict[str, dg.ConfigurableResource]:
             directory=str(alerts_directory(settings.duckdb_path)),
             webhook_url=_from_env("EVAL_ALERT_WEBHOOK_URL"),
             ui_base_url=settings.ui_base_url,
+            viewer_base_url=settings.viewer_base_url,
         ),
     }
 

@@ -21,6 +21,7 @@ from eval_pipeline.reports.calibration import calibration_sample, render_calibra
 from eval_pipeline.reports.document import Regression, Report, ReportData, RunContext, Summary, Trend, Trials, Verdicts
 from eval_pipeline.reports.html import aggregate_alerts, render_html
 from eval_pipeline.reports.markdown import (
+    Link,
     ci_cell,
     column_title,
     dimension_cell,
@@ -34,6 +35,8 @@ from eval_pipeline.reports.markdown import (
     verdict_line,
 )
 from eval_pipeline.scoring.dimensions import Direction, Unit, dimensions, finding_units, judged_as
+from eval_pipeline.viewer.links import day_url, episode_url
+from eval_pipeline.warehouse.viewer import Filters
 
 FLAKIEST_TASKS = 10
 ANSWER_CHARS = 2000  # of an agent's answer shown in a report
@@ -58,6 +61,14 @@ def build_report(data: ReportData, context: RunContext) -> Report:
     """The day's document, every text in it redacted: each rendering (JSON, Markdown, HTML, the summary row, the
     Dagster metadata) shows only what it holds."""
     day, scores, findings, secret_patterns = data.day, data.scores, data.findings, context.secret_patterns
+    viewer = context.viewer_url
+
+    def url(episode_id: str | None, agent_id: str) -> str | None:
+        """The episode's viewer page; a per-agent finding's is the day's page narrowed to its agent."""
+        if viewer is None:
+            return None
+        return episode_url(viewer, day, episode_id) if episode_id else day_url(viewer, day, Filters(agent=agent_id))
+
     counts = VerdictCounts.of(scores)
     critical = int((findings["severity"] == "critical").sum())
     warning = int((findings["severity"] == "warning").sum())
@@ -110,6 +121,7 @@ def build_report(data: ReportData, context: RunContext) -> Report:
             "p_value": _number(getattr(f, "p_value", None), 4),
             "lifecycle": getattr(f, "lifecycle", None) or "new",
             "since": _day(getattr(f, "since", None)) or day.isoformat(),
+            "url": url(f.episode_id if isinstance(f.episode_id, str) else None, f.agent_id),
         }
         for f in ordered_findings.itertuples()
     ]
@@ -136,6 +148,7 @@ def build_report(data: ReportData, context: RunContext) -> Report:
             "tools": _names(s.tools),
             "baseline_tools": _names(s.baseline_tools),
             "final_output": _answer(getattr(s, "final_output", None), secret_patterns),
+            "url": url(s.episode_id, s.agent_id),
         }
         for s in _worst_first(scores).head(WORST_EPISODES).itertuples()
     ]
@@ -509,7 +522,7 @@ def render_markdown(report: Report) -> str:
     lines += table(
         ["Episode", "Agent", "Verdict", "Score", *(column_title(d) for d in dimensions()), "Grade", "Issues"],
         [
-            [e["episode_id"], e["agent_id"], _verdict_cell(e["passed"]), figure(e["weighted_score"], Unit.SCORE),
+            [Link(e["episode_id"], e["url"]), e["agent_id"], _verdict_cell(e["passed"]), figure(e["weighted_score"], Unit.SCORE),
              *(dimension_cell(d, e[d.column]) for d in dimensions()), e["issue_grade"] or "–",
              ", ".join(f"{i['check']} ({i['severity']})" for i in e["issues"]) or "–"]
             for e in report["episodes"]

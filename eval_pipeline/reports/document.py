@@ -52,6 +52,7 @@ class RunContext:
     secret_patterns: tuple[str, ...] = ()  # configured beyond the built-in kinds, all redacted from every text shown
     calibration_size: int = 10  # failed trials sampled for a person to check the grader
     balance: dict[str, Any] | None = None  # the case set's coverage (`capture.cases.balance`), when there is one
+    viewer_url: str | None = None  # EVAL_VIEWER_BASE_URL: each finding and episode shown links to its viewer page
 
 
 class Verdicts(TypedDict):

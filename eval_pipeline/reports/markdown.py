@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from eval_pipeline.scoring.dimensions import Dimension, Unit
@@ -22,8 +23,22 @@ def code(value: Any) -> str:
     return f"{fence} {text} {fence}" if text.startswith("`") or text.endswith("`") else f"{fence}{text}{fence}"
 
 
+@dataclass(frozen=True)
+class Link:
+    """A table cell linking `text` (agent-controlled, shown literally) to `url` (ours); plain text without a URL."""
+
+    text: str
+    url: str | None
+
+
+_URL_ESCAPES = str.maketrans({" ": "%20", "(": "%28", ")": "%29", "|": "%7C", "<": "%3C", ">": "%3E"})
+
+
 def cell(value: Any) -> str:
-    """No pipe, newline or HTML in agent output may break the table or render."""
+    """No pipe, newline or HTML in agent output may break the table or render; a link's text no bracket."""
+    if isinstance(value, Link):
+        text = cell(value.text).replace("[", "\\[").replace("]", "\\]")
+        return f"[{text}]({value.url.translate(_URL_ESCAPES)})" if value.url else text
     if value is None:
         return "–"
     return plain(str(value).replace("\\", "\\\\").replace("|", "\\|").replace("\r", " ").replace("\n", " "))

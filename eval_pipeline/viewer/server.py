@@ -7,7 +7,8 @@ loop handing each to an executor, as aiohttp would need; nothing is held between
 Safe by default: it listens on loopback; anywhere else only with a token (EVAL_UI_TOKEN), which every request must
 then carry (`Authorization: Bearer`, or `?token=` once, kept in an HttpOnly cookie); without a token it answers only
 requests addressed to a loopback name, so a web page elsewhere cannot reach it by DNS rebinding. The browser never
-sends SQL: each route's reads are fixed queries with its path and filters as parameters.
+sends SQL: each route's reads are fixed queries with its path and filters as parameters. Under /reports/ it serves the
+reports directory's files, read-only and under the same rules, so that the links in the Dagster UI and in alerts open.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from pathlib import Path
 from typing import get_args
 from urllib.parse import parse_qs, unquote, urlencode, urlsplit
 
+from eval_pipeline.viewer.links import REPORTS_PREFIX
 from eval_pipeline.viewer.pages import Pages
 from eval_pipeline.warehouse.connection import WarehouseBusy
 from eval_pipeline.warehouse.viewer import Filters, NoWarehouse, Verdict, read_only
@@ -39,12 +41,19 @@ _SECURITY_HEADERS = {
     "Referrer-Policy": "no-referrer",
     "Cache-Control": "no-store",
 }
+_REPORT_TYPES = {  # what the reports directory holds; anything else is sent as bytes, which `nosniff` keeps inert
+    ".html": "text/html; charset=utf-8",
+    ".md": "text/markdown; charset=utf-8",
+    ".json": "application/json",
+    ".xml": "application/xml",
+    ".csv": "text/csv; charset=utf-8",
+}
 _DAY = re.compile(r"^/days/(\d{4}-\d{2}-\d{2})$")
 _EPISODE = re.compile(r"^/days/(\d{4}-\d{2}-\d{2})/episodes/([^/]+)$")
 
 
 class NotFound(Exception):
-    """The path names no page, or a day or episode the warehouse does not hold."""
+    """The path names no page, or a day, episode or report file that does not exist."""
 
 
 def is_loopback(host: str) -> bool:
@@ -59,9 +68,11 @@ def is_loopback(host: str) -> bool:
 
 @dataclass(frozen=True)
 class Viewer:
-    """What every request needs: where the warehouse is, how to render, and the token (None: loopback only)."""
+    """What every request needs: where the warehouse and the reports are, how to render, and the token (None: loopback
+    only)."""
 
     duckdb_path: Path
+    reports_dir: Path
     pages: Pages
     token: str | None
 
@@ -78,6 +89,21 @@ class Viewer:
                     raise NotFound(f"no episode {unquote(match[2])!r} on {match[1]}")
                 return page
         raise NotFound(f"no page at {path}")
+
+    def report_file(self, path: str) -> tuple[bytes, str]:
+        """The bytes and content type of the reports directory's file at `path` (/reports/NAME): a file directly in
+        that directory, never one a name with a separator, a dot-name or a link leads out of it to."""
+        name = unquote(path.removeprefix(REPORTS_PREFIX))
+        directory = self.reports_dir.resolve()
+        if not name or name.startswith(".") or "/" in name or "\\" in name or "\0" in name:
+            raise NotFound(f"no report file {name!r}")
+        file = (directory / name).resolve()
+        try:
+            if file.parent == directory and file.is_file():
+                return file.read_bytes(), _REPORT_TYPES.get(file.suffix.lower(), "application/octet-stream")
+        except OSError:  # a name too long, a file gone or unreadable: the same answer as no such file
+            pass
+        raise NotFound(f"no report file {name!r}")
 
 
 def _date(text: str) -> date:
@@ -120,6 +146,9 @@ class _Handler(BaseHTTPRequestHandler):
                 message = "Open this address with ?token=… (the viewer's EVAL_UI_TOKEN) once, or send Authorization: Bearer."
                 return self._send(HTTPStatus.UNAUTHORIZED, "Token required", message)
         try:
+            if url.path.startswith(REPORTS_PREFIX):
+                data, content_type = viewer.report_file(url.path)
+                return self._send(HTTPStatus.OK, body=data, content_type=content_type)
             self._send(HTTPStatus.OK, body=viewer.page(url.path, query))
         except NotFound as exc:
             self._send(HTTPStatus.NOT_FOUND, "Not found", str(exc))
@@ -144,13 +173,14 @@ class _Handler(BaseHTTPRequestHandler):
         title: str = "",
         message: str = "",
         headers: dict[str, str] | None = None,
-        body: str | None = None,
+        body: str | bytes | None = None,
+        content_type: str = "text/html; charset=utf-8",
     ) -> None:
         if body is None and status != HTTPStatus.SEE_OTHER:
             body = self.server.viewer.pages.problem(title, message)
-        data = (body or "").encode()
+        data = body.encode() if isinstance(body, str) else body or b""
         self.send_response(status)
-        for name, value in {**_SECURITY_HEADERS, **(headers or {}), "Content-Type": "text/html; charset=utf-8"}.items():
+        for name, value in {**_SECURITY_HEADERS, **(headers or {}), "Content-Type": content_type}.items():
             self.send_header(name, value)
         self.send_header("Content-Length", str(len(data)))
         self.end_headers()

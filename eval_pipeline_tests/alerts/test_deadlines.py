@@ -11,7 +11,7 @@ import time
 from eval_pipeline.alerts.delivery import Deadlines, deliver_pending
 from eval_pipeline.alerts.outbox import AlertOutbox
 from eval_pipeline.retry import Backoff
-from eval_pipeline_tests.alerts.test_outbox_and_messages import finding
+from eval_pipeline_tests.alerts.test_outbox_and_messages import LINKS, finding
 
 
 class TricklingWebhook:
@@ -61,7 +61,7 @@ def test_a_trickling_webhook_is_given_up_on_at_the_deadline_and_its_alerts_stay_
     webhook = TricklingWebhook(pause=0.5)  # the whole answer would take 19 s
     try:
         started = time.monotonic()
-        report = deliver_pending(outbox, webhook.url, "http://ui", [], Backoff(attempts=1, base_seconds=0.1),
+        report = deliver_pending(outbox, webhook.url, LINKS, [], Backoff(attempts=1, base_seconds=0.1),
                                  Deadlines(per_post_seconds=1.0, per_delivery_seconds=1.5))  # fmt: skip
         took = time.monotonic() - started
     finally:

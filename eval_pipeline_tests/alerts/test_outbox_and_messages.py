@@ -2,12 +2,13 @@ import threading
 import time
 
 from eval_pipeline.alerts.delivery import deliver_pending
-from eval_pipeline.alerts.messages import group_key, run_failure_alert, slack_message
+from eval_pipeline.alerts.messages import MessageLinks, group_key, run_failure_alert, slack_message
 from eval_pipeline.alerts.outbox import AlertOutbox
 from eval_pipeline.retry import Backoff
 
 FAST = Backoff(attempts=2, base_seconds=0.01, max_seconds=0.02)
 LEAK = "sk-live-" + "Ab3" * 10
+LINKS = MessageLinks(ui_base_url="http://ui.example:3000/", viewer_base_url="http://viewer.example:8765")
 
 
 def finding(finding_id: str, agent: str = "support-bot", day: str = "2026-11-02", severity: str = "critical", **extra) -> dict:
@@ -50,27 +51,29 @@ def test_a_rerun_replaces_the_days_batch_and_delivered_ids_stay_delivered(tmp_pa
 
 def test_slack_message_groups_links_lists_ids_and_redacts_secrets():
     alerts = [finding("f1", message=f"tools [lookup, {LEAK}]"), finding("f2", severity="warning")]
-    message = slack_message(alerts, "http://ui.example:3000/", [])
+    message = slack_message(alerts, LINKS, [])
     body = message["blocks"][0]["text"]["text"]
     assert message["text"] == "eval_pipeline: support-bot on 2026-11-02: 1 critical, 1 warning regression(s)"
     assert message["finding_ids"] == ["f1", "f2"]
     assert "value +52.0% vs threshold +40.0%, baseline +0.0%" in body
     assert "<http://ui.example:3000/runs/run-1|" in body
+    assert "<http://viewer.example:8765/days/2026-11-02?agent=support-bot|Open the day's episodes in the viewer>" in body
     assert LEAK not in body and "sk-…[redacted]" in body
     assert body.index("CRITICAL") < body.index("WARNING")
 
 
-def test_slack_markup_in_the_data_is_escaped_and_only_the_run_link_is_markup():
+def test_slack_markup_in_the_data_is_escaped_and_only_the_messages_links_are_markup():
     hostile = "<!channel> <@U012ABCDEF> <http://evil.example|click> & co"
     alerts = [finding("f1", agent=hostile, episode_id=hostile, message=hostile, dimension=hostile)]
-    message = slack_message(alerts, "http://ui.example:3000", [])
+    message = slack_message(alerts, LINKS, [])
     body = message["blocks"][0]["text"]["text"]
     escaped = "&lt;!channel&gt; &lt;@U012ABCDEF&gt; &lt;http://evil.example|click&gt; &amp; co"
     assert message["text"].startswith(f"eval_pipeline: {escaped} on") and body.count(escaped) == 4
-    assert body.count("<") == 1 and "<http://ui.example:3000/runs/run-1|Open the run in Dagster>" in body
+    assert body.count("<") == 2 and "<http://ui.example:3000/runs/run-1|Open the run in Dagster>" in body
+    assert "<http://viewer.example:8765/days/2026-11-02?agent=%3C%21channel%3E+%3C%40U012ABCDEF%3E" in body  # encoded
     failure = run_failure_alert("run-9", "<!here>", "<!here>", "<@U012ABCDEF> failed")
-    assert "<!here>" not in str(slack_message([failure], "http://ui", [])) and "&lt;!here&gt;" in str(
-        slack_message([failure], "http://ui", [])
+    assert "<!here>" not in str(slack_message([failure], LINKS, [])) and "&lt;!here&gt;" in str(
+        slack_message([failure], LINKS, [])
     )
 
 
@@ -83,26 +86,26 @@ def test_the_outbox_holds_alerts_redacted(tmp_path):
 
 def test_large_groups_list_twenty_and_count_the_rest():
     alerts = [finding(f"f{i}") for i in range(45)]
-    body = slack_message(alerts, "http://ui", [])["blocks"][0]["text"]["text"]
+    body = slack_message(alerts, LINKS, [])["blocks"][0]["text"]["text"]
     assert body.count("*CRITICAL*") == 20 and "… and 25 more" in body
-    assert len(slack_message(alerts, "http://ui", [])["finding_ids"]) == 45
+    assert len(slack_message(alerts, LINKS, [])["finding_ids"]) == 45
 
 
 def test_run_failures_travel_alone():
     failure = run_failure_alert("run-9", "evaluate_partition", "2026-11-02", "episode store unreachable")
     assert group_key(failure) == ("run", "run-9")
-    assert "run failed" in slack_message([failure], "http://ui", [])["text"]
+    assert "run failed" in slack_message([failure], LINKS, [])["text"]
 
 
 def test_webhook_delivery_retries_then_keeps_alerts_for_later(tmp_path, webhook):
     outbox = AlertOutbox(tmp_path)
     outbox.enqueue([finding("f1")], "day", [])
     webhook.fail_next = 5  # more than one delivery's attempts
-    report = deliver_pending(outbox, webhook.url, "http://ui", [], FAST)
+    report = deliver_pending(outbox, webhook.url, LINKS, [], FAST)
     assert report.delivered == 0 and report.pending == 1 and "HTTP 500" in report.errors[0]
     assert webhook.attempts == 2
     webhook.fail_next = 0
-    assert deliver_pending(outbox, webhook.url, "http://ui", [], FAST).delivered == 1
+    assert deliver_pending(outbox, webhook.url, LINKS, [], FAST).delivered == 1
     assert webhook.finding_ids == ["f1"]
 
 
@@ -113,7 +116,7 @@ def test_a_webhook_that_refuses_is_named_by_its_host_only(tmp_path, webhook, cap
     token = "T0AAAAAAA/B0BBBBBBB/" + "Xq7Wd9Lk2Mn4Pb6Vc8Zr1Ty3"
     webhook.fail_status, webhook.fail_next = 404, 5
     with caplog.at_level("DEBUG"):
-        report = deliver_pending(outbox, f"{webhook.url}/services/{token}", "http://ui", [], FAST)
+        report = deliver_pending(outbox, f"{webhook.url}/services/{token}", LINKS, [], FAST)
     assert report.errors == ["alert webhook POST to 127.0.0.1 answered HTTP 404"]
     assert "Xq7Wd9Lk2Mn4" not in caplog.text and report.pending == 1
 
@@ -122,7 +125,7 @@ def test_without_a_webhook_alerts_go_to_a_file_and_the_log(tmp_path, caplog):
     outbox = AlertOutbox(tmp_path)
     outbox.enqueue([finding("f1")], "day", [])
     with caplog.at_level("INFO"):
-        assert deliver_pending(outbox, None, "http://ui", []).delivered == 1
+        assert deliver_pending(outbox, None, LINKS, []).delivered == 1
     assert "support-bot on 2026-11-02" in (tmp_path / "alerts.jsonl").read_text()
     assert "no EVAL_ALERT_WEBHOOK_URL" in caplog.text
 

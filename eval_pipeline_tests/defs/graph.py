@@ -12,8 +12,12 @@ from eval_pipeline.defs.resources import (
     JudgeResource,
     ReplayResource,
     ReportsResource,
+    ViewerResource,
     WarehouseResource,
 )
+
+UI_URL = "http://ui.test:3000"
+VIEWER_URL = "http://viewer.test:8765"  # pinned: the reports' links (and so the golden files) derive from it
 
 GRAPH = [
     pipeline.capture,
@@ -45,9 +49,12 @@ def local_resources(
         "episode_source": EpisodeSourceResource(location=source or str(root / "episodes"), index_path=str(root / "index.json")),
         "eval_config": EvalConfigResource(path=str(config or "")),
         "replay": ReplayResource(),
-        "reports": ReportsResource(directory=str(root / "reports"), url="http://reports.test"),
+        "reports": ReportsResource(directory=str(root / "reports")),
+        "viewer": ViewerResource(base_url=VIEWER_URL),
         "judge": judge or JudgeResource(),
-        "alerts": AlertsResource(directory=str(root / "alerts"), webhook_url=webhook_url, ui_base_url="http://ui.test:3000"),
+        "alerts": AlertsResource(
+            directory=str(root / "alerts"), webhook_url=webhook_url, ui_base_url=UI_URL, viewer_base_url=VIEWER_URL
+        ),
     }
 
 

@@ -10,7 +10,7 @@ from eval_pipeline.defs.alerting.sensors import regression_alerts, run_failure_a
 from eval_pipeline.defs.resources import AlertsResource, EvalConfigResource
 from eval_pipeline.episodes.samples import LEAKED_KEY, write_samples
 from eval_pipeline.warehouse.connection import Warehouse
-from eval_pipeline_tests.defs.graph import GRAPH, local_resources
+from eval_pipeline_tests.defs.graph import GRAPH, UI_URL, VIEWER_URL, local_resources
 
 pytestmark = pytest.mark.slow
 
@@ -80,7 +80,9 @@ def test_a_webhook_that_refuses_is_named_by_its_host_in_the_run_and_the_sensor_t
     assert main(["run", "--date", "2026-11-02", "--fail-on", "never"]) == 0
     printed = capsys.readouterr()
     assert "alert webhook POST to 127.0.0.1 answered HTTP 403" in printed.err
-    alerts = AlertsResource(directory=str(project_env / "alerts"), webhook_url=url)
+    alerts = AlertsResource(
+        directory=str(project_env / "alerts"), webhook_url=url, ui_base_url=UI_URL, viewer_base_url=VIEWER_URL
+    )
     skipped = tick({"alerts": alerts, "eval_config": EvalConfigResource()}, dg.DagsterInstance.ephemeral())
     assert skipped.endswith("webhook failed, retried next tick: alert webhook POST to 127.0.0.1 answered HTTP 403")
     assert "Xq7Wd9Lk2Mn4" not in printed.out + printed.err + skipped

@@ -9,7 +9,7 @@ import pytest
 
 from eval_pipeline.episodes.samples import EXPECTED_REGRESSIONS, SAMPLE_DAYS, write_samples
 from eval_pipeline.warehouse.connection import Warehouse
-from eval_pipeline_tests.defs.graph import GRAPH, local_resources, table_metadata
+from eval_pipeline_tests.defs.graph import GRAPH, VIEWER_URL, local_resources, table_metadata
 
 pytestmark = pytest.mark.slow
 
@@ -128,6 +128,19 @@ def test_materializations_carry_useful_metadata(project):
     assert scores["dagster/row_count"].value == 48 and "worst_episodes" in scores
     quarantine = table_metadata(results[date(2026, 11, 2)], "quarantine")
     assert quarantine["dagster/row_count"].value == 2
+
+
+def test_the_report_and_findings_metadata_link_to_the_viewer_over_http(project):
+    """The Dagster UI will not open a `file://` link: the report is the viewer's /reports/ file, the findings link to
+    the day's page and each to its episode's page, all under the one viewer address."""
+    _, _, _, results = project
+    report = table_metadata(results[date(2026, 11, 2)], "eval_report")
+    assert report["html_report"].value == f"{VIEWER_URL}/reports/eval-report-2026-11-02.html"
+    assert report["in_viewer"].value == f"{VIEWER_URL}/days/2026-11-02"
+    findings = table_metadata(results[date(2026, 11, 2)], "regression_findings")
+    assert findings["in_viewer"].value == f"{VIEWER_URL}/days/2026-11-02"
+    episode = "ep-2026-11-02-code-assistant-rename-config-key-t0"
+    assert f"[{episode}]({VIEWER_URL}/days/2026-11-02/episodes/{episode})" in findings["findings"].value
 
 
 def test_a_day_without_episodes_is_a_source_health_finding(tmp_path):

@@ -13,7 +13,7 @@ from eval_pipeline.episodes.samples import write_samples
 from eval_pipeline.warehouse.connection import Warehouse
 from eval_pipeline.warehouse.reports import findings_digest
 from eval_pipeline_tests.browser import distinct_pixel_bytes, needs_chromium, rendered_dom, screenshot
-from eval_pipeline_tests.defs.graph import GRAPH, local_resources
+from eval_pipeline_tests.defs.graph import GRAPH, VIEWER_URL, local_resources
 
 pytestmark = pytest.mark.slow
 GOLDEN = Path(__file__).parent / "golden"
@@ -37,12 +37,15 @@ def reports(tmp_path_factory) -> Path:
     return root / "reports"
 
 
-def test_agent_output_is_escaped_and_nothing_is_fetched(reports):
+def test_agent_output_is_escaped_nothing_is_fetched_and_episodes_link_to_the_viewer(reports):
     html = (reports / "eval-report-2026-11-02.html").read_text()
     assert "ep-hostile" in html
     assert "&lt;script&gt;alert(&#34;owned&#34;)&lt;/script&gt;" in html and "&lt;img src=x onerror=alert(1)&gt;" in html
     assert "<script" not in html and "<img" not in html  # the page runs nothing
-    assert not re.search(r"""(src|href)\s*=\s*["']?(https?:)?//|url\(|@import|<link""", html)  # self-contained
+    assert not re.search(r"""<[^>]*\ssrc\s*=|url\(|@import|<link""", html)  # self-contained
+    hrefs = re.findall(r"""<(\w+)[^>]*\shref\s*=\s*["']?([^"' >]+)""", html)
+    assert hrefs and all(tag == "a" and target.startswith(f"{VIEWER_URL}/days/2026-11-02") for tag, target in hrefs)
+    assert f'<a class="mono" href="{VIEWER_URL}/days/2026-11-02/episodes/ep-hostile">ep-hostile</a>' in html
     assert (html.count("<svg") >= 5 and "<polyline" in html) or "<circle" in html
     for section in ("What regressed", "Agents", "Trends over 2 days", "Worst episodes"):
         assert section in html

@@ -1,6 +1,7 @@
 """`eval-pipeline serve` as a user runs it: its own process on a free loopback port, over a warehouse the demo's days
 built, pages fetched over HTTP and one opened in Debian's chromium."""
 
+import http.client
 import json
 import os
 import re
@@ -20,7 +21,7 @@ from eval_pipeline.cli import main
 from eval_pipeline.episodes.samples import write_samples
 from eval_pipeline.settings import PROJECT_ROOT
 from eval_pipeline_tests.browser import HEADLESS, distinct_pixel_bytes, needs_chromium, screenshot
-from eval_pipeline_tests.defs.graph import GRAPH, local_resources
+from eval_pipeline_tests.defs.graph import GRAPH, VIEWER_URL, local_resources
 from eval_pipeline_tests.leaks import LEAKS
 from eval_pipeline_tests.test_ui import free_port
 
@@ -62,8 +63,8 @@ def serving(root: Path, *arguments: str, token: str | None = None) -> Iterator[h
     """`eval-pipeline serve` in its own process, started with SIGTERM ignored as `make` in the background starts it;
     stopped with SIGTERM, which it must obey all the same."""
     port = free_port()
-    env = {**os.environ, "EVAL_DUCKDB_PATH": str(root / "eval.duckdb"), "EVAL_CONFIG": str(PROJECT_ROOT / "eval.toml"),
-           "PYTHONPATH": str(PROJECT_ROOT)}  # fmt: skip
+    env = {**os.environ, "EVAL_DUCKDB_PATH": str(root / "eval.duckdb"), "EVAL_REPORTS_DIR": str(root / "reports"),
+           "EVAL_CONFIG": str(PROJECT_ROOT / "eval.toml"), "PYTHONPATH": str(PROJECT_ROOT)}  # fmt: skip
     env.pop("EVAL_UI_TOKEN", None)
     if token:
         env["EVAL_UI_TOKEN"] = token
@@ -173,13 +174,50 @@ def test_with_a_token_every_request_carries_it(project):
     with serving(project, token="t0ken-for-tests") as client:
         assert client.get("/").status_code == 401
         assert client.get("/", params={"token": "wrong"}).status_code == 401
+        assert client.get(f"/reports/eval-report-{DAY}.html").status_code == 401  # the reports too
         assert client.get("/", headers={"Authorization": "Bearer t0ken-for-tests"}).status_code == 200
         entry = client.get(f"/days/{DAY}", params={"token": "t0ken-for-tests", "agent": "support-bot"})
         assert entry.status_code == 303 and entry.headers["location"] == f"/days/{DAY}?agent=support-bot"
         assert "HttpOnly" in entry.headers["set-cookie"]
         assert client.get(entry.headers["location"]).status_code == 200  # the cookie carries it now
+        assert client.get(f"/reports/eval-report-{DAY}.html").status_code == 200
 
 
 def test_without_a_token_it_answers_only_loopback_names(viewer):
     assert viewer.get("/", headers={"Host": "evil.example"}).status_code == 403  # a DNS-rebinding page
+    assert viewer.get(f"/reports/eval-report-{DAY}.html", headers={"Host": "evil.example"}).status_code == 403
     assert viewer.get("/", headers={"Host": "localhost:1"}).status_code == 200
+
+
+def test_the_reports_directory_is_served_with_its_types_and_its_links_open(project, viewer):
+    """The report file a Dagster UI link opens, and from its findings the episode pages (the report's links are made
+    with the tests' pinned viewer address: here they are followed on the running viewer)."""
+    reports = project / "reports"
+    for name, content_type in ((f"eval-report-{DAY}.html", "text/html; charset=utf-8"),
+                               (f"eval-report-{DAY}.md", "text/markdown; charset=utf-8"),
+                               (f"eval-report-{DAY}.json", "application/json")):  # fmt: skip
+        answer = viewer.get(f"/reports/{name}")
+        assert answer.status_code == 200 and answer.content == (reports / name).read_bytes()
+        assert answer.headers["content-type"] == content_type and answer.headers["x-content-type-options"] == "nosniff"
+    report = viewer.get(f"/reports/eval-report-{DAY}.html").text
+    finding = next(link for link in links(report, f"{VIEWER_URL}/days/{DAY}/episodes/") if "rename-config-key" in link)
+    episode = viewer.get(finding.removeprefix(VIEWER_URL))
+    assert episode.status_code == 200 and "Beside its baseline" in episode.text
+
+
+def test_only_the_reports_directorys_own_files_are_served(project, viewer):
+    (project / "outside.txt").write_text("not a report")
+    (project / "reports" / ".hidden.json").write_text("{}")
+    (project / "reports" / "escape.html").unlink(missing_ok=True)
+    (project / "reports" / "escape.html").symlink_to(project / "outside.txt")
+    (project / "reports" / "nested").mkdir(exist_ok=True)
+    (project / "reports" / "nested" / "inner.md").write_text("#")
+    address = str(viewer.base_url).removeprefix("http://").rstrip("/")
+    refused = ["../outside.txt", "..%2Foutside.txt", "%2E%2E%2Foutside.txt", "", ".hidden.json", "escape.html", "nested",
+               "nested/inner.md", "nested%2Finner.md", "%00", "x" * 5000, "no-such-report.html"]  # fmt: skip
+    for path in (f"/reports/{name}" for name in refused):
+        connection = http.client.HTTPConnection(address, timeout=30)  # the path goes out as written, dots and all
+        connection.request("GET", path)
+        answer = connection.getresponse()
+        assert (answer.status, path) == (404, path) and b"not a report" not in answer.read()
+        connection.close()

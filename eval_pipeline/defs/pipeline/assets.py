@@ -35,6 +35,7 @@ from eval_pipeline.defs.resources import (
     ReplayResource,
     ReportsResource,
     RunScope,
+    ViewerResource,
     WarehouseResource,
 )
 from eval_pipeline.llm.judge import configured_rubrics, judge_partition, judge_summary
@@ -46,7 +47,7 @@ from eval_pipeline.regression.trials import agent_pass_at_k, task_trials
 from eval_pipeline.replay.live import LIVE_REPLAY_COLUMNS, recordings_from_steps, replay_all
 from eval_pipeline.reports.daily import TREND_DAYS, build_report, write_report_files
 from eval_pipeline.reports.document import RunContext
-from eval_pipeline.reports.markdown import table
+from eval_pipeline.reports.markdown import Link, table
 from eval_pipeline.rewards.functions import RewardBook
 from eval_pipeline.rewards.records import reward_records
 from eval_pipeline.scoring.assessments import assess
@@ -454,6 +455,7 @@ def regression_findings(
     warehouse: WarehouseResource,
     eval_config: EvalConfigResource,
     alerts: AlertsResource,
+    viewer: ViewerResource,
 ):
     cfg, wh, outbox = eval_config.load(), warehouse.get(), alerts.outbox()
 
@@ -470,13 +472,15 @@ def regression_findings(
         # announced by the alert sensor, or by `eval-pipeline run` itself; a re-run replaces the day's batch
         batch = f"{day}-{config.agent_id or 'all-agents'}"
         outbox.enqueue(finding_alerts(found, context.run.run_id), batch, cfg.policies.secret_patterns)
-        shown = found[["severity", "agent_id", "dimension", "episode_id", "message"]]
+        episodes = [Link(e, viewer.episode(day, e)) if isinstance(e, str) else "all episodes" for e in found["episode_id"]]
+        shown = found[["severity", "agent_id", "dimension"]].assign(episode_id=episodes, message=found["message"])
         return {
             "regression_findings": {
                 "dagster/row_count": len(found),
                 "critical": int((found["severity"] == "critical").sum()),
                 "warning": int((found["severity"] == "warning").sum()),
                 "findings": _md(shown, 20),
+                "in_viewer": dg.MetadataValue.url(viewer.day(day)),
                 "finding_ids": dg.MetadataValue.json(
                     found[["finding_id", "severity", "agent_id", "dimension"]].astype(str).to_dict("records")
                 ),
@@ -562,6 +566,7 @@ def eval_report(
     warehouse: WarehouseResource,
     eval_config: EvalConfigResource,
     reports: ReportsResource,
+    viewer: ViewerResource,
     replay: ReplayResource,
     judge: JudgeResource,
 ) -> dg.MaterializeResult:
@@ -581,6 +586,7 @@ def eval_report(
                 secret_patterns=tuple(cfg.policies.secret_patterns),
                 calibration_size=cfg.cases.calibration_sample,
                 balance=balance(case_set) if case_set is not None else None,
+                viewer_url=viewer.base_url,
             ),
         )
         paths = write_report_files(content, Path(reports.directory))
@@ -592,7 +598,8 @@ def eval_report(
                 "warning_alerts": summary["warning_alerts"],
                 "episodes": summary["total_episodes"],
                 **{key: summary[key] for key in ("passed", "failed", "without_verdict")},
-                "html_report": dg.MetadataValue.url(reports.link(paths["html"])),
+                "html_report": dg.MetadataValue.url(viewer.report(paths["html"])),
+                "in_viewer": dg.MetadataValue.url(viewer.day(day)),
                 "html_path": dg.MetadataValue.path(str(paths["html"])),
                 "markdown_path": dg.MetadataValue.path(str(paths["md"])),
                 "json_path": dg.MetadataValue.path(str(paths["json"])),
