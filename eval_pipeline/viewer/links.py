@@ -22,3 +22,17 @@ def episode_path(day: date, episode_id: str) -> str:
 def episode_url(base_url: str, day: date, episode_id: str) -> str:
     """The episode's page as an http link (alerts, reports, Dagster metadata): `base_url` is EVAL_VIEWER_BASE_URL."""
     return base_url.rstrip("/") + episode_path(day, episode_id)
+
+
+def review_path(day: date) -> str:
+    """The day's review queues and how people's labels agree with the verdicts."""
+    return f"/days/{day.isoformat()}/review"
+
+
+def queue_path(day: date, queue: str) -> str:
+    """A queue's next episode for the reviewer; a label is POSTed here."""
+    return f"{review_path(day)}/{quote(queue, safe='')}"
+
+
+def promote_path(day: date, episode_id: str) -> str:
+    return episode_path(day, episode_id) + "/promote"
