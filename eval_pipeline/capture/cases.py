@@ -154,10 +154,12 @@ def balance(cases: list[CaseSpec], threshold: float = 0.5) -> dict[str, Any]:
 
 PROMOTED_PHRASES = 3  # key phrases of the answer a promoted case expects (any one of them, as the framework checks)
 _TOKEN = re.compile(r"[\w$%][\w$%.,'/-]*[\w%]|[\w$%]")
-_COMMON = frozenset(  # noqa: SIM905 (a word list reads better as words)
-    "about after again also been before being could does from have here into just more most other over please "
-    "some sorry such than that their them then there these they this those through very were what when where which "
-    "while will with would your".split()
+_COMMON = frozenset(
+    (  # noqa: SIM905 (a word list reads better as words)
+        "about after again also been before being could does from have here into just more most other over please "
+        "some sorry such than that their them then there these they this those through very were what when where "
+        "which while will with would your"
+    ).split()
 )
 
 
