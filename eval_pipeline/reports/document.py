@@ -15,6 +15,7 @@ from typing import Any, TypedDict
 
 import pandas as pd
 
+from eval_pipeline.regression.agreement import LabelSummary
 from eval_pipeline.reports.calibration import CalibrationSample
 
 
@@ -37,6 +38,7 @@ class ReportData:
     failed_trials: pd.DataFrame  # the calibration sample is drawn from these
     trend: pd.DataFrame  # `agent_daily` over the trend window ending on `day`
     previous_summary: dict[str, Any] | None  # the day before's summary as stored (an older run's may lack keys)
+    labels: pd.DataFrame  # `labels`: people's verdicts from the viewer's review queues
 
 
 @dataclass(frozen=True)
@@ -105,6 +107,7 @@ class Report(TypedDict):
     balance: dict[str, Any] | None
     calibration: CalibrationSample
     judge: dict[str, Any] | None  # None: nothing was judged
+    labels: LabelSummary | None  # people's labels against the verdicts; None: nobody labelled the day
     alerts: list[dict[str, Any]]
     resolved: list[dict[str, Any]]
     episodes: list[dict[str, Any]]  # the worst ones

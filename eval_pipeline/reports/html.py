@@ -66,7 +66,14 @@ def _cards(report: Report) -> list[dict[str, str]]:
     return cards
 
 
-def render_html(report: Report, judge_costs: str = "", balance: str = "", calibration_file: str = "") -> str:
+def render_html(
+    report: Report,
+    judge_costs: str = "",
+    balance: str = "",
+    calibration_file: str = "",
+    labels_line: str = "",
+    label_rows: list[list[Any]] | None = None,
+) -> str:
     trend = report["trend"]
     per = lambda metric: {agent: series[metric] for agent, series in trend["agents"].items()}  # noqa: E731
     charts = {
@@ -92,6 +99,8 @@ def render_html(report: Report, judge_costs: str = "", balance: str = "", calibr
             judge_costs=judge_costs,
             balance=balance,
             calibration_file=calibration_file,
+            labels_line=labels_line,
+            label_rows=label_rows or [],
             worst=WORST_SHOWN,
             pct=_pct,
             delta=signed_percent,

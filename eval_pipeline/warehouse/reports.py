@@ -12,6 +12,7 @@ import pandas as pd
 from eval_pipeline import jsonout
 from eval_pipeline.reports.document import Report, ReportData
 from eval_pipeline.warehouse.connection import Warehouse, replace_partition
+from eval_pipeline.warehouse.labels import day_labels
 from eval_pipeline.warehouse.rows import one_row
 
 
@@ -49,6 +50,7 @@ def report_inputs(warehouse: Warehouse, day: date, trend_days: int) -> ReportDat
         pass_at_k = con.execute("SELECT * FROM pass_at_k WHERE partition_date = $day", params).df()
         task_trials = con.execute("SELECT * FROM task_trials WHERE partition_date = $day", params).df()
         failed_trials = con.execute(_FAILED_TRIALS, params).df()
+        labels = day_labels(con, day)
     return ReportData(
         day=day,
         scores=scores,
@@ -65,6 +67,7 @@ def report_inputs(warehouse: Warehouse, day: date, trend_days: int) -> ReportDat
         failed_trials=failed_trials,
         trend=trend,
         previous_summary=json.loads(previous[0]) if previous and previous[0] else None,
+        labels=labels,
     )
 
 

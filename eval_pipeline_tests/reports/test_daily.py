@@ -58,6 +58,7 @@ def test_categories_trials_and_aggregate_regressions_are_reported():
         superseded=0, quarantined=0, judgements=empty, issues=NO_ISSUES, pairwise=pairwise, pass_at_k=pass_at_k,
         task_trials=task_trials,
         failed_trials=failed, trend=pd.DataFrame(columns=["partition_date", "agent_id"]), previous_summary=None,
+        labels=pd.DataFrame(),
     )  # fmt: skip
     report = build_report(data, RunContext(run_id="r", config_version="v", calibration_size=3, balance=balance(cases)))
     assert report["balance"] == {
