@@ -226,7 +226,7 @@ class _Handler(BaseHTTPRequestHandler):
             )
         if not viewer.duckdb_path.exists():
             raise NoWarehouse(f"no warehouse at {viewer.duckdb_path}")
-        retried = lambda delay: self.log_message("%s", f"label: warehouse busy, retrying in {delay:.1f}s")  # noqa: E731
+        retried = lambda delay: print(f"label: warehouse busy, retrying in {delay:.2f}s", file=sys.stderr, flush=True)  # noqa: E731
         try:
             record_label(viewer.duckdb_path, label, on_retry=retried)
         except UnknownEpisode as exc:

@@ -22,8 +22,8 @@ from eval_pipeline.warehouse.connection import Warehouse, WarehouseBusy
 from eval_pipeline.warehouse.rows import one_row
 
 LabelVerdict = Literal["pass", "fail"]
-LOCK_WAIT_SECONDS = 0.5  # one attempt's wait for the warehouse lock
-LABEL_RETRY_DELAYS = (0.1, 0.2, 0.4, 0.8, 1.6, 3.2)  # pauses between attempts: about 10 s in all before "busy"
+LOCK_WAIT_SECONDS = 0.25  # one attempt's wait for the warehouse lock
+LABEL_RETRY_DELAYS = (0.05, 0.1, 0.2, 0.4, 0.8, 1.6)  # pauses between attempts: about 5 s in all before "busy"
 
 
 class UnknownEpisode(LookupError):
