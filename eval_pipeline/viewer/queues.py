@@ -36,7 +36,8 @@ class QueueKind:
 
 
 def _ids(frame: pd.DataFrame) -> list[str]:
-    return [str(episode) for episode in frame["episode_id"]]
+    """The episode ids, sorted: a seeded draw from them is then the same whatever order the rows came in."""
+    return sorted(str(episode) for episode in frame["episode_id"])
 
 
 def _failed(pool: ReviewPool) -> list[str]:

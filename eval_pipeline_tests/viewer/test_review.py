@@ -9,6 +9,7 @@ import subprocess
 import sys
 import threading
 from collections.abc import Iterator
+from datetime import date
 from html import unescape
 from pathlib import Path
 
@@ -16,8 +17,12 @@ import httpx
 import pytest
 
 from eval_pipeline.capture.cases import load_case_set
+from eval_pipeline.cli import main
+from eval_pipeline.reports.daily import build_report, write_report_files
+from eval_pipeline.reports.document import RunContext
 from eval_pipeline.settings import PROJECT_ROOT
 from eval_pipeline.warehouse.connection import Warehouse
+from eval_pipeline.warehouse.reports import report_inputs
 from eval_pipeline_tests.viewer.test_serve import DAY, project, serving  # noqa: F401 (the fixture, this module's own)
 
 pytestmark = pytest.mark.slow
@@ -195,3 +200,26 @@ def test_an_episode_promoted_from_its_page_is_a_case_the_loader_reads(project, v
     )
     viewer.post(f"/days/{DAY}/episodes/{episode}/promote", data={"csrf": csrf})
     assert len(json.loads(path.read_text())) == 1  # promoted again: replaced, not repeated
+
+
+def test_labels_are_counted_in_the_daily_report_and_by_reward_bench(project, viewer, tmp_path, monkeypatch, capsys):  # noqa: F811
+    sent, episode = label(viewer, "eve", "fail", note="agrees with the grader")
+    assert sent.status_code == 303 or episode is None
+    labelled = {r[1] for r in labels_in(project)}
+    people = len({(r[0], r[1]) for r in labels_in(project)})  # one per reviewer and episode: the latest counts
+
+    report = build_report(report_inputs(Warehouse(project / "eval.duckdb"), date.fromisoformat(DAY), 30), RunContext(None, "v"))
+    paths = write_report_files(report, tmp_path)
+    section = json.loads(paths["json"].read_text())["labels"]
+    assert section["labels"] == people and section["passed"] + section["failed"] == people
+    assert section["grader"]["pairs"] == people  # every labelled episode has a verdict
+    grader = section["grader"]
+    assert grader["both_fail"] + grader["only_human_pass"] == people  # the failed queue: the grader failed them all
+    assert "## Human Labels" in paths["md"].read_text() and f"{people} labels by" in paths["md"].read_text()
+    assert "<h2>Human labels</h2>" in paths["html"].read_text()
+
+    monkeypatch.setenv("EVAL_DUCKDB_PATH", str(project / "eval.duckdb"))
+    monkeypatch.setenv("EVAL_CONFIG", str(PROJECT_ROOT / "eval.toml"))
+    assert main(["reward-bench", "--date", DAY, "--format", "json"]) == 0
+    bench = json.loads(capsys.readouterr().out)
+    assert bench["sources"]["label"] == len(labelled)
