@@ -34,7 +34,8 @@ QUEUE = f"/days/{DAY}/review/failed"
 def config(project) -> Path:  # noqa: F811
     """The project's config, with promoted episodes going to cases/promoted.json beside it."""
     path = project / "eval.toml"
-    path.write_text((PROJECT_ROOT / "eval.toml").read_text() + '\n[review]\ncase_set = "cases/promoted.json"\n')
+    given = (PROJECT_ROOT / "eval.toml").read_text()
+    path.write_text(given.replace('case_set = "data/promoted_cases.json"', 'case_set = "cases/promoted.json"'))
     return path
 
 
