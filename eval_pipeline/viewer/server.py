@@ -8,6 +8,11 @@ Safe by default: it listens on loopback; anywhere else only with a token (EVAL_U
 then carry (`Authorization: Bearer`, or `?token=` once, kept in an HttpOnly cookie); without a token it answers only
 requests addressed to a loopback name, so a web page elsewhere cannot reach it by DNS rebinding. The browser never
 sends SQL: each route's reads are fixed queries with its path and filters as parameters.
+
+Two things are written, both by POST from the viewer's own forms: a reviewer's label (`labels`, under the warehouse
+lock for one short transaction) and an episode promoted to a case (a case-set file). A POST needs its session's CSRF
+token (an HMAC of the session cookie's random id under a key made at start-up) and, when the browser names its
+Origin, this host.
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ import re
 import secrets
 import socket
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import date
 from http import HTTPStatus
@@ -170,24 +176,16 @@ class _Handler(BaseHTTPRequestHandler):
         session, new_session = self._session()
         visitor = Visitor(viewer.csrf(session), self._cookie(REVIEWER_COOKIE))
         cookies = {"Set-Cookie": _session_cookie(session)} if new_session else {}
-        try:
-            self._send(HTTPStatus.OK, body=viewer.page(url.path, query, visitor), headers=cookies)
-        except NotFound as exc:
-            self._send(HTTPStatus.NOT_FOUND, "Not found", str(exc))
-        except ValueError as exc:
-            self._send(HTTPStatus.BAD_REQUEST, "Bad request", str(exc))
-        except WarehouseBusy:
-            self._busy()
-        except NoWarehouse as exc:
-            self._send(HTTPStatus.SERVICE_UNAVAILABLE, "No warehouse yet", str(exc))
+        self._answer(lambda: self._send(HTTPStatus.OK, body=viewer.page(url.path, query, visitor), headers=cookies))
 
     def do_POST(self) -> None:
         """A label or a promotion: admitted like a page, from this viewer's own pages only (Origin, when the browser
         sends one, names this host), and with the session's CSRF token."""
         viewer = self.server.viewer
         url = urlsplit(self.path)
-        length = int(self.headers.get("Content-Length") or 0) if (self.headers.get("Content-Length") or "0").isdigit() else -1
-        if not 0 <= length <= MAX_FORM_BYTES:
+        declared = self.headers.get("Content-Length", "0")
+        length = int(declared) if declared.isdigit() else MAX_FORM_BYTES + 1
+        if length > MAX_FORM_BYTES:
             self.close_connection = True  # its body stays unread
             return self._send(HTTPStatus.REQUEST_ENTITY_TOO_LARGE, "Too large", f"A form is at most {MAX_FORM_BYTES} bytes.")
         body = self.rfile.read(length).decode(errors="replace")  # read before any refusal: the connection stays usable
@@ -201,16 +199,26 @@ class _Handler(BaseHTTPRequestHandler):
         if session is None or not _same(fields.get("csrf", ""), viewer.csrf(session)):
             message = "This form's CSRF token is missing or stale: reload the page and send it again."
             return self._send(HTTPStatus.FORBIDDEN, "Refused", message)
+        self._answer(lambda: self._sent(url.path, fields, viewer.csrf(session)))
+
+    def _sent(self, path: str, fields: dict[str, str], csrf: str) -> None:
+        if match := _QUEUE.match(path):
+            return self._label(_date(match[1]), _queue(match[2]), fields, csrf)
+        if match := _PROMOTE.match(path):
+            return self._promote(_date(match[1]), unquote(match[2]))
+        raise NotFound(f"nothing to send to at {path}")
+
+    def _answer(self, respond: Callable[[], None]) -> None:
+        """Run `respond`; a page or form it could not answer becomes the matching error page."""
         try:
-            if match := _QUEUE.match(url.path):
-                return self._label(_date(match[1]), _queue(match[2]), fields, viewer.csrf(session))
-            if match := _PROMOTE.match(url.path):
-                return self._promote(_date(match[1]), unquote(match[2]))
-            raise NotFound(f"nothing to send to at {url.path}")
+            respond()
         except NotFound as exc:
             self._send(HTTPStatus.NOT_FOUND, "Not found", str(exc))
+        except ValueError as exc:
+            self._send(HTTPStatus.BAD_REQUEST, "Bad request", str(exc))
         except WarehouseBusy:
-            self._busy()
+            message = "A run is writing to the warehouse right now. Retry in a moment."
+            self._send(HTTPStatus.SERVICE_UNAVAILABLE, "Warehouse busy, retry", message, {"Retry-After": "5"})
         except NoWarehouse as exc:
             self._send(HTTPStatus.SERVICE_UNAVAILABLE, "No warehouse yet", str(exc))
 
@@ -274,10 +282,6 @@ class _Handler(BaseHTTPRequestHandler):
     def _cookie(self, name: str) -> str | None:
         cookie = SimpleCookie(self.headers.get("Cookie", ""))
         return unquote(cookie[name].value) or None if name in cookie else None
-
-    def _busy(self) -> None:
-        message = "A run is writing to the warehouse right now. Retry in a moment."
-        self._send(HTTPStatus.SERVICE_UNAVAILABLE, "Warehouse busy, retry", message, {"Retry-After": "5"})
 
     def _carries(self, token: str) -> bool:
         authorization = self.headers.get("Authorization", "")

@@ -129,6 +129,8 @@ def test_a_label_without_the_sessions_csrf_token_is_refused(project, viewer):  #
         assert stranger.post(QUEUE, data={**filled, "csrf": fields["csrf"]}).status_code == 403
     foreign = viewer.post(QUEUE, data={**filled, "csrf": fields["csrf"]}, headers={"Origin": "http://evil.example"})
     assert foreign.status_code == 403
+    rebound = viewer.post(QUEUE, data={**filled, "csrf": fields["csrf"]}, headers={"Host": "evil.example"})
+    assert rebound.status_code == 403  # a DNS-rebinding page posting to us
     assert list(labels_in(project)) == before
     refused = viewer.post(QUEUE, data={**filled, "csrf": fields["csrf"], "reviewer": " "})
     assert refused.status_code == 400 and "give your name as reviewer" in refused.text
