@@ -176,6 +176,13 @@ class CasesConfig(_Strict):
     calibration_sample: int = Field(10, ge=0)  # failed trials per day written out for a person to check the grader; 0: none
 
 
+class ReviewConfig(_Strict):
+    """The viewer's review queues and where an episode promoted to a case goes."""
+
+    passes_sample: int = Field(10, ge=0)  # passed episodes per day drawn for the "sample of passes" queue
+    case_set: str = "data/promoted_cases.json"  # promoted episodes land here (eval-case JSON), relative to the config
+
+
 class CaptureAgent(_Strict):
     """One agent a case set is run on: a command, an HTTP endpoint, a Python callable or a plaited headless schema."""
 
@@ -404,6 +411,7 @@ class EvalConfig(_Strict):
     statistics: StatisticsConfig = Field(default_factory=StatisticsConfig)
     capture: CaptureConfig = Field(default_factory=CaptureConfig)
     rewards: RewardsConfig = Field(default_factory=RewardsConfig)
+    review: ReviewConfig = Field(default_factory=ReviewConfig)
 
     @model_validator(mode="before")
     @classmethod

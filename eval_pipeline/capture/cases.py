@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
 from collections import Counter
 from pathlib import Path
@@ -149,3 +150,65 @@ def balance(cases: list[CaseSpec], threshold: float = 0.5) -> dict[str, Any]:
         "positive": total - negative,
         "negative": negative,
     }
+
+
+PROMOTED_PHRASES = 3  # key phrases of the answer a promoted case expects (any one of them, as the framework checks)
+_TOKEN = re.compile(r"[\w$%][\w$%.,'/-]*[\w%]|[\w$%]")
+_COMMON = frozenset(
+    (  # noqa: SIM905 (a word list reads better as words)
+        "about after again also been before being could does from have here into just more most other over please "
+        "some sorry such than that their them then there these they this those through very were what when where "
+        "which while will with would your"
+    ).split()
+)
+
+
+def key_phrases(answer: str, limit: int = PROMOTED_PHRASES) -> list[str]:
+    """The answer's most telling words: figures and identifiers first (they carry its facts), then capitalized names,
+    then the longest other words; common words and words under four letters left out."""
+    found: dict[str, tuple[int, str]] = {}
+    for position, token in enumerate(_TOKEN.findall(answer)):
+        word = token.strip(".,'/-")
+        has_digit = any(c.isdigit() for c in word)
+        if (len(word) < 4 and not has_digit) or word.casefold() in _COMMON:
+            continue
+        found.setdefault(word.casefold(), (position, word))
+    ranked = sorted(
+        found.values(),
+        key=lambda item: (not any(c.isdigit() for c in item[1]), not item[1][:1].isupper(), -len(item[1]), item[0]),
+    )
+    return [word for _, word in ranked[:limit]]
+
+
+def case_from_recording(episode_id: str, query: str, tools: list[str], answer: str, category: str | None) -> dict[str, Any]:
+    """An eval-case (the framework's `data/eval_cases.json` format) that expects what a recorded episode did: the
+    tools it called (all of them, in any order) and a key phrase of its answer."""
+    case: dict[str, Any] = {
+        "id": f"promoted-{episode_id}",
+        **({"category": category} if category else {}),
+        "query": query,
+        "expected_tools": list(dict.fromkeys(tools)),
+        "metadata": {"promoted_from": episode_id},
+    }
+    if phrases := key_phrases(answer):
+        case["expected_output_contains"] = phrases
+    EvalCase.model_validate(case).as_case(1)  # a case the loader reads back
+    return case
+
+
+def save_case(path: Path, case: dict[str, Any]) -> None:
+    """Add `case` to the case set at `path` (a JSON array, or JSONL when the name ends in .jsonl), replacing a case with
+    its id; the file is rewritten aside and moved into place, so a reader never sees half of it."""
+    jsonl = path.suffix == ".jsonl"
+    cases: list[dict[str, Any]] = []
+    if path.exists():
+        try:
+            cases = [json.loads(record.raw) for record in iter_file_records(path)]
+        except (OSError, ValueError) as exc:
+            raise CaseSetError(f"case set {path}: {exc}") from None
+    cases = [entry for entry in cases if not (isinstance(entry, dict) and entry.get("id") == case["id"])] + [case]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_name(path.name + ".partial")
+    text = "".join(json.dumps(entry) + "\n" for entry in cases) if jsonl else json.dumps(cases, indent=2) + "\n"
+    partial.write_text(text)
+    os.replace(partial, path)

@@ -16,7 +16,9 @@ if TYPE_CHECKING:
 def _arguments(parser: argparse.ArgumentParser) -> None:
     add_days(parser)
     parser.add_argument("--k", type=int, help="best-of-K over K runs of a task (default: all of its runs that day)")
-    parser.add_argument("--labels", type=Path, help="human labels, JSONL of {episode_id, label} (over [rewards] labels)")
+    parser.add_argument(
+        "--labels", type=Path, help="human labels, JSONL of {episode_id, label} (over [rewards] labels and the viewer's labels)"
+    )
     parser.add_argument("--format", choices=["table", "json"], default="table")
 
 
@@ -24,6 +26,7 @@ def _run(args: argparse.Namespace, settings: Settings) -> int:
     from eval_pipeline.cli.reward import scored_episodes
     from eval_pipeline.config import beside_config, load_config
     from eval_pipeline.rewards.benchmark import BenchmarkError, benchmark_rewards, benchmark_table, load_labels
+    from eval_pipeline.warehouse.labels import label_truth
 
     selected = days(args)
     if args.k is not None and args.k < 1:
@@ -31,15 +34,17 @@ def _run(args: argparse.Namespace, settings: Settings) -> int:
     config = load_config(settings.config_path)
     labels_path = args.labels or (beside_config(settings.config_path, config.rewards.labels) if config.rewards.labels else None)
     try:
-        labels = load_labels(labels_path) if labels_path else {}
+        given = load_labels(labels_path) if labels_path else {}
     except BenchmarkError as exc:
         raise UsageError(str(exc)) from None
-    scored = scored_episodes(existing_warehouse(settings), selected)
+    warehouse = existing_warehouse(settings)
+    labels = {**label_truth(warehouse, selected[0], selected[-1]), **given}  # a labels file given wins over the viewer's
+    scored = scored_episodes(warehouse, selected)
     result = benchmark_rewards(scored, config.rewards, labels, args.k)
     if not result["episodes"]:
         raise UsageError(
-            f"no scored episode from {selected[0]} to {selected[-1]} has a ground truth: give human labels (--labels, or "
-            "[rewards] labels), cases, or metadata.reward"
+            f"no scored episode from {selected[0]} to {selected[-1]} has a ground truth: label some in the viewer's "
+            "review queues, give human labels (--labels, or [rewards] labels), cases, or metadata.reward"
         )
     if args.format == "json":
         print(jsonout.dumps(result, indent=2))

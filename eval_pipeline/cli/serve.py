@@ -20,16 +20,21 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _run(args: argparse.Namespace, settings: Settings) -> int:
-    from eval_pipeline.config import load_config
-    from eval_pipeline.viewer.pages import Pages
+    from eval_pipeline.config import beside_config, load_config
+    from eval_pipeline.viewer.pages import Pages, ReviewSettings
     from eval_pipeline.viewer.server import Viewer, ViewerServer, is_loopback
 
     token = settings.viewer_token.get_secret_value() if settings.viewer_token else None
     if token is None and not is_loopback(args.host):
         raise UsageError(f"refusing to serve on {args.host} without a token: set EVAL_UI_TOKEN (then every request needs it)")
     config = load_config(settings.config_path)
+    review = ReviewSettings(
+        calibration_size=config.cases.calibration_sample,
+        passes_size=config.review.passes_sample,
+        case_set=beside_config(settings.config_path, config.review.case_set),
+    )
     pages = Pages(tuple(config.policies.secret_patterns), settings.viewer_base_url)
-    viewer = Viewer(settings.duckdb_path, settings.reports_dir, pages, token)
+    viewer = Viewer(settings.duckdb_path, settings.reports_dir, pages, token, review)
     try:
         server = ViewerServer((args.host, args.port), viewer)
     except OSError as exc:
@@ -40,7 +45,7 @@ def _run(args: argparse.Namespace, settings: Settings) -> int:
 
 COMMAND = Command(
     "serve",
-    "the episode viewer: days, findings and each episode beside its baseline, in a browser",
+    "the episode viewer: days, findings, each episode beside its baseline, and review queues to label them",
     _arguments,
     _run,
     ("serve", "serve --port 8765", "EVAL_UI_TOKEN=… serve --host 0.0.0.0"),

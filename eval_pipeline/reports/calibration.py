@@ -4,14 +4,17 @@ read and say whether the grader was right. A grader nobody checks drifts unnotic
 from __future__ import annotations
 
 import random
+from collections.abc import Sequence
 from datetime import date
-from typing import Any, Literal, TypedDict
+from typing import Any, Literal, TypedDict, TypeVar
 
 import pandas as pd
 
 from eval_pipeline.redaction import excerpt
 from eval_pipeline.regression.stats import seed_for
 from eval_pipeline.reports.markdown import code
+
+T = TypeVar("T")
 
 TEXT_CHARS = 8000  # of an input or output shown: enough to judge, bounded for a page a person reads
 
@@ -34,10 +37,15 @@ class CalibrationSample(TypedDict):
     trials: list[CalibrationTrial]
 
 
+def seeded_draw(purpose: str, day: date, population: Sequence[T], size: int) -> list[T]:
+    """Up to `size` of `population` drawn at random, seeded by `purpose` and the day: the same ones on every re-run."""
+    return random.Random(seed_for(purpose, day)).sample(list(population), min(size, len(population)))
+
+
 def calibration_sample(failed: pd.DataFrame, day: date, size: int, secret_patterns: tuple[str, ...] = ()) -> CalibrationSample:
     """Up to `size` of the day's failed trials, the same ones on every re-run of the day."""
     rows = failed.sort_values("episode_id").to_dict("records")
-    chosen = random.Random(seed_for("calibration", day)).sample(rows, min(size, len(rows)))
+    chosen = seeded_draw("calibration", day, rows, size)
 
     def text(value: Any) -> str | None:
         if value is None or (isinstance(value, float) and pd.isna(value)):

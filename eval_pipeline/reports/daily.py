@@ -15,6 +15,7 @@ from eval_pipeline import jsonout
 from eval_pipeline.config import SEVERITY_RANK
 from eval_pipeline.llm.judge import judge_summary
 from eval_pipeline.redaction import excerpt, redact_tree
+from eval_pipeline.regression.agreement import Agreement, LabelSummary, label_summary
 from eval_pipeline.regression.findings import VerdictCounts
 from eval_pipeline.regression.lifecycle import resolved
 from eval_pipeline.reports.calibration import calibration_sample, render_calibration
@@ -185,6 +186,7 @@ def build_report(data: ReportData, context: RunContext) -> Report:
         "balance": context.balance,
         "calibration": calibration_sample(data.failed_trials, day, context.calibration_size, secret_patterns),
         "judge": judge,
+        "labels": label_summary(data.labels, scores, judgements),
         "alerts": alerts,
         "regressions": regressions,
         "resolved": resolved_alerts,
@@ -379,6 +381,24 @@ def _judge_costs(judge: dict[str, Any]) -> str:
     )
 
 
+def _labels_line(labels: LabelSummary) -> str:
+    return (
+        f"{labels['labels']} labels by {labels['reviewers']} reviewer(s) in the viewer's review queues: "
+        f"{labels['passed']} pass, {labels['failed']} fail. Cohen's kappa of each machine verdict against them:"
+    )
+
+
+def agreement_rows(labels: LabelSummary) -> list[list[Any]]:
+    """One row per machine verdict (the episode verdict, then each judge rubric) against people's labels."""
+    machines: list[tuple[str, Agreement]] = [("episode verdict (grader)", labels["grader"])]
+    machines += [(f"judge: {j['rubric']}", j) for j in labels["judge"]]
+    return [
+        [what, a["pairs"], a["both_pass"], a["both_fail"], a["only_machine_pass"], a["only_human_pass"],
+         _number(a["observed"], 2), _number(a["kappa"], 2)]
+        for what, a in machines
+    ]  # fmt: skip
+
+
 def render_markdown(report: Report) -> str:
     s = report["summary"]
     lines = [f"# Eval report {report['partition_date']}", ""]
@@ -432,6 +452,12 @@ def render_markdown(report: Report) -> str:
                 f"tie {judge['pairs_tie']}, inconsistent across orders {judge['pairs_inconsistent']} "
                 f"(position agreement {judge['pair_agreement']:.0%})."
             )
+    if labels := report["labels"]:
+        lines += ["", "## Human Labels", "", _labels_line(labels), ""]
+        lines += table(
+            ["Machine Verdict", "Pairs", "Both Pass", "Both Fail", "Only Machine Pass", "Only Person Pass", "Observed", "Kappa"],
+            agreement_rows(labels),
+        )
     if report["categories"] and any(c["category"] != "(none)" for c in report["categories"]):
         lines += ["", "## Categories", ""]
         lines += table(
@@ -546,8 +572,10 @@ def write_report_files(report: Report, directory: Path) -> dict[str, Path]:
         "judge_costs": _judge_costs(report["judge"]) if report["judge"] else "",
         "balance": _balance_line(report["balance"]) if report["balance"] else "",
         "calibration_file": CALIBRATION_FILE.format(day=report["partition_date"]),
+        "labels_line": _labels_line(report["labels"]) if report["labels"] else "",
     }
-    paths["html"].write_text(render_html(report, **extras))
+    label_rows = agreement_rows(report["labels"]) if report["labels"] else []
+    paths["html"].write_text(render_html(report, **extras, label_rows=label_rows))
     if report["calibration"]["trials"]:
         paths["calibration"] = directory / extras["calibration_file"]
         paths["calibration"].write_text(render_calibration(report["partition_date"], report["calibration"]))

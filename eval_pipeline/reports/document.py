@@ -15,6 +15,7 @@ from typing import Any, TypedDict
 
 import pandas as pd
 
+from eval_pipeline.regression.agreement import LabelSummary
 from eval_pipeline.reports.calibration import CalibrationSample
 
 
@@ -37,6 +38,7 @@ class ReportData:
     failed_trials: pd.DataFrame  # the calibration sample is drawn from these
     trend: pd.DataFrame  # `agent_daily` over the trend window ending on `day`
     previous_summary: dict[str, Any] | None  # the day before's summary as stored (an older run's may lack keys)
+    labels: pd.DataFrame  # `labels`: people's verdicts from the viewer's review queues
     live_replays: int = 0  # the day's replays run live through the candidate model
     reused_replays: int = 0  # of those, reused from the cache (no model call)
     agent_id: str | None = None  # the one agent a narrowed run (`run --agent`) reports; None: every agent of the day
@@ -139,6 +141,7 @@ class Report(TypedDict):
     balance: dict[str, Any] | None
     calibration: CalibrationSample
     judge: dict[str, Any] | None  # None: nothing was judged
+    labels: LabelSummary | None  # people's labels against the verdicts; None: nobody labelled the day
     alerts: list[dict[str, Any]]
     regressions: list[Regression]  # the alerts grouped per task
     resolved: list[dict[str, Any]]

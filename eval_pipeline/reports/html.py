@@ -95,7 +95,14 @@ def _cards(report: Report) -> list[dict[str, str]]:
     return cards
 
 
-def render_html(report: Report, judge_costs: str = "", balance: str = "", calibration_file: str = "") -> str:
+def render_html(
+    report: Report,
+    judge_costs: str = "",
+    balance: str = "",
+    calibration_file: str = "",
+    labels_line: str = "",
+    label_rows: list[list[Any]] | None = None,
+) -> str:
     trend = report["trend"]
     per = lambda metric: {agent: series[metric] for agent, series in trend["agents"].items()}  # noqa: E731
     charts = {
@@ -129,6 +136,8 @@ def render_html(report: Report, judge_costs: str = "", balance: str = "", calibr
             figure=figure,
             trials=trials_cell,
             failed_on=failed_on_cell,
+            labels_line=labels_line,
+            label_rows=label_rows or [],
             delta=signed_percent,
             dimensions=dimensions(),
             cell=dimension_cell,

@@ -2,9 +2,10 @@
 arXiv:2410.14872), so a team checks its reward before it trains on it.
 
 Ground truth is a number in [0, 1] per episode: a human label (a labels file of `{episode_id,
-label}`), else the case verdict (`scores.case_passed`), else `metadata.reward` (clipped to
-[0, 1]); episodes with none are left out. Every metric is a pure function of arrays; a metric
-that the data cannot define (one class only, no spread) is None, never a made-up number.
+label}`, else the share of its reviewers who passed it in the viewer's queues), else the case
+verdict (`scores.case_passed`), else `metadata.reward` (clipped to [0, 1]); episodes with none
+are left out. Every metric is a pure function of arrays; a metric that the data cannot define
+(one class only, no spread) is None, never a made-up number.
 """
 
 from __future__ import annotations

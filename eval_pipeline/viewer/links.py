@@ -40,3 +40,17 @@ def episode_url(base_url: str, day: date, episode_id: str) -> str:
 def report_url(base_url: str, name: str) -> str:
     """A file of the reports directory (`eval-report-D.html`) as the viewer serves it."""
     return base_url.rstrip("/") + report_path(name)
+
+
+def review_path(day: date) -> str:
+    """The day's review queues and how people's labels agree with the verdicts."""
+    return f"/days/{day.isoformat()}/review"
+
+
+def queue_path(day: date, queue: str) -> str:
+    """A queue's next episode for the reviewer; a label is POSTed here."""
+    return f"{review_path(day)}/{quote(queue, safe='')}"
+
+
+def promote_path(day: date, episode_id: str) -> str:
+    return episode_path(day, episode_id) + "/promote"

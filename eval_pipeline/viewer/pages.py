@@ -11,6 +11,7 @@ import json
 import math
 from dataclasses import dataclass
 from datetime import date
+from pathlib import Path
 from typing import Any
 
 import duckdb
@@ -19,10 +20,13 @@ from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescap
 from markupsafe import Markup
 
 from eval_pipeline.redaction import excerpt, redact
+from eval_pipeline.regression.agreement import label_summary
 from eval_pipeline.regression.lifecycle import resolved
 from eval_pipeline.scoring.dimensions import dimensions
 from eval_pipeline.viewer.diff import align, word_diff
-from eval_pipeline.viewer.links import day_path, episode_path, episode_url
+from eval_pipeline.viewer.links import day_path, episode_path, episode_url, promote_path, queue_path, review_path
+from eval_pipeline.viewer.queues import QUEUES, QueueKind, ReviewPool
+from eval_pipeline.warehouse.labels import day_labels, review_pool
 from eval_pipeline.warehouse.viewer import Filters, day_records, days_overview, episode_records
 
 TEXT_CHARS = 20_000  # of one step's input, output or messages shown
@@ -54,6 +58,34 @@ class StepView:
     width_pct: float
 
 
+@dataclass(frozen=True)
+class ReviewSettings:
+    """How big the sampled queues are, and where promoted episodes go."""
+
+    calibration_size: int  # [cases] calibration_sample
+    passes_size: int  # [review] passes_sample
+    case_set: Path  # [review] case_set, beside the config
+
+
+@dataclass(frozen=True)
+class Visitor:
+    """Who asks: their session's CSRF token, and the reviewer name they last labelled under (None: not given yet)."""
+
+    csrf: str
+    reviewer: str | None
+
+
+@dataclass(frozen=True)
+class LabelForm:
+    """The label form as a reviewer fills it in: text as typed, so a form handed back loses nothing."""
+
+    reviewer: str = ""
+    episode_id: str = ""
+    verdict: str = ""
+    score: str = ""
+    note: str = ""
+
+
 class Pages:
     """Every page, rendered with the project's secret patterns (`[policies] secret_patterns`) redacted."""
 
@@ -68,7 +100,15 @@ class Pages:
             lstrip_blocks=True,
             finalize=self._shown,
         )
-        self.environment.globals.update(num=_num, day_path=day_path, episode_path=episode_path, Filters=Filters)
+        self.environment.globals.update(
+            num=_num,
+            day_path=day_path,
+            episode_path=episode_path,
+            review_path=review_path,
+            queue_path=queue_path,
+            promote_path=promote_path,
+            Filters=Filters,
+        )
 
     def _shown(self, value: Any) -> Any:
         if isinstance(value, str) and not isinstance(value, Markup):
@@ -115,7 +155,51 @@ class Pages:
             episodes=_records(episodes),
         )
 
-    def episode(self, con: duckdb.DuckDBPyConnection, day: date, episode_id: str) -> str | None:
+    def episode(self, con: duckdb.DuckDBPyConnection, day: date, episode_id: str, csrf: str) -> str | None:
+        context = self._episode(con, day, episode_id)
+        return None if context is None else self.render("episode.html.j2", csrf=csrf, **context)
+
+    def review(self, con: duckdb.DuckDBPyConnection, day: date, settings: ReviewSettings, reviewer: str | None) -> str:
+        """The day's queues, with how many of each this reviewer has labelled, and the labels' agreement figures."""
+        pool = self._pool(con, day, settings)
+        labels = day_labels(con, day)
+        queues = []
+        for kind in QUEUES:
+            episodes = kind.episodes(pool)
+            done = _labelled(labels, kind.name, reviewer)
+            queues.append({"kind": kind, "size": len(episodes), "done": len(done & set(episodes))})
+        summary = label_summary(labels, pool.scores, pool.judgements)
+        return self.render("review.html.j2", day=day, queues=queues, reviewer=reviewer, summary=summary)
+
+    def queue(
+        self, con: duckdb.DuckDBPyConnection, day: date, kind: QueueKind, settings: ReviewSettings, visitor: Visitor
+    ) -> str:
+        """The first episode of the queue this reviewer has not labelled, with the label form above its page."""
+        episodes = kind.episodes(self._pool(con, day, settings))
+        done = _labelled(day_labels(con, day), kind.name, visitor.reviewer)
+        waiting = [episode for episode in episodes if episode not in done]
+        context = self._episode(con, day, waiting[0]) if waiting else None
+        progress = {"size": len(episodes), "done": len(episodes) - len(waiting)}
+        form = LabelForm(reviewer=visitor.reviewer or "", episode_id=waiting[0] if waiting else "")
+        if context is None:
+            return self.render("queue_done.html.j2", day=day, kind=kind, progress=progress)
+        return self.render("queue.html.j2", csrf=visitor.csrf, kind=kind, progress=progress, form=form, **context)
+
+    def label_again(self, day: date, kind: QueueKind, form: LabelForm, csrf: str, title: str, message: str) -> str:
+        """The label form as the reviewer filled it, with why it was not recorded: nothing they typed is lost."""
+        return self.render("label_again.html.j2", day=day, kind=kind, form=form, csrf=csrf, title=title, message=message)
+
+    def promoted(self, day: date, episode_id: str, case: dict[str, Any], path: str) -> str:
+        shown = json.dumps(case, indent=2, ensure_ascii=False)
+        return self.render("promoted.html.j2", day=day, episode_id=episode_id, case=case, case_json=shown, path=path)
+
+    @staticmethod
+    def _pool(con: duckdb.DuckDBPyConnection, day: date, settings: ReviewSettings) -> ReviewPool:
+        scores, judgements = review_pool(con, day)
+        return ReviewPool(day, scores, judgements, settings.calibration_size, settings.passes_size)
+
+    def _episode(self, con: duckdb.DuckDBPyConnection, day: date, episode_id: str) -> dict[str, Any] | None:
+        """What an episode's page shows, for the episode page and a queue's page alike."""
         records = episode_records(con, day, episode_id)
         if records is None:
             return None
@@ -123,8 +207,7 @@ class Pages:
         candidate_tools = _names(score.get("tools") if score else episode.get("tools"))
         answer = redact(episode.get("answer") or "", self.secret_patterns)
         baseline_answer = redact(baseline.get("final_output") or "", self.secret_patterns)
-        return self.render(
-            "episode.html.j2",
+        return dict(
             day=day,
             e=episode,
             s=score,
@@ -182,6 +265,14 @@ class Pages:
 
     def problem(self, title: str, message: str) -> str:
         return self.render("problem.html.j2", title=title, message=message)
+
+
+def _labelled(labels: pd.DataFrame, queue: str, reviewer: str | None) -> set[str]:
+    """The episodes `reviewer` has labelled in `queue` (none without a reviewer)."""
+    if reviewer is None or labels.empty:
+        return set()
+    mine = labels[(labels["queue"] == queue) & (labels["reviewer"] == reviewer)]
+    return set(mine["episode_id"].astype(str))
 
 
 def _figures(day: date, filters: Filters, episodes: pd.DataFrame, findings: pd.DataFrame) -> list[Figure]:

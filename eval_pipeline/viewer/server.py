@@ -9,30 +9,46 @@ then carry (`Authorization: Bearer`, or `?token=` once, kept in an HttpOnly cook
 requests addressed to a loopback name, so a web page elsewhere cannot reach it by DNS rebinding. The browser never
 sends SQL: each route's reads are fixed queries with its path and filters as parameters. Under /reports/ it serves the
 reports directory's files, read-only and under the same rules, so that the links in the Dagster UI and in alerts open.
+
+Two things are written, both by POST from the viewer's own forms: a reviewer's label (`labels`, under the warehouse
+lock for one short transaction) and an episode promoted to a case (a case-set file). A POST needs its session's CSRF
+token (an HMAC of the session cookie's random id under a key made at start-up) and, when the browser names its
+Origin, this host.
 """
 
 from __future__ import annotations
 
+import hashlib
 import hmac
 import ipaddress
 import re
+import secrets
 import socket
 import sys
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from datetime import date
 from http import HTTPStatus
 from http.cookies import SimpleCookie
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import get_args
-from urllib.parse import parse_qs, unquote, urlencode, urlsplit
+from urllib.parse import parse_qs, quote, unquote, urlencode, urlsplit
 
-from eval_pipeline.viewer.links import REPORTS_PREFIX
-from eval_pipeline.viewer.pages import Pages
+from eval_pipeline.viewer.links import REPORTS_PREFIX, queue_path
+from eval_pipeline.viewer.pages import LabelForm, Pages, ReviewSettings, Visitor
+from eval_pipeline.viewer.promote import promote_episode
+from eval_pipeline.viewer.queues import QUEUE_BY_NAME, QueueKind
 from eval_pipeline.warehouse.connection import WarehouseBusy
+from eval_pipeline.warehouse.labels import Label, LabelVerdict, UnknownEpisode, record_label
 from eval_pipeline.warehouse.viewer import Filters, NoWarehouse, Verdict, read_only
 
 TOKEN_COOKIE = "eval_ui_token"
+SESSION_COOKIE = "eval_ui_session"  # a random id per browser; its CSRF token is derived from it
+REVIEWER_COOKIE = "eval_ui_reviewer"
+MAX_FORM_BYTES = 64 * 1024
+MAX_REVIEWER_CHARS = 100
+MAX_NOTE_CHARS = 10_000
 _LOOPBACK_NAMES = {"localhost", "localhost.localdomain"}
 _SECURITY_HEADERS = {
     # no script runs even if escaping failed; nothing is fetched from elsewhere; no page frames it
@@ -50,6 +66,9 @@ _REPORT_TYPES = {  # what the reports directory holds; anything else is sent as 
 }
 _DAY = re.compile(r"^/days/(\d{4}-\d{2}-\d{2})$")
 _EPISODE = re.compile(r"^/days/(\d{4}-\d{2}-\d{2})/episodes/([^/]+)$")
+_PROMOTE = re.compile(r"^/days/(\d{4}-\d{2}-\d{2})/episodes/([^/]+)/promote$")
+_REVIEW = re.compile(r"^/days/(\d{4}-\d{2}-\d{2})/review$")
+_QUEUE = re.compile(r"^/days/(\d{4}-\d{2}-\d{2})/review/([^/]+)$")
 
 
 class NotFound(Exception):
@@ -68,15 +87,17 @@ def is_loopback(host: str) -> bool:
 
 @dataclass(frozen=True)
 class Viewer:
-    """What every request needs: where the warehouse and the reports are, how to render, and the token (None: loopback
-    only)."""
+    """What every request needs: where the warehouse and the reports are, how to render, the token (None: loopback
+    only), the review settings, and the key that derives each session's CSRF token (new with every start)."""
 
     duckdb_path: Path
     reports_dir: Path
     pages: Pages
     token: str | None
+    review: ReviewSettings
+    session_key: bytes = field(default_factory=lambda: secrets.token_bytes(32))
 
-    def page(self, path: str, query: dict[str, list[str]]) -> str:
+    def page(self, path: str, query: dict[str, list[str]], visitor: Visitor) -> str:
         """The page at `path`, read on a connection closed before this returns."""
         with read_only(self.duckdb_path) as con:
             if path == "/":
@@ -84,10 +105,14 @@ class Viewer:
             if match := _DAY.match(path):
                 return self.pages.day(con, _date(match[1]), _filters(query))
             if match := _EPISODE.match(path):
-                page = self.pages.episode(con, _date(match[1]), unquote(match[2]))
+                page = self.pages.episode(con, _date(match[1]), unquote(match[2]), visitor.csrf)
                 if page is None:
                     raise NotFound(f"no episode {unquote(match[2])!r} on {match[1]}")
                 return page
+            if match := _REVIEW.match(path):
+                return self.pages.review(con, _date(match[1]), self.review, visitor.reviewer)
+            if match := _QUEUE.match(path):
+                return self.pages.queue(con, _date(match[1]), _queue(match[2]), self.review, visitor)
         raise NotFound(f"no page at {path}")
 
     def report_file(self, path: str) -> tuple[bytes, str]:
@@ -104,6 +129,41 @@ class Viewer:
         except OSError:  # a name too long, a file gone or unreadable: the same answer as no such file
             pass
         raise NotFound(f"no report file {name!r}")
+
+    def csrf(self, session: str) -> str:
+        """The session's CSRF token: an HMAC of its id, so it cannot be guessed from the id alone."""
+        return hmac.new(self.session_key, session.encode(), hashlib.sha256).hexdigest()
+
+
+def _queue(name: str) -> QueueKind:
+    kind = QUEUE_BY_NAME.get(unquote(name))
+    if kind is None:
+        raise NotFound(f"no queue {unquote(name)!r}; queues: {', '.join(QUEUE_BY_NAME)}")
+    return kind
+
+
+def label_from(form: LabelForm, queue: str, day: date) -> Label:
+    """The label a filled form gives; ValueError, saying which field, when it gives none."""
+    reviewer = form.reviewer.strip()
+    if not reviewer or len(reviewer) > MAX_REVIEWER_CHARS:
+        raise ValueError(f"give your name as reviewer (1 to {MAX_REVIEWER_CHARS} characters)")
+    if form.verdict not in get_args(LabelVerdict):
+        raise ValueError("choose a verdict: pass or fail")
+    if form.score not in ("", "1", "2", "3", "4", "5"):
+        raise ValueError("a score is 1 to 5, or none")
+    if not form.episode_id:
+        raise ValueError("the form names no episode")
+    if len(form.note) > MAX_NOTE_CHARS:
+        raise ValueError(f"a note is at most {MAX_NOTE_CHARS} characters")
+    return Label(
+        reviewer=reviewer,
+        queue=queue,
+        episode_id=form.episode_id,
+        day=day,
+        verdict=form.verdict,  # type: ignore[arg-type]
+        score=int(form.score) if form.score else None,
+        note=form.note.strip() or None,
+    )
 
 
 def _date(text: str) -> date:
@@ -135,21 +195,53 @@ class _Handler(BaseHTTPRequestHandler):
         viewer = self.server.viewer
         url = urlsplit(self.path)
         query = parse_qs(url.query)
-        if viewer.token is None and not is_loopback(_host_name(self.headers.get("Host", ""))):
-            return self._send(HTTPStatus.FORBIDDEN, "Not this host", "This viewer answers only on 127.0.0.1 or localhost.")
-        if viewer.token is not None:
-            given = query.pop("token", [None])[-1]
-            if given is not None and _same(given, viewer.token):
-                target = url.path + (f"?{urlencode(query, doseq=True)}" if query else "")
-                return self._send(HTTPStatus.SEE_OTHER, "", "", {"Location": target, "Set-Cookie": _cookie(given)})
-            if not self._carries(viewer.token):
-                message = "Open this address with ?token=… (the viewer's EVAL_UI_TOKEN) once, or send Authorization: Bearer."
-                return self._send(HTTPStatus.UNAUTHORIZED, "Token required", message)
+        if not self._admitted(query, url.path):
+            return
+        if url.path.startswith(REPORTS_PREFIX):
+            return self._answer(lambda: self._report(url.path))
+        session, new_session = self._session()
+        visitor = Visitor(viewer.csrf(session), self._cookie(REVIEWER_COOKIE))
+        cookies = {"Set-Cookie": _session_cookie(session)} if new_session else {}
+        self._answer(lambda: self._send(HTTPStatus.OK, body=viewer.page(url.path, query, visitor), headers=cookies))
+
+    def do_POST(self) -> None:
+        """A label or a promotion: admitted like a page, from this viewer's own pages only (Origin, when the browser
+        sends one, names this host), and with the session's CSRF token."""
+        viewer = self.server.viewer
+        url = urlsplit(self.path)
+        declared = self.headers.get("Content-Length", "0")
+        length = int(declared) if declared.isdigit() else MAX_FORM_BYTES + 1
+        if length > MAX_FORM_BYTES:
+            self.close_connection = True  # its body stays unread
+            return self._send(HTTPStatus.REQUEST_ENTITY_TOO_LARGE, "Too large", f"A form is at most {MAX_FORM_BYTES} bytes.")
+        body = self.rfile.read(length).decode(errors="replace")  # read before any refusal: the connection stays usable
+        if not self._admitted({}, url.path):
+            return
+        origin = self.headers.get("Origin")
+        if origin is not None and urlsplit(origin).netloc != self.headers.get("Host", ""):
+            return self._send(HTTPStatus.FORBIDDEN, "Refused", "This form was sent from another site.")
+        fields = {name: values[-1] for name, values in parse_qs(body).items()}
+        session = self._cookie(SESSION_COOKIE)
+        if session is None or not _same(fields.get("csrf", ""), viewer.csrf(session)):
+            message = "This form's CSRF token is missing or stale: reload the page and send it again."
+            return self._send(HTTPStatus.FORBIDDEN, "Refused", message)
+        self._answer(lambda: self._sent(url.path, fields, viewer.csrf(session)))
+
+    def _report(self, path: str) -> None:
+        data, content_type = self.server.viewer.report_file(path)
+        self._send(HTTPStatus.OK, body=data, content_type=content_type)
+
+    def _sent(self, path: str, fields: dict[str, str], csrf: str) -> None:
+        if match := _QUEUE.match(path):
+            return self._label(_date(match[1]), _queue(match[2]), fields, csrf)
+        if match := _PROMOTE.match(path):
+            return self._promote(_date(match[1]), unquote(match[2]))
+        raise NotFound(f"nothing to send to at {path}")
+
+    def _answer(self, respond: Callable[[], None]) -> None:
+        """Run `respond`; a page or form it could not answer becomes the matching error page."""
         try:
-            if url.path.startswith(REPORTS_PREFIX):
-                data, content_type = viewer.report_file(url.path)
-                return self._send(HTTPStatus.OK, body=data, content_type=content_type)
-            self._send(HTTPStatus.OK, body=viewer.page(url.path, query))
+            respond()
         except NotFound as exc:
             self._send(HTTPStatus.NOT_FOUND, "Not found", str(exc))
         except ValueError as exc:
@@ -160,12 +252,73 @@ class _Handler(BaseHTTPRequestHandler):
         except NoWarehouse as exc:
             self._send(HTTPStatus.SERVICE_UNAVAILABLE, "No warehouse yet", str(exc))
 
+    def _label(self, day: date, kind: QueueKind, fields: dict[str, str], csrf: str) -> None:
+        """Record the label and go to the queue's next episode; on any refusal, the form comes back as it was filled."""
+        viewer = self.server.viewer
+        form = LabelForm(**{name: fields.get(name, "") for name in LabelForm.__dataclass_fields__})
+        try:
+            label = label_from(form, kind.name, day)
+        except ValueError as exc:
+            return self._send(
+                HTTPStatus.BAD_REQUEST, body=viewer.pages.label_again(day, kind, form, csrf, "Label not recorded", str(exc))
+            )
+        if not viewer.duckdb_path.exists():
+            raise NoWarehouse(f"no warehouse at {viewer.duckdb_path}")
+        retried = lambda delay: print(f"label: warehouse busy, retrying in {delay:.2f}s", file=sys.stderr, flush=True)  # noqa: E731
+        try:
+            record_label(viewer.duckdb_path, label, on_retry=retried)
+        except UnknownEpisode as exc:
+            return self._send(
+                HTTPStatus.NOT_FOUND, body=viewer.pages.label_again(day, kind, form, csrf, "Label not recorded", str(exc))
+            )
+        except WarehouseBusy:
+            message = "A run held the warehouse for the whole wait; your label was not recorded. Send it again in a moment."
+            page = viewer.pages.label_again(day, kind, form, csrf, "Warehouse busy, label not recorded", message)
+            return self._send(HTTPStatus.SERVICE_UNAVAILABLE, body=page, headers={"Retry-After": "5"})
+        headers = {"Location": queue_path(day, kind.name), "Set-Cookie": _reviewer_cookie(label.reviewer)}
+        self._send(HTTPStatus.SEE_OTHER, headers=headers)
+
+    def _promote(self, day: date, episode_id: str) -> None:
+        viewer = self.server.viewer
+        with read_only(viewer.duckdb_path) as con:
+            case = promote_episode(con, day, episode_id, viewer.review.case_set, viewer.pages.secret_patterns)
+        if case is None:
+            raise NotFound(f"no episode {episode_id!r} on {day}")
+        self._send(HTTPStatus.OK, body=viewer.pages.promoted(day, episode_id, case, str(viewer.review.case_set)))
+
+    def _admitted(self, query: dict[str, list[str]], path: str) -> bool:
+        """Whether the request may be answered (loopback Host, or the token); if not, the refusal is sent."""
+        viewer = self.server.viewer
+        if viewer.token is None and not is_loopback(_host_name(self.headers.get("Host", ""))):
+            self._send(HTTPStatus.FORBIDDEN, "Not this host", "This viewer answers only on 127.0.0.1 or localhost.")
+            return False
+        if viewer.token is not None:
+            given = query.pop("token", [None])[-1]
+            if given is not None and _same(given, viewer.token):
+                target = path + (f"?{urlencode(query, doseq=True)}" if query else "")
+                self._send(HTTPStatus.SEE_OTHER, "", "", {"Location": target, "Set-Cookie": _cookie(given)})
+                return False
+            if not self._carries(viewer.token):
+                message = "Open this address with ?token=… (the viewer's EVAL_UI_TOKEN) once, or send Authorization: Bearer."
+                self._send(HTTPStatus.UNAUTHORIZED, "Token required", message)
+                return False
+        return True
+
+    def _session(self) -> tuple[str, bool]:
+        """The visitor's session id, and whether it is new (then the response sets its cookie)."""
+        session = self._cookie(SESSION_COOKIE)
+        return (session, False) if session else (secrets.token_urlsafe(32), True)
+
+    def _cookie(self, name: str) -> str | None:
+        cookie = SimpleCookie(self.headers.get("Cookie", ""))
+        return unquote(cookie[name].value) or None if name in cookie else None
+
     def _carries(self, token: str) -> bool:
         authorization = self.headers.get("Authorization", "")
         if authorization.startswith("Bearer ") and _same(authorization.removeprefix("Bearer "), token):
             return True
-        cookie = SimpleCookie(self.headers.get("Cookie", ""))
-        return TOKEN_COOKIE in cookie and _same(cookie[TOKEN_COOKIE].value, token)
+        cookie = self._cookie(TOKEN_COOKIE)
+        return cookie is not None and _same(cookie, token)
 
     def _send(
         self,
@@ -204,6 +357,15 @@ def _same(given: str, token: str) -> bool:
 
 def _cookie(token: str) -> str:
     return f"{TOKEN_COOKIE}={token}; HttpOnly; SameSite=Strict; Path=/"
+
+
+def _session_cookie(session: str) -> str:
+    return f"{SESSION_COOKIE}={session}; HttpOnly; SameSite=Strict; Path=/"
+
+
+def _reviewer_cookie(reviewer: str) -> str:
+    """The reviewer's name, remembered for their next label (quoted: a name may hold any character)."""
+    return f"{REVIEWER_COOKIE}={quote(reviewer, safe='')}; SameSite=Strict; Path=/; Max-Age=31536000"
 
 
 class ViewerServer(ThreadingHTTPServer):

@@ -12,6 +12,7 @@ import pandas as pd
 from eval_pipeline import jsonout
 from eval_pipeline.reports.document import Report, ReportData
 from eval_pipeline.warehouse.connection import Warehouse, replace_partition
+from eval_pipeline.warehouse.labels import day_labels
 from eval_pipeline.warehouse.rows import one_row
 
 
@@ -62,6 +63,7 @@ def report_inputs(warehouse: Warehouse, day: date, trend_days: int, agent_id: st
         pass_at_k = con.execute(f"SELECT * FROM pass_at_k WHERE partition_date = $day AND {mine}", params).df()
         task_trials = con.execute(f"SELECT * FROM task_trials WHERE partition_date = $day AND {mine}", params).df()
         failed_trials = con.execute(_FAILED_TRIALS, params).df()
+        labels = day_labels(con, day)
     return ReportData(
         day=day,
         scores=scores,
@@ -81,6 +83,7 @@ def report_inputs(warehouse: Warehouse, day: date, trend_days: int, agent_id: st
         live_replays=int(live),
         reused_replays=int(reused),
         agent_id=agent_id,
+        labels=labels,
     )
 
 

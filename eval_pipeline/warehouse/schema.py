@@ -355,6 +355,20 @@ MIGRATIONS: list[str] = [
     """
     ALTER TABLE replays ADD COLUMN cached BOOLEAN;
     """,
+    # 15: people's verdicts on episodes, recorded in the viewer's review queues: one per reviewer, queue and episode
+    """
+    CREATE TABLE labels (
+        reviewer VARCHAR NOT NULL,
+        labelled_at TIMESTAMPTZ NOT NULL,
+        queue VARCHAR NOT NULL,
+        episode_id VARCHAR NOT NULL,
+        partition_date DATE NOT NULL,
+        agent_id VARCHAR NOT NULL,
+        verdict VARCHAR NOT NULL,  -- pass or fail
+        score INTEGER,             -- 1..5, when the reviewer gave one
+        note VARCHAR
+    );
+    """,
 ]
 
 

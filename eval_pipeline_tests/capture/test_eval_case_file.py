@@ -8,7 +8,9 @@ import sys
 
 import pytest
 
+from eval_pipeline.capture.cases import load_case_set
 from eval_pipeline.cli import main
+from eval_pipeline.warehouse.connection import Warehouse
 
 pytestmark = pytest.mark.slow
 
@@ -159,3 +161,28 @@ def test_without_a_case_set_a_missing_source_is_still_an_error(project, capsys):
     (project / "eval.toml").write_text("")
     assert main(["status"]) == 3
     assert "episode source" in capsys.readouterr().err
+
+
+def test_an_episode_promoted_to_a_case_runs_again_and_passes(project, capsys):
+    """Production to regression set: a recorded run of the MRI question promoted with `eval-pipeline promote`, read
+    back by the case loader, and run as the case set of a later day."""
+    assert main(["run", "--date", DAY]) == 1
+    episode = Warehouse(project / "eval.duckdb").read_frame(
+        "SELECT e.episode_id FROM episodes e JOIN episode_steps s USING (episode_id, partition_date) "
+        "WHERE s.step_type = 'llm_call' AND s.input LIKE '%MRI%'"
+    )["episode_id"][0]
+    capsys.readouterr()
+    promoted = project / "data" / "promoted.json"
+    assert main(["promote", episode, "--date", DAY, "--to", str(promoted)]) == 0
+    assert f"promoted {episode} to case promoted-{episode}" in capsys.readouterr().out
+    (case,) = load_case_set(promoted)
+    assert case.turns == ["Is an MRI covered by my Basic plan?"]
+    assert case.expectations["expected_tools"] == ["insurance_coverage_check"]
+    assert case.expectations["expected_output_contains"] == ["$50", "Basic", "covered"]
+
+    config = (project / "eval.toml").read_text().replace("data/eval_cases.json", "data/promoted.json")
+    (project / "eval.toml").write_text(config)
+    assert main(["run", "--date", "2026-11-06"]) == 0
+    summary = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("2026-11-06  "))
+    assert re.search(r"\b1 episodes\s+1 passed\s+0 failed", summary)
+    assert main(["promote", "no-such-episode", "--date", DAY]) == 2

@@ -58,6 +58,7 @@ def test_categories_trials_and_aggregate_regressions_are_reported():
         superseded=0, quarantined=0, judgements=empty, issues=NO_ISSUES, pairwise=pairwise, pass_at_k=pass_at_k,
         task_trials=task_trials,
         failed_trials=failed, trend=pd.DataFrame(columns=["partition_date", "agent_id"]), previous_summary=None,
+        labels=pd.DataFrame(),
     )  # fmt: skip
     report = build_report(data, RunContext(run_id="r", config_version="v", calibration_size=3, balance=balance(cases)))
     assert report["balance"] == {
@@ -108,7 +109,7 @@ def test_the_trend_shows_the_days_agents_from_their_first_day_with_data():
         status_counts={"success": 2}, superseded=0, quarantined=0, judgements=empty, issues=NO_ISSUES,
         pairwise=empty.assign(preferred=None, agree=None), pass_at_k=nothing, task_trials=nothing,
         failed_trials=pd.DataFrame(columns=["episode_id", "agent_id", "task_id", "trial", "hint", "input", "output"]),
-        trend=trend, previous_summary=None,
+        trend=trend, previous_summary=None, labels=pd.DataFrame(),
     )  # fmt: skip
     report = build_report(data, RunContext(run_id="r", config_version="v"))
     assert set(report["trend"]["agents"]) == {"support-bot"} == {a["agent_id"] for a in report["agents"]}

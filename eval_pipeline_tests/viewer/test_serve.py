@@ -8,6 +8,7 @@ import re
 import signal
 import subprocess
 import sys
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from html import unescape
@@ -59,20 +60,24 @@ def project(tmp_path_factory) -> Path:
 
 
 @contextmanager
-def serving(root: Path, *arguments: str, token: str | None = None) -> Iterator[httpx.Client]:
+def serving(
+    root: Path, *arguments: str, token: str | None = None, config: Path = PROJECT_ROOT / "eval.toml", log: list[str] | None = None
+) -> Iterator[httpx.Client]:
     """`eval-pipeline serve` in its own process, started with SIGTERM ignored as `make` in the background starts it;
-    stopped with SIGTERM, which it must obey all the same."""
+    stopped with SIGTERM, which it must obey all the same. `log`, when given, collects its stderr lines as they come."""
     port = free_port()
     env = {**os.environ, "EVAL_DUCKDB_PATH": str(root / "eval.duckdb"), "EVAL_REPORTS_DIR": str(root / "reports"),
-           "EVAL_CONFIG": str(PROJECT_ROOT / "eval.toml"), "PYTHONPATH": str(PROJECT_ROOT)}  # fmt: skip
+           "EVAL_CONFIG": str(config), "PYTHONPATH": str(PROJECT_ROOT)}  # fmt: skip
     env.pop("EVAL_UI_TOKEN", None)
     if token:
         env["EVAL_UI_TOKEN"] = token
     process = subprocess.Popen(
         [sys.executable, "-m", "eval_pipeline.cli", "serve", "--port", str(port), *arguments],
-        stdout=subprocess.PIPE, text=True, env=env, cwd=root,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE if log is not None else None, text=True, env=env, cwd=root,
         preexec_fn=lambda: signal.signal(signal.SIGTERM, signal.SIG_IGN),
     )  # fmt: skip
+    if log is not None:
+        threading.Thread(target=lambda: log.extend(process.stderr or ()), daemon=True).start()
     try:
         assert process.stdout and f"viewer on http://127.0.0.1:{port}/" in process.stdout.readline()
         with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=30) as client:

@@ -1,0 +1,104 @@
+"""People's labels (the `labels` table): written one at a time from the viewer's review queues, read by the queues,
+the daily report's agreement figures and `reward-bench`.
+
+A label write takes the warehouse lock for one short transaction. While a nightly run holds the warehouse, it
+retries with a growing pause, and after `LABEL_RETRY_DELAYS` it raises `WarehouseBusy`, so the caller can hand the
+label back to the reviewer instead of dropping it.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import date
+from pathlib import Path
+from typing import Literal
+
+import duckdb
+import pandas as pd
+
+from eval_pipeline.warehouse.connection import Warehouse, WarehouseBusy
+from eval_pipeline.warehouse.rows import one_row
+
+LabelVerdict = Literal["pass", "fail"]
+LOCK_WAIT_SECONDS = 0.25  # one attempt's wait for the warehouse lock
+LABEL_RETRY_DELAYS = (0.05, 0.1, 0.2, 0.4, 0.8, 1.6)  # pauses between attempts: about 5 s in all before "busy"
+
+
+class UnknownEpisode(LookupError):
+    """The label names an episode the day does not hold."""
+
+
+@dataclass(frozen=True)
+class Label:
+    """One reviewer's verdict on one episode of one day, recorded in one queue (its agent is the episode's)."""
+
+    reviewer: str
+    queue: str
+    episode_id: str
+    day: date
+    verdict: LabelVerdict
+    score: int | None  # 1..5
+    note: str | None
+
+
+def record_label(path: Path, label: Label, on_retry: Callable[[float], None] = lambda _: None) -> None:
+    """Write `label`, replacing the same reviewer's earlier label of the episode in the same queue; `on_retry` hears
+    each pause. `WarehouseBusy` when every attempt found the warehouse held; `UnknownEpisode` (nothing written) when
+    the day has no such episode."""
+    key = {"reviewer": label.reviewer, "queue": label.queue, "episode": label.episode_id, "day": label.day}
+    for delay in (*LABEL_RETRY_DELAYS, None):
+        try:
+            with Warehouse(path, lock_timeout_seconds=LOCK_WAIT_SECONDS).transaction() as con:
+                con.execute(
+                    "DELETE FROM labels WHERE reviewer = $reviewer AND queue = $queue AND episode_id = $episode "
+                    "AND partition_date = $day",
+                    key,
+                )
+                written = one_row(
+                    con,
+                    "INSERT INTO labels (reviewer, labelled_at, queue, episode_id, partition_date, agent_id, verdict, score, "
+                    "note) SELECT $reviewer, now(), $queue, episode_id, partition_date, agent_id, $verdict, $score, $note "
+                    "FROM episodes WHERE partition_date = $day AND episode_id = $episode LIMIT 1",
+                    {**key, "verdict": label.verdict, "score": label.score, "note": label.note},
+                )[0]
+                if not written:
+                    raise UnknownEpisode(f"no episode {label.episode_id!r} on {label.day}")
+            return
+        except (WarehouseBusy, duckdb.IOException) as exc:
+            if delay is None:
+                raise WarehouseBusy(f"warehouse busy: {path} stayed held; the label was not recorded") from exc
+            on_retry(delay)
+            time.sleep(delay)
+
+
+def day_labels(con: duckdb.DuckDBPyConnection, day: date) -> pd.DataFrame:
+    """The day's `labels` rows, oldest first."""
+    return con.execute("SELECT * FROM labels WHERE partition_date = $day ORDER BY labelled_at", {"day": day}).df()
+
+
+def review_pool(con: duckdb.DuckDBPyConnection, day: date) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """What queues are drawn from: the day's current episode verdicts (`episode_id, agent_id, passed, case_passed`)
+    and its judge verdicts (`judgements` rows)."""
+    params = {"day": day}
+    scores = con.execute(
+        "SELECT episode_id, agent_id, passed, case_passed FROM current_scores WHERE partition_date = $day ORDER BY episode_id",
+        params,
+    ).df()
+    judgements = con.execute("SELECT * FROM judgements WHERE partition_date = $day", params).df()
+    return scores, judgements
+
+
+def label_truth(warehouse: Warehouse, first: date, last: date) -> dict[str, float]:
+    """Per episode labelled in `first`..`last`, the share of its reviewers who passed it (each one's latest label)."""
+    frame = warehouse.read_frame(
+        """
+        SELECT episode_id, avg((verdict = 'pass')::INTEGER) AS truth
+        FROM (SELECT episode_id, arg_max(verdict, labelled_at) AS verdict FROM labels
+              WHERE partition_date BETWEEN $first AND $last GROUP BY reviewer, partition_date, episode_id)
+        GROUP BY episode_id
+        """,
+        {"first": first, "last": last},
+    )
+    return {str(row.episode_id): float(row.truth) for row in frame.itertuples(index=False)}
