@@ -133,3 +133,13 @@ def test_the_readmes_episode_example_loads_as_it_says(project_env, capsys):
     }]  # fmt: skip
     assert main(["query", "SELECT count(*) AS n FROM quarantine", "--format", "json"]) == 0
     assert json.loads(capsys.readouterr().out) == [{"n": 0}]
+
+
+def test_a_demo_dated_before_the_partitions_says_so_and_writes_nothing(project_env, monkeypatch, capsys):
+    """`demo --last-day D` weeks ago on a new warehouse, without EVAL_HISTORY_START: one line saying what to set,
+    exit 2, and no sample file left behind to make the next demo refuse."""
+    monkeypatch.delenv("EVAL_HISTORY_START", raising=False)
+    assert main(["demo", "--last-day", "2026-11-03"]) == 2
+    assert "2026-11-01 is outside the partitions" in capsys.readouterr().err
+    assert not (project_env / "episodes").exists() or not any((project_env / "episodes").iterdir())
+    assert not (project_env / "eval.duckdb").exists()

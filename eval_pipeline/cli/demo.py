@@ -25,7 +25,7 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _run(args: argparse.Namespace, settings: Settings) -> int:
-    from eval_pipeline.cli.run import evaluate
+    from eval_pipeline.cli.run import check_partitions, evaluate
     from eval_pipeline.episodes.samples import sample_days, write_samples, written_days
     from eval_pipeline.runner import RunRequest
 
@@ -37,6 +37,7 @@ def _run(args: argparse.Namespace, settings: Settings) -> int:
         if source.is_dir() and any(source.iterdir()):
             raise UsageError(f"the demo writes its sample files into an empty directory; {source} holds other files")
         days = sample_days(args.last_day or datetime.now(UTC).date() - timedelta(days=1))
+        check_partitions(list(days), settings)  # before writing: days older than the partitions write nothing
         written = write_samples(source, days)
         print(f"wrote {len(written)} sample files to {source}, dated {days[0]} to {days[-1]}")
     elif args.last_day and args.last_day != days[-1]:
