@@ -143,3 +143,22 @@ def test_a_demo_dated_before_the_partitions_says_so_and_writes_nothing(project_e
     assert "2026-11-01 is outside the partitions" in capsys.readouterr().err
     assert not (project_env / "episodes").exists() or not any((project_env / "episodes").iterdir())
     assert not (project_env / "eval.duckdb").exists()
+
+
+def test_an_episode_without_a_task_id_is_counted_and_named_in_every_report(project_env, capsys):
+    """The README's example without `metadata.task_id`, beside it as recorded: the report says one episode had none
+    and names it, in the JSON, the Markdown and the HTML alike."""
+    [example] = re.findall(r"```jsonl\n(.*?)```", (PROJECT_ROOT / "README.md").read_text(), flags=re.S)
+    record = json.loads(example)
+    untasked = {**record, "episode_id": "ep-no-task", "metadata": {k: v for k, v in record["metadata"].items() if k != "task_id"}}
+    (project_env / "episodes").mkdir()
+    (project_env / "episodes" / "mine.jsonl").write_text(example.rstrip("\n") + "\n" + json.dumps(untasked) + "\n")
+    assert main(["run", "--date", "2026-11-05", "--fail-on", "never"]) == 0
+    capsys.readouterr()
+    reports = project_env / "reports"
+    report = json.loads((reports / "eval-report-2026-11-05.json").read_text())
+    assert report["summary"]["without_task_id"] == 1
+    [note] = [note for note in report["notes"] if "no metadata.task_id" in note]
+    assert note.startswith("1 episode(s) had no metadata.task_id") and note.endswith(": ep-no-task")
+    for rendering in ("eval-report-2026-11-05.md", "eval-report-2026-11-05.html"):
+        assert "no metadata.task_id" in (reports / rendering).read_text() and "ep-no-task" in (reports / rendering).read_text()

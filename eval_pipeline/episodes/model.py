@@ -204,8 +204,11 @@ def _tool_name(item: Any) -> str | None:
     return name if isinstance(name, str) else None
 
 
+DERIVED_TASK_PREFIX = "auto-"  # a task id derived from the first user message, not recorded
+
+
 def derived_task_id(first_user_message: str | None) -> str:
     """Runs opening with the same message share it, whichever agent or file they come from, so trials of
     one task group and two agents' runs of it compare. (`ingest.py` matches it.)"""
     digest = hashlib.md5((first_user_message or "").encode()).hexdigest()
-    return f"auto-{digest[:16]}"
+    return f"{DERIVED_TASK_PREFIX}{digest[:16]}"

@@ -13,6 +13,7 @@ import pandas as pd
 
 from eval_pipeline import jsonout
 from eval_pipeline.config import SEVERITY_RANK
+from eval_pipeline.episodes.model import DERIVED_TASK_PREFIX
 from eval_pipeline.llm.judge import judge_summary
 from eval_pipeline.redaction import excerpt, redact_tree
 from eval_pipeline.regression.agreement import Agreement, LabelSummary, label_summary
@@ -40,6 +41,7 @@ from eval_pipeline.viewer.links import day_url, episode_url
 from eval_pipeline.warehouse.viewer import Filters
 
 FLAKIEST_TASKS = 10
+UNTASKED_NAMED = 20  # episodes without a task id named in the report's note
 ANSWER_CHARS = 2000  # of an agent's answer shown in a report
 TREND_DAYS = 30  # partitions the trend charts cover
 WORST_EPISODES = 50
@@ -86,6 +88,7 @@ def build_report(data: ReportData, context: RunContext) -> Report:
         "superseded": data.superseded,
         "replays": {"live": data.live_replays, "reused": data.reused_replays, "called": data.live_replays - data.reused_replays},
         "agent_id": data.agent_id,
+        "without_task_id": len(untasked := _without_task_id(scores)),
     }
     agents = []
     for agent_id, group in scores.groupby("agent_id", sort=True):
@@ -191,9 +194,26 @@ def build_report(data: ReportData, context: RunContext) -> Report:
         "regressions": regressions,
         "resolved": resolved_alerts,
         "episodes": episodes,
-        "notes": list(context.notes),
+        "notes": [*context.notes, *_untasked_note(untasked)],
     }
     return redact_tree(report, secret_patterns)
+
+
+def _without_task_id(scores: pd.DataFrame) -> list[str]:
+    """The episodes recorded without `metadata.task_id`, whose task was derived from their first user message."""
+    derived = scores["task_id"].astype(str).str.startswith(DERIVED_TASK_PREFIX)
+    return sorted(scores.loc[derived, "episode_id"])
+
+
+def _untasked_note(episode_ids: list[str]) -> list[str]:
+    if not episode_ids:
+        return []
+    unnamed = len(episode_ids) - UNTASKED_NAMED
+    named = ", ".join(episode_ids[:UNTASKED_NAMED]) + (f" and {unnamed} more" if unnamed > 0 else "")
+    return [
+        f"{len(episode_ids)} episode(s) had no metadata.task_id, so each was grouped under a task derived from its first "
+        f"user message ({DERIVED_TASK_PREFIX}…): {named}"
+    ]
 
 
 def _regressions(alerts: list[dict[str, Any]], scores: pd.DataFrame) -> list[Regression]:

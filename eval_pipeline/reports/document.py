@@ -88,6 +88,7 @@ class Summary(Verdicts):
     superseded: int  # episodes of earlier case-set runs a later run of their agent replaced in the day's count
     replays: ReplayCounts
     agent_id: str | None  # the one agent the report covers (`run --agent`); None: every agent of the day
+    without_task_id: int  # episodes recorded without `metadata.task_id` (their task derived, the note names them)
 
 
 class Trend(TypedDict):

@@ -19,7 +19,7 @@ import duckdb
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from eval_pipeline.episodes.model import EpisodeStatus, StepType
+from eval_pipeline.episodes.model import DERIVED_TASK_PREFIX, EpisodeStatus, StepType
 from eval_pipeline.episodes.records import EARLIEST_DAY, ISO_TIMESTAMP, RawRecord, latest_day
 from eval_pipeline.warehouse.connection import Warehouse, replace_partition
 
@@ -175,7 +175,7 @@ FROM typed
 SELECT * FROM parsed WHERE day = $day AND ($agent IS NULL OR agent_id = $agent)
 """
 
-_CANONICAL = """
+_CANONICAL = f"""
 CREATE OR REPLACE TEMP TABLE _canonical AS
 WITH kept AS (
     SELECT *, coalesce(steps, []) AS ordered,
@@ -186,7 +186,7 @@ WITH kept AS (
 )
 SELECT
     episode_id, $day AS partition_date, agent_id,
-    coalesce(metadata ->> '$.task_id', 'auto-' || md5(coalesce(llm_calls[1].input_summary, ''))[:16]) AS task_id,
+    coalesce(metadata ->> '$.task_id', '{DERIVED_TASK_PREFIX}' || md5(coalesce(llm_calls[1].input_summary, ''))[:16]) AS task_id,
     TRY_CAST(metadata ->> '$.trial' AS INTEGER) AS trial,
     status,
     coalesce(llm_calls[1].model, metadata ->> '$.model') AS model,
