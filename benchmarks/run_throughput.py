@@ -10,7 +10,8 @@ For each day (every child gets absolute paths under benchmarks/out/; one DAGSTER
 keeps its instance): two days D1, D2 of the shape are generated; an untimed `run --date D1` builds the warehouse
 and `duckdb_floor.py baseline` the floor's baseline table; then, --repeats times on fresh copies of both, the timed
 `run --date D2 --fail-on never` and `duckdb_floor.py day` on the same D2 file, alternating so both see the same
-load. Printed: median wall, episodes/s, peak RSS (`os.wait4` rusage) of each, the ratio of run to floor, and the
+load. Printed: median wall, episodes/s, peak RSS (wait4 rusage, through a small launcher) of each, the ratio of
+run to floor, and the
 median seconds of every step from Dagster's step events. --history-days N also re-runs the last day of a
 warehouse holding N earlier days against one holding one earlier day (about 1.0 if no stage rescans history).
 
@@ -396,20 +397,39 @@ def child_env(source: Path, home: Path, first_day: date, dagster_home: Path | No
     return env
 
 
+# Linux counts in a child's ru_maxrss the memory of the process it was forked from, up to its exec: a child of this
+# (large) process would report at least this process's peak. A small launcher forks the measured command instead
+# and writes its ru_maxrss (KiB) to the file named by its first argument.
+_LAUNCHER = """import os, sys
+pid = os.fork()
+if pid == 0:
+    os.execvp(sys.argv[2], sys.argv[2:])
+_, status, usage = os.wait4(pid, 0)
+with open(sys.argv[1], "w") as rss:
+    rss.write(str(usage.ru_maxrss))
+sys.exit(os.waitstatus_to_exitcode(status))
+"""
+
+
 def run_child(label: str, argv: list[str], env: dict[str, str] | None, logdir: Path) -> ChildRun:
-    """Run `argv` (`eval_pipeline_args` for the CLI); wall time and the child's peak RSS (wait4 rusage)."""
+    """Run `argv` (`eval_pipeline_args` for the CLI); wall time and the child's peak RSS (its own wait4 rusage)."""
     logdir.mkdir(parents=True, exist_ok=True)
     n = len(list(logdir.glob("*.stdout")))
     out_path, err_path = logdir / f"{n:02d}-{label}.stdout", logdir / f"{n:02d}-{label}.stderr"
+    rss_path = logdir / f"{n:02d}-{label}.maxrss"
     with out_path.open("wb") as out, err_path.open("wb") as err:
         t0 = time.perf_counter()
-        proc = subprocess.Popen(argv, stdout=out, stderr=err, stdin=subprocess.DEVNULL, env=env, cwd=PROJECT)
-        _, status, usage = os.wait4(proc.pid, 0)
+        returncode = subprocess.call(
+            [sys.executable, "-c", _LAUNCHER, str(rss_path), *argv],
+            stdout=out,
+            stderr=err,
+            stdin=subprocess.DEVNULL,
+            env=env,
+            cwd=PROJECT,
+        )
         wall = time.perf_counter() - t0
-    proc.returncode = os.waitstatus_to_exitcode(status)  # reaped here; keep Popen from waiting again
-    run = ChildRun(
-        label, wall, usage.ru_maxrss, proc.returncode, out_path.read_text(errors="replace"), err_path.read_text(errors="replace")
-    )
+    maxrss = int(rss_path.read_text() or 0) if rss_path.exists() else 0
+    run = ChildRun(label, wall, maxrss, returncode, out_path.read_text(errors="replace"), err_path.read_text(errors="replace"))
     if run.returncode != 0:
         print(f"\nFAILED: {' '.join(argv)} ({label}) exited {run.returncode} after {wall:.1f} s", file=sys.stderr)
         print(f"--- stdout ---\n{run.stdout}--- stderr ---\n{run.stderr}", file=sys.stderr)
