@@ -48,8 +48,10 @@ lint: install
 ui: install
 	$(BIN)/eval-pipeline ui
 
+# Days of 20k and 100k episodes (and 20k of 20,000 distinct tasks) against the DuckDB floor; `make bench BENCH_ARGS=--million`
+# adds a day of 1M (minutes).
 bench: install
-	$(BIN)/python benchmarks/run_throughput.py
+	$(BIN)/python benchmarks/run_throughput.py $(BENCH_ARGS)
 
 # Everything the demo and runs write under data/: the warehouse and what lives beside it (alert outbox and
 # ledger, stored captures, the source's file index), reports, episodes and run history.

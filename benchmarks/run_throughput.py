@@ -1,23 +1,23 @@
-"""End-to-end throughput of `eval-pipeline run`, measured as a whole subprocess.
+"""End-to-end throughput of `eval-pipeline run` on one day, measured as a whole subprocess against a DuckDB floor.
 
-    .venv/bin/python benchmarks/run_throughput.py [--episodes-per-day 20000] [--repeats 3] [--history-days 60]
+    .venv/bin/python benchmarks/run_throughput.py [--day 20x200x5 ...] [--million] [--repeats 3] [--history-days 60]
 
-What it measures (every child gets a fresh DuckDB file, DAGSTER_HOME and reports dir under
-benchmarks/out/, all passed as absolute paths):
+A day is AGENTSxTASKSxTRIALS: that many agents, distinct tasks per agent and episodes per task (so every episode id
+is unique at any size). The defaults are 2x1x5 (10 episodes: the fixed start), 20x200x5 (20,000), 20x1000x5
+(100,000) and 20x1000x1 (20,000 episodes of 20,000 distinct tasks); --million adds 20x1000x50.
 
-1. throughput: two consecutive days of N synthetic AIR episodes each, `run --start D1 --end D2
-   --fail-on never`; median wall time, episodes/s (2N / wall) and median peak RSS of the child
-   (`os.wait4` rusage, ru_maxrss in KiB on Linux);
-2. fixed overhead: the same command over the same two days with a tiny input (10 episodes/day),
-   interleaved with (1) so both see the same machine load;
-3. history scaling: re-running only the last day (`run --date LAST`) of a warehouse holding
-   `--history-days` earlier days, against one holding a single earlier day; the ratio should be
-   about 1.0 if no stage rescans history.
+For each day (every child gets absolute paths under benchmarks/out/; one DAGSTER_HOME for all, as a deployment
+keeps its instance): two days D1, D2 of the shape are generated; an untimed `run --date D1` builds the warehouse
+and `duckdb_floor.py baseline` the floor's baseline table; then, --repeats times on fresh copies of both, the timed
+`run --date D2 --fail-on never` and `duckdb_floor.py day` on the same D2 file, alternating so both see the same
+load. Printed: median wall, episodes/s, peak RSS (wait4 rusage, through a small launcher) of each, the ratio of
+run to floor, and the
+median seconds of every step from Dagster's step events. --history-days N also re-runs the last day of a
+warehouse holding N earlier days against one holding one earlier day (about 1.0 if no stage rescans history).
 
 The episodes are generated with string templates (no pydantic), deterministically from --seed,
-in the AIR episode-store JSONL shape (one `episodes-YYYY-MM-DD.jsonl` per day): ~20 agents,
-up to 200 tasks each, several trials per task a day, ±4 % jitter on cost and latency and a few
-percent of regressions (cost, latency, tool sequence, failed outcome).
+in the AIR episode-store JSONL shape (one `episodes-YYYY-MM-DD.jsonl` per day), with ±4 % jitter on cost and
+latency and a few percent of regressions (cost, latency, tool sequence, failed outcome).
 Exit status: 0 on success, 1 when a child run fails (its stderr is printed).
 """
 
@@ -45,9 +45,6 @@ OUT = PROJECT / "benchmarks" / "out"
 # Synthetic episodes
 # ---------------------------------------------------------------------------------------------
 
-AGENTS = 20
-TASKS_PER_AGENT = 200
-TRIALS = 5  # per task and day; N episodes/day fill N / TRIALS (agent, task) slots
 JITTER = 0.04
 REGRESSION_RATE = 0.03  # share of episodes that deviate (split evenly over the kinds below)
 REGRESSION_KINDS = ("cost", "latency", "tools", "failure")
@@ -164,9 +161,39 @@ class Task:
     final_output: tuple[str, str]  # JSON strings: right answer, failed answer
 
 
-def _task(rng: random.Random, agent_id: str, t: int) -> Task:
-    model, provider = (_J(x) for x in MODELS[int(agent_id[-2:]) % len(MODELS)])
-    question = _J(f"Task {t} for {agent_id}: " + " ".join(rng.choices(WORDS, k=10)) + "?")
+@dataclass(frozen=True)
+class Shape:
+    """A day of `agents` x `tasks_per_agent` distinct tasks, each run `trials` times: every episode id unique."""
+
+    agents: int
+    tasks_per_agent: int
+    trials: int
+
+    @classmethod
+    def parse(cls, text: str) -> Shape:
+        try:
+            shape = cls(*(int(part) for part in text.lower().split("x")))
+        except (TypeError, ValueError):
+            raise argparse.ArgumentTypeError(f"{text!r} is not AGENTSxTASKSxTRIALS, e.g. 20x200x5") from None
+        if min(shape.agents, shape.tasks_per_agent, shape.trials) < 1:
+            raise argparse.ArgumentTypeError(f"{text!r}: every count must be >= 1")
+        return shape
+
+    @property
+    def episodes(self) -> int:
+        return self.agents * self.tasks_per_agent * self.trials
+
+    @property
+    def tasks(self) -> int:
+        return self.agents * self.tasks_per_agent
+
+    def __str__(self) -> str:
+        return f"{self.agents}x{self.tasks_per_agent}x{self.trials}"
+
+
+def _task(rng: random.Random, agent: int, agent_id: str, task_id: str) -> Task:
+    model, provider = (_J(x) for x in MODELS[agent % len(MODELS)])
+    question = _J(f"Task {task_id}: " + " ".join(rng.choices(WORDS, k=10)) + "?")
     tools = tuple(rng.sample(TOOLS, 2))
     alt = tuple(rng.sample([x for x in TOOLS if x not in tools], 2))
     answer = " ".join(rng.choices(WORDS, k=rng.randrange(8, 20))).capitalize() + "."
@@ -201,7 +228,7 @@ def _task(rng: random.Random, agent_id: str, t: int) -> Task:
 
     return Task(
         agent_id=agent_id,
-        task_id=f"{agent_id}/task-{t:03d}",
+        task_id=task_id,
         category=rng.choice(CATEGORIES),
         cost_usd=rng.uniform(0.001, 0.1),
         duration_ms=rng.uniform(2_000, 30_000),
@@ -213,10 +240,15 @@ def _task(rng: random.Random, agent_id: str, t: int) -> Task:
     )
 
 
-def make_tasks(seed: int) -> list[Task]:
-    """AGENTS x TASKS_PER_AGENT tasks, the same on every day (so baselines carry over)."""
+def make_tasks(seed: int, shape: Shape) -> list[Task]:
+    """The shape's agents x tasks, the same on every day (so baselines carry over)."""
     rng = random.Random(f"{seed}:tasks")
-    return [_task(rng, f"agent-{a:02d}", t) for a in range(AGENTS) for t in range(TASKS_PER_AGENT)]
+    aw, tw = len(str(shape.agents - 1)) + 1, len(str(shape.tasks_per_agent - 1)) + 1
+    return [
+        _task(rng, a, f"agent-{a:0{aw}d}", f"agent-{a:0{aw}d}/task-{t:0{tw}d}")
+        for a in range(shape.agents)
+        for t in range(shape.tasks_per_agent)
+    ]
 
 
 def _clock(day_prefix: str, ms: float) -> str:
@@ -231,20 +263,18 @@ _COST_W = tuple(c / _COST_SUM for _, c, _ in _SHAPE)
 _LAT_W = tuple(w / _LAT_SUM for _, _, w in _SHAPE)
 
 
-def day_lines(day: date, n: int, tasks: list[Task], seed: int) -> list[str]:
-    """The JSONL lines of `n` episodes starting on `day`, sorted by start time."""
+def day_lines(day: date, trials: int, tasks: list[Task], seed: int) -> list[str]:
+    """The JSONL lines of `trials` episodes of every task starting on `day`, sorted by start time."""
     rng = random.Random(f"{seed}:{day.isoformat()}")
     prefix = day.isoformat()
-    slots = max(1, -(-n // TRIALS))  # ceil: (agent, task) pairs in use
-    # spread the slots over agents first, so small days still see many agents
-    picked = [tasks[(s % AGENTS) * TASKS_PER_AGENT + (s // AGENTS) % TASKS_PER_AGENT] for s in range(slots)]
-    band = 86_400_000 * 0.95 / TRIALS  # trial k starts in the k-th band of the day
+    n = trials * len(tasks)
+    band = 86_400_000 * 0.95 / trials  # trial k starts in the k-th band of the day
     ids = rng.randbytes(16 * 6 * n).hex()  # air_record_ids, 32 hex digits each
     uniform, random_ = rng.uniform, rng.random
     out: list[tuple[float, str]] = []
     for i in range(n):
-        task = picked[i % slots]
-        trial = i // slots
+        task = tasks[i % len(tasks)]
+        trial = i // len(tasks)
         cost_f = 1 + uniform(-JITTER, JITTER)
         lat_f = 1 + uniform(-JITTER, JITTER)
         status, variant, answer = "success", 0, 0
@@ -258,7 +288,7 @@ def day_lines(day: date, n: int, tasks: list[Task], seed: int) -> list[str]:
                 variant = 1
             else:
                 status, answer = "failure", 1
-        start = (trial % TRIALS) * band + uniform(0, band - 600_000)
+        start = trial * band + uniform(0, band * 0.9)
         templates = (*task.head[variant], task.tail[answer])
         tok, cost, lat = task.tokens * cost_f, task.cost_usd * cost_f, task.duration_ms * lat_f
         steps, elapsed, tokens_sum, cost_sum = [], 0.0, 0, 0.0
@@ -300,22 +330,28 @@ def day_lines(day: date, n: int, tasks: list[Task], seed: int) -> list[str]:
     return [line for _, line in out]
 
 
-def write_days(directory: Path, days: list[date], n: int, tasks: list[Task], seed: int) -> int:
-    """Write one episodes-YYYY-MM-DD.jsonl per day; return the bytes written."""
+def day_file(directory: Path, day: date) -> Path:
+    return directory / f"episodes-{day.isoformat()}.jsonl"
+
+
+def write_days(directory: Path, days: list[date], shape: Shape, seed: int) -> int:
+    """Write one episodes-YYYY-MM-DD.jsonl of the shape per day; return the bytes written."""
     directory.mkdir(parents=True, exist_ok=True)
+    tasks = make_tasks(seed, shape)
     total = 0
     for day in days:
-        data = ("\n".join(day_lines(day, n, tasks, seed)) + "\n").encode()
-        (directory / f"episodes-{day.isoformat()}.jsonl").write_bytes(data)
+        data = ("\n".join(day_lines(day, shape.trials, tasks, seed)) + "\n").encode()
+        day_file(directory, day).write_bytes(data)
         total += len(data)
     return total
 
 
 # ---------------------------------------------------------------------------------------------
-# Running the CLI as a child process
+# Running the CLI (and the floor) as a child process
 # ---------------------------------------------------------------------------------------------
 
 _DAY_LINE = re.compile(r"^(\d{4}-\d{2}-\d{2})\s+(\d+) episodes\s")  # the CLI's line per day
+FLOOR = PROJECT / "benchmarks" / "duckdb_floor.py"
 
 
 @dataclass
@@ -339,18 +375,9 @@ class ChildFailed(Exception):
     pass
 
 
-def eval_pipeline_exe() -> str:
-    beside = Path(sys.executable).with_name("eval-pipeline")
-    if beside.exists():
-        return str(beside)
-    found = shutil.which("eval-pipeline")
-    if not found:
-        raise SystemExit("eval-pipeline not found beside this python nor on PATH; run with .venv/bin/python")
-    return found
-
-
-def child_env(source: Path, home: Path, dagster_home: Path | None = None) -> dict[str, str]:
-    """The environment of one child: every path absolute and private to `home`; nothing networked.
+def child_env(source: Path, home: Path, first_day: date, dagster_home: Path | None = None) -> dict[str, str]:
+    """The environment of one child: every path absolute and private to `home`; nothing networked; partitions from
+    `first_day` on.
 
     `dagster_home` is shared across runs when given, as a deployment's instance is.
     """
@@ -361,6 +388,7 @@ def child_env(source: Path, home: Path, dagster_home: Path | None = None) -> dic
         EVAL_REPORTS_DIR=str((home / "reports").resolve()),
         DAGSTER_HOME=str((dagster_home or home / "dagster_home").resolve()),
         EVAL_REPLAY_MODE="dry",
+        EVAL_HISTORY_START=first_day.isoformat(),
         PYTHONUNBUFFERED="1",
     )
     config = PROJECT / "eval.toml"
@@ -369,27 +397,66 @@ def child_env(source: Path, home: Path, dagster_home: Path | None = None) -> dic
     return env
 
 
-def run_child(label: str, args: list[str], env: dict[str, str], logdir: Path) -> ChildRun:
-    """Run `eval-pipeline ARGS`; wall time and the child's peak RSS (wait4 rusage)."""
+# Linux counts in a child's ru_maxrss the memory of the process it was forked from, up to its exec: a child of this
+# (large) process would report at least this process's peak. A small launcher forks the measured command instead
+# and writes its ru_maxrss (KiB) to the file named by its first argument.
+_LAUNCHER = """import os, sys
+pid = os.fork()
+if pid == 0:
+    os.execvp(sys.argv[2], sys.argv[2:])
+_, status, usage = os.wait4(pid, 0)
+with open(sys.argv[1], "w") as rss:
+    rss.write(str(usage.ru_maxrss))
+sys.exit(os.waitstatus_to_exitcode(status))
+"""
+
+
+def run_child(label: str, argv: list[str], env: dict[str, str] | None, logdir: Path) -> ChildRun:
+    """Run `argv` (`eval_pipeline_args` for the CLI); wall time and the child's peak RSS (its own wait4 rusage)."""
     logdir.mkdir(parents=True, exist_ok=True)
     n = len(list(logdir.glob("*.stdout")))
     out_path, err_path = logdir / f"{n:02d}-{label}.stdout", logdir / f"{n:02d}-{label}.stderr"
+    rss_path = logdir / f"{n:02d}-{label}.maxrss"
     with out_path.open("wb") as out, err_path.open("wb") as err:
         t0 = time.perf_counter()
-        proc = subprocess.Popen(
-            [eval_pipeline_exe(), *args], stdout=out, stderr=err, stdin=subprocess.DEVNULL, env=env, cwd=PROJECT
+        returncode = subprocess.call(
+            [sys.executable, "-c", _LAUNCHER, str(rss_path), *argv],
+            stdout=out,
+            stderr=err,
+            stdin=subprocess.DEVNULL,
+            env=env,
+            cwd=PROJECT,
         )
-        _, status, usage = os.wait4(proc.pid, 0)
         wall = time.perf_counter() - t0
-    proc.returncode = os.waitstatus_to_exitcode(status)  # reaped here; keep Popen from waiting again
-    run = ChildRun(
-        label, wall, usage.ru_maxrss, proc.returncode, out_path.read_text(errors="replace"), err_path.read_text(errors="replace")
-    )
+    maxrss = int(rss_path.read_text() or 0) if rss_path.exists() else 0
+    run = ChildRun(label, wall, maxrss, returncode, out_path.read_text(errors="replace"), err_path.read_text(errors="replace"))
     if run.returncode != 0:
-        print(f"\nFAILED: eval-pipeline {' '.join(args)} ({label}) exited {run.returncode} after {wall:.1f} s", file=sys.stderr)
+        print(f"\nFAILED: {' '.join(argv)} ({label}) exited {run.returncode} after {wall:.1f} s", file=sys.stderr)
         print(f"--- stdout ---\n{run.stdout}--- stderr ---\n{run.stderr}", file=sys.stderr)
         raise ChildFailed(label)
     return run
+
+
+def eval_pipeline_args(*args: str) -> list[str]:
+    """`eval-pipeline ARGS` of this checkout (`-m` from the project directory), whatever the venv has installed."""
+    return [sys.executable, "-m", "eval_pipeline.cli", *args]
+
+
+def floor_args(action: str, jsonl: Path, out: Path) -> list[str]:
+    return [sys.executable, str(FLOOR), action, str(jsonl), "--out", str(out)]
+
+
+def step_seconds(instance_home: Path) -> dict[str, float]:
+    """Seconds per step of the instance's latest run, from Dagster's own step start and end events."""
+    import dagster as dg
+
+    with dg.DagsterInstance.from_config(str(instance_home)) as instance:
+        (latest,) = instance.get_runs(limit=1)
+        return {
+            stat.step_key: stat.end_time - stat.start_time
+            for stat in instance.get_run_step_stats(latest.run_id)
+            if stat.start_time is not None and stat.end_time is not None
+        }
 
 
 def say(text: str = "") -> None:
@@ -403,137 +470,202 @@ def show_child_output(run: ChildRun) -> None:
 
 
 # ---------------------------------------------------------------------------------------------
-# The three measurements
+# The measurements
 # ---------------------------------------------------------------------------------------------
 
 
-def measure(args: argparse.Namespace, session: Path) -> list[str]:
-    n, m, repeats = args.episodes_per_day, args.history_episodes_per_day, args.repeats
+@dataclass
+class DayFigures:
+    shape: Shape
+    runs: list[ChildRun]
+    floors: list[ChildRun]
+    steps: list[dict[str, float]]
+
+    @property
+    def wall_s(self) -> float:
+        return statistics.median(r.wall_s for r in self.runs)
+
+    @property
+    def rss_mib(self) -> float:
+        return statistics.median(r.rss_mib for r in self.runs)
+
+    @property
+    def floor_s(self) -> float:
+        return statistics.median(r.wall_s for r in self.floors)
+
+    @property
+    def floor_rss_mib(self) -> float:
+        return statistics.median(r.rss_mib for r in self.floors)
+
+    def step_median(self, step: str) -> float | None:
+        times = [run[step] for run in self.steps if step in run]
+        return statistics.median(times) if times else None
+
+
+def measure_day(shape: Shape, args: argparse.Namespace, session: Path, instance_home: Path) -> DayFigures:
+    """`run --date D2` of a shaped day on a warehouse holding D1, against the floor on the same file, `--repeats` times.
+
+    Every repeat starts from a copy of the same warehouse (and floor file, holding D1's baseline); the run and the
+    floor alternate so both see the same machine load.
+    """
     d1 = date.fromisoformat(args.first_day)
     d2 = d1 + timedelta(days=1)
-    range_args = ["run", "--start", d1.isoformat(), "--end", d2.isoformat(), "--fail-on", "never"]
-    logs = session / "logs"
-
+    source, base, logs = session / f"src-{shape}", session / f"base-{shape}", session / "logs"
     t0 = time.perf_counter()
-    tasks = make_tasks(args.seed)
-    size = write_days(session / "src-throughput", [d1, d2], n, tasks, args.seed)
+    size = write_days(source, [d1, d2], shape, args.seed)
     gen_s = time.perf_counter() - t0
-    write_days(session / "src-tiny", [d1, d2], args.tiny_episodes_per_day, tasks, args.seed)
     say(
-        f"generated 2 x {n} episodes (+ task table) ({size / 2**20:.1f} MiB JSONL) in {gen_s:.2f} s "
-        f"({2 * n / gen_s:,.0f} episodes/s) -> {session / 'src-throughput'}"
+        f"\n[{shape}] {shape.episodes:,} episodes a day, {shape.tasks:,} distinct tasks: generated 2 days "
+        f"({size / 2**20:.0f} MiB JSONL) in {gen_s:.1f} s; setting up the warehouse of {d1} (untimed)"
     )
+    setup_args = eval_pipeline_args("run", "--date", d1.isoformat(), "--fail-on", "never")
+    run_child(f"setup-{shape}", setup_args, child_env(source, base, d1, instance_home), logs)
+    run_child(f"floor-setup-{shape}", floor_args("baseline", day_file(source, d1), base / "floor.duckdb"), None, logs)
+    figures = DayFigures(shape, [], [], [])
+    for i in range(args.repeats):
+        home = session / f"{shape}-{i}"
+        shutil.copytree(base, home)
+        run_args = eval_pipeline_args("run", "--date", d2.isoformat(), "--fail-on", "never")
+        run = run_child(f"run-{shape}", run_args, child_env(source, home, d1, instance_home), logs)
+        figures.runs.append(run)
+        figures.steps.append(step_seconds(instance_home))
+        floor = run_child(f"floor-{shape}", floor_args("day", day_file(source, d2), home / "floor.duckdb"), None, logs)
+        figures.floors.append(floor)
+        say(
+            f"  run {i + 1}/{args.repeats}: {run.wall_s:6.2f} s  peak RSS {run.rss_mib:6.0f} MiB  "
+            f"({run.episodes_seen():,} episodes reported) | floor {floor.wall_s:5.2f} s  peak RSS {floor.rss_mib:5.0f} MiB"
+        )
+        if i == 0:
+            show_child_output(run)
+            if run.episodes_seen() != shape.episodes:
+                say(f"  WARNING: the run reported {run.episodes_seen()} episodes, expected {shape.episodes}")
+        if not args.keep:
+            shutil.rmtree(home, ignore_errors=True)
+    return figures
 
-    # 1 + 2: throughput and fixed overhead, interleaved so both see the same load
-    say(
-        f"\n[1+2] throughput and fixed overhead: eval-pipeline {' '.join(range_args)}  ({repeats} x, fresh warehouse each; "
-        "one DAGSTER_HOME for all, created by an untimed warm-up run, as a deployment keeps its instance)"
-    )
-    instance_home = session / "dagster_home"
-    run_child("warm-up", range_args, child_env(session / "src-tiny", session / "warm-up", instance_home), logs)
-    big, tiny = [], []
-    for i in range(repeats):
-        for kind, runs, src in (("tp", big, "src-throughput"), ("tiny", tiny, "src-tiny")):
-            home = session / f"{kind}-{i}"
-            run = run_child(kind, range_args, child_env(session / src, home, instance_home), logs)
-            runs.append(run)
-            say(
-                f"  {kind:<4} run {i + 1}/{repeats}: {run.wall_s:6.2f} s  peak RSS {run.rss_mib:6.0f} MiB"
-                f"  ({run.episodes_seen()} episodes reported)"
-            )
-            if i == 0:
-                show_child_output(run)
-            if not args.keep:
-                shutil.rmtree(home, ignore_errors=True)
-    seen = big[0].episodes_seen()
-    if seen != 2 * n:
-        say(f"  WARNING: the run reported {seen} episodes, expected {2 * n}")
 
-    big_wall = statistics.median(r.wall_s for r in big)
-    big_rss = statistics.median(r.rss_mib for r in big)
-    tiny_wall = statistics.median(r.wall_s for r in tiny)
-    tiny_rss = statistics.median(r.rss_mib for r in tiny)
+def day_table(days: list[DayFigures], repeats: int) -> list[str]:
+    """One line per day: the run's wall, episodes/s and peak RSS, the floor's, and their ratio."""
+    lines = [
+        f"day `run --date D` on a warehouse holding D-1; medians of {repeats} runs; floor = benchmarks/duckdb_floor.py "
+        "on the same JSONL, in the same run",
+        f"{'agents x tasks x trials':>24} {'episodes':>9} {'tasks':>7} {'wall s':>8} {'episodes/s':>10} {'RSS MiB':>8}"
+        f" {'floor s':>8} {'floor RSS':>9} {'x floor':>8}",
+    ]
+    for day in days:
+        lines.append(
+            f"{day.shape!s:>24} {day.shape.episodes:>9,} {day.shape.tasks:>7,} {day.wall_s:>8.2f} "
+            f"{day.shape.episodes / day.wall_s:>10,.0f} {day.rss_mib:>8.0f} {day.floor_s:>8.2f} {day.floor_rss_mib:>9.0f} "
+            f"{day.wall_s / day.floor_s:>8.1f}"
+        )
+    return lines
 
-    # 3: history scaling
-    last = d1 + timedelta(days=100)  # a separate stretch of days from the throughput ones
+
+def step_table(days: list[DayFigures]) -> list[str]:
+    """Median seconds per step (Dagster's step events) of each day, so a note can say where the time goes."""
+    order: dict[str, None] = {}
+    for day in days:
+        for run in day.steps:
+            order |= dict.fromkeys(run)
+    header = f"{'step':>32}" + "".join(f" {d.shape!s:>12}" for d in days)
+    lines = ["seconds per step (median; Dagster step start to end):", header]
+    for step in order:
+        cells = (d.step_median(step) for d in days)
+        lines.append(f"{step:>32}" + "".join(f" {'-' if c is None else f'{c:.2f}':>12}" for c in cells))
+    outside = (statistics.median(r.wall_s - sum(s.values()) for r, s in zip(d.runs, d.steps, strict=True)) for d in days)
+    lines.append(f"{'(wall outside the steps)':>32}" + "".join(f" {c:>12.2f}" for c in outside))
+    return lines
+
+
+def measure_history(args: argparse.Namespace, session: Path) -> list[str]:
+    """The last day re-run on a warehouse holding `--history-days` earlier days, against one holding one earlier day:
+    the ratio should be about 1.0 if no stage rescans history."""
+    shape, repeats = args.history_day, args.repeats
+    last = date.fromisoformat(args.first_day) + timedelta(days=100)  # a separate stretch of days from the others
     history = [last - timedelta(days=k) for k in range(args.history_days, -1, -1)]
     long_src, short_src = session / "src-history-long", session / "src-history-short"
     t0 = time.perf_counter()
-    hsize = write_days(long_src, history, m, tasks, args.seed)
+    hsize = write_days(long_src, history, shape, args.seed)
     short_src.mkdir(parents=True, exist_ok=True)
     for day in history[-2:]:  # byte-identical last two days
-        shutil.copy2(long_src / f"episodes-{day.isoformat()}.jsonl", short_src)
+        shutil.copy2(day_file(long_src, day), short_src)
     say(
-        f"\n[3] history: generated {len(history)} days x {m} episodes ({hsize / 2**20:.0f} MiB) "
+        f"\n[history] generated {len(history)} days x {shape.episodes:,} episodes ({hsize / 2**20:.0f} MiB) "
         f"in {time.perf_counter() - t0:.1f} s"
     )
-
+    logs = session / "logs"
     homes = {"long": session / "hist-long", "short": session / "hist-short"}
     sources = {"long": long_src, "short": short_src}
     setup = {}
     for kind, first in (("long", history[0]), ("short", history[-2])):
-        setup_args = ["run", "--start", first.isoformat(), "--end", last.isoformat(), "--fail-on", "never"]
-        run = run_child(f"setup-{kind}", setup_args, child_env(sources[kind], homes[kind]), logs)
+        setup_args = eval_pipeline_args("run", "--start", first.isoformat(), "--end", last.isoformat(), "--fail-on", "never")
+        run = run_child(f"setup-{kind}", setup_args, child_env(sources[kind], homes[kind], history[0]), logs)
         setup[kind] = run
         days = (last - first).days + 1
         say(
             f"  setup {kind:<5}: eval-pipeline run --start {first} --end {last}: {days} days in {run.wall_s:.1f} s "
-            f"({days * m / run.wall_s:,.0f} episodes/s, {run.wall_s / days:.2f} s/day), peak RSS {run.rss_mib:.0f} MiB"
+            f"({days * shape.episodes / run.wall_s:,.0f} episodes/s, {run.wall_s / days:.2f} s/day), "
+            f"peak RSS {run.rss_mib:.0f} MiB"
         )
-    rerun_args = ["run", "--date", last.isoformat(), "--fail-on", "never"]
+    rerun_args = eval_pipeline_args("run", "--date", last.isoformat(), "--fail-on", "never")
     rerun: dict[str, list[ChildRun]] = {"long": [], "short": []}
     for i in range(repeats):
         for kind in ("long", "short"):
-            run = run_child(f"rerun-{kind}", rerun_args, child_env(sources[kind], homes[kind]), logs)
+            run = run_child(f"rerun-{kind}", rerun_args, child_env(sources[kind], homes[kind], history[0]), logs)
             rerun[kind].append(run)
             say(f"  re-run {last} ({kind:<5} history) {i + 1}/{repeats}: {run.wall_s:6.2f} s  peak RSS {run.rss_mib:5.0f} MiB")
-    show_child_output(rerun["long"][-1])
-    show_child_output(rerun["short"][-1])
     long_wall = statistics.median(r.wall_s for r in rerun["long"])
     short_wall = statistics.median(r.wall_s for r in rerun["short"])
     long_rss = statistics.median(r.rss_mib for r in rerun["long"])
     short_rss = statistics.median(r.rss_mib for r in rerun["short"])
-
-    marginal = big_wall - tiny_wall
     return [
-        f"throughput: {2 * n} episodes in {big_wall:.2f} s (median of {repeats}) = {2 * n / big_wall:,.0f} episodes/s; "
-        f"peak RSS {big_rss:.0f} MiB",
-        f"fixed overhead ({args.tiny_episodes_per_day} episodes/day, same 2 days): {tiny_wall:.2f} s, peak RSS "
-        f"{tiny_rss:.0f} MiB; overhead/total = {tiny_wall / big_wall:.2f}; beyond it: {marginal:.2f} s for "
-        f"{2 * n} episodes = " + (f"{2 * n / marginal:,.0f} episodes/s" if marginal > 0 else "n/a"),
-        f"history: last-day re-run ({m} episodes) with {args.history_days} days of history {long_wall:.2f} s vs "
+        f"history: last-day re-run ({shape.episodes:,} episodes) with {args.history_days} days of history {long_wall:.2f} s vs "
         f"1 day {short_wall:.2f} s (ratio {long_wall / short_wall:.2f}); peak RSS {long_rss:.0f} vs {short_rss:.0f} MiB",
         f"history setup: {len(history)} days in {setup['long'].wall_s:.1f} s "
         f"({setup['long'].wall_s / len(history):.2f} s/day) vs 2 days in {setup['short'].wall_s:.1f} s",
     ]
 
 
+DEFAULT_DAYS = ("2x1x5", "20x200x5", "20x1000x5", "20x1000x1")  # fixed start, 20k, 100k, 20k of 20,000 distinct tasks
+MILLION = "20x1000x50"
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--episodes-per-day", type=int, default=20_000, help="N, for the throughput run (default 20000)")
+    parser.add_argument(
+        "--day",
+        dest="days",
+        action="append",
+        type=Shape.parse,
+        help=f"a day to measure, AGENTSxTASKSxTRIALS (repeatable; default {', '.join(DEFAULT_DAYS)})",
+    )
+    parser.add_argument("--million", action="store_true", help=f"also a day of 1,000,000 episodes ({MILLION}; minutes)")
     parser.add_argument("--repeats", type=int, default=3, help="timed repetitions of each measurement (default 3)")
-    parser.add_argument("--history-days", type=int, default=60, help="days before the last day in the history source")
-    parser.add_argument("--history-episodes-per-day", type=int, help="M (default N/10)")
-    parser.add_argument("--tiny-episodes-per-day", type=int, default=10, help="input of the fixed-overhead run")
+    parser.add_argument("--history-days", type=int, default=0, help="also measure a re-run with this many days of history")
+    parser.add_argument("--history-day", type=Shape.parse, default=Shape.parse("20x100x1"), help="the shape of a history day")
     parser.add_argument("--seed", type=int, default=20260101)
-    parser.add_argument("--first-day", default="2026-01-01", help="D1 of the throughput runs")
+    parser.add_argument("--first-day", default="2026-01-01", help="D1, the day the warehouse holds before the timed run")
     parser.add_argument("--keep", action="store_true", help="keep the generated sources and warehouses")
     args = parser.parse_args(argv)
-    if args.history_episodes_per_day is None:
-        args.history_episodes_per_day = max(1, args.episodes_per_day // 10)
-    if min(args.episodes_per_day, args.repeats, args.history_days, args.history_episodes_per_day) < 1:
-        parser.error("counts must be >= 1")
+    days: list[Shape] = args.days or [Shape.parse(text) for text in DEFAULT_DAYS]
+    if args.million:
+        days.append(Shape.parse(MILLION))
+    if args.repeats < 1 or args.history_days < 0:
+        parser.error("--repeats must be >= 1, --history-days >= 0")
 
     OUT.mkdir(parents=True, exist_ok=True)
     session = Path(tempfile.mkdtemp(prefix=time.strftime("throughput-%Y%m%d-%H%M%S-"), dir=OUT))
     say(
-        f"eval-pipeline throughput benchmark: N={args.episodes_per_day}/day, repeats={args.repeats}, "
-        f"history {args.history_days} days x {args.history_episodes_per_day}; {os.cpu_count()} CPUs; "
-        f"load average {os.getloadavg()[0]:.2f}\nworking dir {session}\n"
+        f"eval-pipeline throughput benchmark: days {', '.join(map(str, days))} (agents x tasks x trials), "
+        f"repeats={args.repeats}; {os.cpu_count()} CPUs; load average {os.getloadavg()[0]:.2f}\nworking dir {session}"
     )
     t0 = time.perf_counter()
+    instance_home = session / "dagster_home"  # one instance for all runs, as a deployment keeps its instance
     try:
-        summary = measure(args, session)
+        figures = [measure_day(shape, args, session, instance_home) for shape in days]
+        summary = [*day_table(figures, args.repeats), "", *step_table(figures)]
+        if args.history_days:
+            summary += ["", *measure_history(args, session)]
     except ChildFailed:
         print(f"kept {session} for inspection (logs/)", file=sys.stderr)
         return 1

@@ -9,27 +9,29 @@ from __future__ import annotations
 
 import json
 import math
+import sys
 from datetime import date, datetime
 from typing import Any
 
-import numpy as np
-import pandas as pd
-
 
 def plain(value: Any) -> Any:
-    """`value` with only what strict JSON holds: finite numbers, strings, booleans, null, lists and objects."""
+    """`value` with only what strict JSON holds: finite numbers, strings, booleans, null, lists and objects.
+
+    numpy and pandas values exist only where those are loaded, so they are looked up, not imported: a small command
+    writing JSON does not pay for importing pandas."""
+    np, pd = sys.modules.get("numpy"), sys.modules.get("pandas")
     if isinstance(value, dict):
         return {str(key): plain(item) for key, item in value.items()}
-    if isinstance(value, list | tuple | np.ndarray):
+    if isinstance(value, list | tuple) or (np is not None and isinstance(value, np.ndarray)):
         return [plain(item) for item in value]
-    if isinstance(value, np.generic):
+    if np is not None and isinstance(value, np.generic):
         value = value.item()
     if isinstance(value, float):
         return value if math.isfinite(value) else None
-    if isinstance(value, datetime | date | pd.Timestamp):
-        return None if pd.isna(value) else value.isoformat()
-    if value is pd.NA or value is pd.NaT:
+    if pd is not None and (value is pd.NA or value is pd.NaT):
         return None
+    if isinstance(value, datetime | date):  # pandas' Timestamp among them
+        return value.isoformat()
     return value
 
 

@@ -20,8 +20,7 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
 def _run(args: argparse.Namespace, settings: Settings) -> int:
     from eval_pipeline import plugins
     from eval_pipeline.config import load_config
-    from eval_pipeline.defs.resources import source_index_path
-    from eval_pipeline.episodes.source import open_source, source_health
+    from eval_pipeline.episodes.source import open_source, source_health, source_index_path
     from eval_pipeline.warehouse.connection import Warehouse
     from eval_pipeline.warehouse.partitions import partition_counts
 

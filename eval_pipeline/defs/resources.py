@@ -15,7 +15,7 @@ from eval_pipeline.alerts.outbox import AlertOutbox, DeliveryReport
 from eval_pipeline.capture.cases import CaseSetError, CaseSpec, load_case_set
 from eval_pipeline.config import EvalConfig, JudgeConfig, Price, beside_config, load_config
 from eval_pipeline.episodes.files import FileSource
-from eval_pipeline.episodes.source import open_source
+from eval_pipeline.episodes.source import open_source, source_index_path
 from eval_pipeline.episodes.store import EpisodeStore
 from eval_pipeline.errors import UserInputError
 from eval_pipeline.llm.gateway import Gateway, GatewayError
@@ -177,10 +177,6 @@ class RunScope(dg.Config):
     limit: int | None = None  # episodes only: at most this many episodes a day, the first by start time (`run --limit`)
     label: str | None = None  # capture only: the label of the runs captured (`run --label`), over agent@revision
     no_cache: bool = False  # live replays only: call the candidate afresh, replacing the cached replays (`run --no-cache`)
-
-
-def source_index_path(duckdb_path: str) -> str:
-    return str(Path(duckdb_path).with_name("episode_source_index.json"))
 
 
 def _from_env(name: str) -> dg.EnvVar | str:

@@ -14,6 +14,11 @@ from eval_pipeline.episodes.records import RawRecord
 from eval_pipeline.episodes.store import EpisodeStore
 
 
+def source_index_path(duckdb_path: str) -> str:
+    """The source's file index lives beside the warehouse it feeds."""
+    return str(Path(duckdb_path).with_name("episode_source_index.json"))
+
+
 class EpisodeSource(Protocol):
     def records_for(self, day: date, undated_day: date | None = None) -> Iterator[RawRecord]: ...
 

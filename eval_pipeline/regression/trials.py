@@ -9,7 +9,7 @@ pass@k − pass^k (0 for a task that always or never passes).
 
 from __future__ import annotations
 
-from math import comb
+from functools import lru_cache
 
 import numpy as np
 import pandas as pd
@@ -18,12 +18,25 @@ PASS_AT_K_COLUMNS = ["agent_id", "k", "pass_at_k", "pass_hat_k", "n_tasks"]
 TASK_TRIAL_COLUMNS = ["agent_id", "task_id", "trials", "passes", "flakiness"]
 
 
+@lru_cache(maxsize=4096)
+def pass_curves(n: int, c: int) -> tuple[np.ndarray, np.ndarray]:
+    """(pass@k, pass^k) for k = 1..n of a task with n trials and c passes.
+
+    C(n−c, k)/C(n, k) = Π_{i<k} (n−c−i)/(n−i) and C(c, k)/C(n, k) = Π_{i<k} (c−i)/(n−i): running products of factors
+    in [0, 1], stable at any n, where exact binomials grow to hundreds of digits at 1,000 trials. Tasks share few
+    (n, c) pairs, hence the cache; the arrays are read only."""
+    i = np.arange(n, dtype=float)
+    at, hat = 1.0 - np.cumprod(np.clip(n - c - i, 0, None) / (n - i)), np.cumprod(np.clip(c - i, 0, None) / (n - i))
+    at.flags.writeable = hat.flags.writeable = False
+    return at, hat
+
+
 def pass_at_k(n: int, c: int, k: int) -> float:
-    return 1.0 - comb(n - c, k) / comb(n, k)
+    return float(pass_curves(n, c)[0][k - 1])
 
 
 def pass_hat_k(n: int, c: int, k: int) -> float:
-    return comb(c, k) / comb(n, k)
+    return float(pass_curves(n, c)[1][k - 1])
 
 
 def task_trials(frame: pd.DataFrame) -> pd.DataFrame:
@@ -38,10 +51,8 @@ def task_trials(frame: pd.DataFrame) -> pd.DataFrame:
         .agg(trials="size", passes="sum")
         .reset_index()
     )
-    counts["flakiness"] = [
-        float(np.mean([pass_at_k(n, c, k) - pass_hat_k(n, c, k) for k in range(1, n + 1)]))
-        for n, c in zip(counts["trials"], counts["passes"], strict=True)
-    ]
+    curves = (pass_curves(n, c) for n, c in zip(counts["trials"], counts["passes"], strict=True))
+    counts["flakiness"] = [float(np.mean(at - hat)) for at, hat in curves]
     return counts[TASK_TRIAL_COLUMNS]
 
 
@@ -49,16 +60,21 @@ def agent_pass_at_k(tasks: pd.DataFrame) -> pd.DataFrame:
     """Per agent and k = 1..max trials: pass@k and pass^k averaged over its tasks with n ≥ k."""
     rows = []
     for agent_id, group in tasks.groupby("agent_id", sort=True):
-        pairs = list(zip(group["trials"], group["passes"], strict=True))
-        for k in range(1, max(n for n, _ in pairs) + 1):
-            eligible = [(n, c) for n, c in pairs if n >= k]
+        trials = group["trials"].to_numpy(dtype=int)
+        at_sum, hat_sum = np.zeros(trials.max()), np.zeros(trials.max())
+        for n, c in zip(trials, group["passes"], strict=True):
+            at, hat = pass_curves(int(n), int(c))
+            at_sum[:n] += at
+            hat_sum[:n] += hat
+        for k in range(1, trials.max() + 1):
+            eligible = int((trials >= k).sum())
             rows.append(
                 {
                     "agent_id": agent_id,
                     "k": k,
-                    "pass_at_k": float(np.mean([pass_at_k(n, c, k) for n, c in eligible])),
-                    "pass_hat_k": float(np.mean([pass_hat_k(n, c, k) for n, c in eligible])),
-                    "n_tasks": len(eligible),
+                    "pass_at_k": float(at_sum[k - 1] / eligible),
+                    "pass_hat_k": float(hat_sum[k - 1] / eligible),
+                    "n_tasks": eligible,
                 }
             )
     return pd.DataFrame(rows, columns=PASS_AT_K_COLUMNS)

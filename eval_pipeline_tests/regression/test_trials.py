@@ -52,3 +52,14 @@ def test_per_agent_means_over_tasks_with_enough_trials():
     assert a.loc[2, "pass_at_k"] == pytest.approx(((1 - 1 / 3) + 1) / 2) and a.loc[2, "pass_hat_k"] == pytest.approx((0 + 1) / 2)
     assert (a.loc[3, "pass_at_k"], a.loc[3, "pass_hat_k"]) == (1.0, 0.0)
     assert per_k[per_k["agent_id"] == "b"][["k", "pass_at_k", "pass_hat_k", "n_tasks"]].values.tolist() == [[1, 1.0, 1.0, 1]]
+
+
+def test_the_running_products_hold_the_exact_binomials_to_1e_12_up_to_1000_trials():
+    """The old estimators, exact big-integer binomials for every k, are the reference."""
+    from math import comb
+
+    for n in (*range(1, 41), 250, 1000):
+        for c in sorted({0, 1, n // 3, n // 2, n - 1, n} & set(range(n + 1))):
+            for k in range(1, n + 1):
+                assert abs(pass_at_k(n, c, k) - (1 - comb(n - c, k) / comb(n, k))) < 1e-12, (n, c, k)
+                assert abs(pass_hat_k(n, c, k) - comb(c, k) / comb(n, k)) < 1e-12, (n, c, k)
