@@ -22,7 +22,7 @@ from dagster._daemon.monitoring.run_monitoring import monitor_started_run
 from eval_pipeline.cli import main
 from eval_pipeline.defs.alerting.sensors import run_failure_alerts
 from eval_pipeline.defs.resources import AlertsResource, EvalConfigResource
-from eval_pipeline.episodes.samples import SAMPLE_DAYS, write_samples
+from eval_pipeline.episodes.samples import SAMPLE_DAYS
 from eval_pipeline.run_health import LocalProcessRunLauncher, run_process
 from eval_pipeline.runner import open_instance
 from eval_pipeline.settings import Settings
@@ -93,12 +93,6 @@ def tables(root: Path) -> dict[str, list[str]]:
     return snapshot
 
 
-@pytest.fixture
-def sample_root(project_env) -> Path:
-    write_samples(project_env / "episodes")
-    return project_env
-
-
 def serial_reference(tmp_path: Path, sample_root: Path, days: list[str]) -> dict[str, list[str]]:
     """The tables after running `days` one after the other in a fresh project."""
     root = tmp_path / "serial"
@@ -121,8 +115,12 @@ def test_two_consecutive_days_started_together_give_the_serial_tables(sample_roo
 
 
 def test_run_monitoring_marks_a_killed_run_failed_and_the_failure_alert_fires(sample_root):
-    """Dagster's own monitoring rule (what the daemon runs each poll), against the instance `run` recorded in."""
-    run_id = kill_mid_run(sample_root)
+    monitor_and_alert(sample_root, kill_mid_run(sample_root))
+
+
+def monitor_and_alert(sample_root: Path, run_id: str) -> None:
+    """Dagster's own monitoring rule (what the daemon runs each poll), against the instance `run` recorded in, marks
+    the killed run failed; the run-failure sensor then delivers its alert."""
     with instance_of(sample_root) as instance:
         assert isinstance(instance.run_launcher, LocalProcessRunLauncher) and instance.run_monitoring_enabled
         record = instance.get_run_records(dg.RunsFilter(run_ids=[run_id]))[0]
