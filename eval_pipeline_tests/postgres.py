@@ -11,10 +11,9 @@ from __future__ import annotations
 import os
 import secrets
 import shutil
-import signal
 import subprocess
+import sys
 import tempfile
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -74,16 +73,39 @@ def postgres_bin_dir() -> Path | None:
     return Path(initdb).parent if initdb else None
 
 
+# Run as a process of its own session: it waits for its stdin to close, which happens when the test session ends
+# however it ends (teardown, an error, SIGTERM, SIGKILL), then stops the server and removes its directory.
+_CLEAN_UP_AFTER_SESSION = """
+import os, shutil, signal, subprocess, sys
+root, pid_file, stop = sys.argv[1], sys.argv[2], sys.argv[3:]
+sys.stdin.read()
+try:
+    with open(pid_file) as lines:
+        pid = int(lines.readline())
+except (OSError, ValueError):
+    pid = None  # it never started
+if pid is not None and subprocess.run(stop, cwd=root, capture_output=True).returncode != 0:
+    try:
+        os.kill(pid, signal.SIGKILL)  # pg_ctl could not stop it; its children notice their postmaster is gone
+    except ProcessLookupError:
+        pass
+shutil.rmtree(root, ignore_errors=True)
+"""
+
+
 @contextmanager
 def running_postgres(bin_dir: Path) -> Iterator[PostgresServer]:
-    """A server of a new cluster in a temp dir; stopped and the dir removed on exit, whatever happened inside."""
+    """A server of a new cluster in a temp dir; stopped and the dir removed at exit, or when this process dies."""
     root = Path(tempfile.mkdtemp(prefix="eval-postgres-"))
     as_postgres = ["runuser", "-u", "postgres", "--"] if os.geteuid() == 0 else []
-    if as_postgres:
-        shutil.chown(root, user="postgres", group="postgres")
     data = root / "data"
-    password = secrets.token_urlsafe(18)
+    stop = [*as_postgres, str(bin_dir / "pg_ctl"), "-D", str(data), "-m", "immediate", "-w", "-t", "30", "stop"]
+    keeper = subprocess.Popen([sys.executable, "-c", _CLEAN_UP_AFTER_SESSION, str(root), str(data / "postmaster.pid"), *stop],
+                              stdin=subprocess.PIPE, start_new_session=True)  # fmt: skip
     try:
+        if as_postgres:
+            shutil.chown(root, user="postgres", group="postgres")
+        password = secrets.token_urlsafe(18)
         password_file = root / "password"
         password_file.write_text(password)
         if as_postgres:
@@ -92,12 +114,11 @@ def running_postgres(bin_dir: Path) -> Iterator[PostgresServer]:
               "--auth=scram-sha-256", "--encoding=UTF8", "--locale=C", "--no-sync"], root)  # fmt: skip
         password_file.unlink()
         port = _start(as_postgres, bin_dir, root, data)
-        try:
-            yield PostgresServer(host="127.0.0.1", port=port, user=USER, password=password)
-        finally:
-            _stop(as_postgres, bin_dir, root, data)
+        yield PostgresServer(host="127.0.0.1", port=port, user=USER, password=password)
     finally:
-        shutil.rmtree(root, ignore_errors=True)
+        assert keeper.stdin is not None
+        keeper.stdin.close()
+        keeper.wait()
 
 
 def _start(as_postgres: list[str], bin_dir: Path, root: Path, data: Path) -> int:
@@ -107,34 +128,13 @@ def _start(as_postgres: list[str], bin_dir: Path, root: Path, data: Path) -> int
         options = f"-c listen_addresses=127.0.0.1 -p {port} -k {root} -c fsync=off -c full_page_writes=off"
         command = [*as_postgres, str(bin_dir / "pg_ctl"), "-D", str(data), "-l", str(root / "server.log"), "-w", "-t", "60",
                    "-o", options, "start"]  # fmt: skip
-        # A session of its own: Ctrl-C on the test run reaches pytest, which then stops the server in order.
+        # A session of its own: Ctrl-C on the test run reaches pytest, not the server, which the keeper stops after.
         started = subprocess.run(command, cwd=root, capture_output=True, text=True, start_new_session=True)
         if started.returncode == 0:
             return port
         if attempt == _PORT_ATTEMPTS - 1 or "could not bind" not in _log(root):
             raise RuntimeError(f"postgres did not start: {started.stderr.strip()} {_log(root)[-2000:]}")
     raise AssertionError("unreachable")
-
-
-def _stop(as_postgres: list[str], bin_dir: Path, root: Path, data: Path) -> None:
-    """Stop the server (fast: no client waits); if pg_ctl cannot, end the postmaster and its children by its pid."""
-    pid_file = data / "postmaster.pid"
-    pid = int(pid_file.read_text().split()[0]) if pid_file.exists() else None
-    subprocess.run([*as_postgres, str(bin_dir / "pg_ctl"), "-D", str(data), "-m", "fast", "-w", "-t", "30", "stop"],
-                   cwd=root, capture_output=True)  # fmt: skip
-    if pid is not None and _alive(pid):
-        os.kill(pid, signal.SIGQUIT)  # immediate shutdown: the postmaster takes its children with it
-        deadline = time.monotonic() + 10
-        while _alive(pid) and time.monotonic() < deadline:
-            time.sleep(0.05)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    return True
 
 
 def _run(command: list[str], cwd: Path) -> None:

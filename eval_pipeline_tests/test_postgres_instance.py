@@ -3,6 +3,8 @@ followed by `deploy/dagster-postgres.yaml`, the connection in the environment, a
 
 from __future__ import annotations
 
+import subprocess
+import time
 from pathlib import Path
 
 import dagster as dg
@@ -57,6 +59,16 @@ def recorded_runs(server: PostgresServer, db_name: str) -> list[tuple[str, str]]
         connection.close()
 
 
+def wait_for_ticket(root: Path, day: str, run: subprocess.Popen) -> None:
+    """Until `run` has queued for the warehouse (`runner._turn`), so a run started after it surely goes after it.
+
+    Started together, a slow first process under load could queue after the second and the days run out of order."""
+    ticket = root / "eval.duckdb.runs" / f"{day}.{run.pid}"
+    while not ticket.exists():
+        assert run.poll() is None, run.communicate()
+        time.sleep(0.05)
+
+
 def test_the_production_instance_settings_load_on_postgres_with_the_secret_from_the_environment(
     tmp_path, postgres_env, postgres_db
 ):
@@ -77,7 +89,9 @@ def test_the_production_instance_settings_load_on_postgres_with_the_secret_from_
 def test_two_days_run_by_two_processes_at_once_are_recorded_in_postgres_and_give_the_serial_tables(
     postgres_project, postgres_env, postgres_db, tmp_path
 ):
-    runs = [start_run(postgres_project, NEXT_DAY), start_run(postgres_project, DAY)]
+    earlier = start_run(postgres_project, DAY)
+    wait_for_ticket(postgres_project, DAY, earlier)
+    runs = [earlier, start_run(postgres_project, NEXT_DAY)]  # which waits: the earlier day's baselines come first
     for run in runs:
         out, err = run.communicate()
         assert run.returncode in (0, 1), err  # 1: the sample days hold critical regressions on purpose
