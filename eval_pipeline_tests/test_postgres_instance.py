@@ -3,8 +3,6 @@ followed by `deploy/dagster-postgres.yaml`, the connection in the environment, a
 
 from __future__ import annotations
 
-import subprocess
-import time
 from pathlib import Path
 
 import dagster as dg
@@ -22,6 +20,7 @@ from eval_pipeline_tests.test_run_faults import (
     serial_reference,
     start_run,
     tables,
+    wait_until_executing,
 )
 
 POSTGRES_STORAGE = PROJECT_ROOT / "deploy" / "dagster-postgres.yaml"
@@ -59,16 +58,6 @@ def recorded_runs(server: PostgresServer, db_name: str) -> list[tuple[str, str]]
         connection.close()
 
 
-def wait_for_ticket(root: Path, day: str, run: subprocess.Popen) -> None:
-    """Until `run` has queued for the warehouse (`runner._turn`), so a run started after it surely goes after it.
-
-    Started together, a slow first process under load could queue after the second and the days run out of order."""
-    ticket = root / "eval.duckdb.runs" / f"{day}.{run.pid}"
-    while not ticket.exists():
-        assert run.poll() is None, run.communicate()
-        time.sleep(0.05)
-
-
 def test_the_production_instance_settings_load_on_postgres_with_the_secret_from_the_environment(
     tmp_path, postgres_env, postgres_db
 ):
@@ -90,12 +79,15 @@ def test_two_days_run_by_two_processes_at_once_are_recorded_in_postgres_and_give
     postgres_project, postgres_env, postgres_db, tmp_path
 ):
     earlier = start_run(postgres_project, DAY)
-    wait_for_ticket(postgres_project, DAY, earlier)
-    runs = [earlier, start_run(postgres_project, NEXT_DAY)]  # which waits: the earlier day's baselines come first
-    for run in runs:
+    wait_until_executing(postgres_project, earlier)  # started together, a slow first process could queue second
+    later = start_run(postgres_project, NEXT_DAY)
+    errors = []
+    for run in (earlier, later):
         out, err = run.communicate()
         assert run.returncode in (0, 1), err  # 1: the sample days hold critical regressions on purpose
         assert postgres_env.password not in out + err
+        errors.append(err)
+    assert "waiting for another run of this warehouse" in errors[1]  # it ran while the earlier day's run did
     assert recorded_runs(postgres_env, postgres_db) == [(DAY, "SUCCESS"), (NEXT_DAY, "SUCCESS")]
     assert not (postgres_project / "dagster_home" / "history").exists()  # nothing went to the embedded SQLite
     assert tables(postgres_project) == serial_reference(tmp_path, postgres_project, [DAY, NEXT_DAY])
