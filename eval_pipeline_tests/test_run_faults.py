@@ -21,7 +21,7 @@ from dagster._daemon.monitoring.run_monitoring import monitor_started_run
 
 from eval_pipeline.cli import main
 from eval_pipeline.defs.alerting.sensors import run_failure_alerts
-from eval_pipeline.defs.resources import AlertsResource, EvalConfigResource
+from eval_pipeline.defs.resources import resources_for
 from eval_pipeline.episodes.samples import SAMPLE_DAYS
 from eval_pipeline.run_health import LocalProcessRunLauncher, run_process
 from eval_pipeline.runner import open_instance
@@ -53,9 +53,13 @@ def _paths(root: Path) -> dict[str, str]:
             "EVAL_REPORTS_DIR": str(root / "reports"), "DAGSTER_HOME": str(root / "dagster_home")}  # fmt: skip
 
 
+def settings_of(root: Path) -> Settings:
+    return Settings.from_environment({**os.environ, **_paths(root)}, cwd=root)
+
+
 def instance_of(root: Path) -> dg.DagsterInstance:
     """The instance the runs under `root` record in, opened as `run` opens it (never while a run creates it)."""
-    return open_instance(Settings.from_environment({**os.environ, **_paths(root)}, cwd=root))
+    return open_instance(settings_of(root))
 
 
 def wait_until_executing(root: Path, process: subprocess.Popen) -> str:
@@ -129,7 +133,8 @@ def monitor_and_alert(sample_root: Path, run_id: str) -> None:
         assert run.status == DagsterRunStatus.FAILURE
         assert not instance.get_runs(dg.RunsFilter(statuses=[DagsterRunStatus.STARTED]))  # the queue may move
         failure = instance.get_records_for_run(run_id, of_type=DagsterEventType.RUN_FAILURE).records[0]
-        resources = {"alerts": AlertsResource(directory=str(sample_root / "alerts")), "eval_config": EvalConfigResource()}
+        project = resources_for(settings_of(sample_root))  # the resources the daemon's sensor gets
+        resources = {name: project[name] for name in ("alerts", "eval_config")}
         context = dg.build_run_status_sensor_context(
             sensor_name="run_failure_alerts",
             dagster_event=failure.event_log_entry.dagster_event,
