@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -12,9 +13,11 @@ import pytest
 # any test module imports the definitions, which build the partitions once.
 os.environ.setdefault("EVAL_HISTORY_START", "2025-01-01")
 
+from eval_pipeline.episodes.samples import write_samples
 from eval_pipeline.settings import PROJECT_ROOT
 from eval_pipeline_tests.fake_openai import FakeOpenAI
 from eval_pipeline_tests.fake_store import FakeStore
+from eval_pipeline_tests.postgres import PostgresServer, postgres_bin_dir, running_postgres
 from eval_pipeline_tests.webhook_receiver import WebhookReceiver
 
 
@@ -52,3 +55,27 @@ def project_env(tmp_path, monkeypatch) -> Path:
     monkeypatch.setenv("EVAL_UI_BASE_URL", "http://127.0.0.1:3000")
     monkeypatch.setenv("EVAL_VIEWER_BASE_URL", "http://127.0.0.1:8765")  # the links reports and alerts carry
     return tmp_path
+
+
+@pytest.fixture
+def sample_root(project_env) -> Path:
+    """`project_env` with the sample episodes in its source."""
+    write_samples(project_env / "episodes")
+    return project_env
+
+
+@pytest.fixture(scope="session")
+def postgres_server() -> Iterator[PostgresServer]:
+    """A throwaway Postgres server for the whole session (see `postgres.py`), stopped at its end."""
+    bin_dir = postgres_bin_dir()
+    if bin_dir is None:
+        pytest.skip("no Postgres server installed: no initdb under /usr/lib/postgresql/*/bin or on PATH (Debian: postgresql)")
+    with running_postgres(bin_dir) as server:
+        yield server
+
+
+@pytest.fixture
+def postgres_db(postgres_server) -> Iterator[str]:
+    """A new empty database of the session's server for this test alone, dropped after."""
+    with postgres_server.database(f"test_{uuid.uuid4().hex[:12]}") as name:
+        yield name

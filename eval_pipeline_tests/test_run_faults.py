@@ -21,8 +21,8 @@ from dagster._daemon.monitoring.run_monitoring import monitor_started_run
 
 from eval_pipeline.cli import main
 from eval_pipeline.defs.alerting.sensors import run_failure_alerts
-from eval_pipeline.defs.resources import AlertsResource, EvalConfigResource
-from eval_pipeline.episodes.samples import SAMPLE_DAYS, write_samples
+from eval_pipeline.defs.resources import resources_for
+from eval_pipeline.episodes.samples import SAMPLE_DAYS
 from eval_pipeline.run_health import LocalProcessRunLauncher, run_process
 from eval_pipeline.runner import open_instance
 from eval_pipeline.settings import Settings
@@ -53,9 +53,13 @@ def _paths(root: Path) -> dict[str, str]:
             "EVAL_REPORTS_DIR": str(root / "reports"), "DAGSTER_HOME": str(root / "dagster_home")}  # fmt: skip
 
 
+def settings_of(root: Path) -> Settings:
+    return Settings.from_environment({**os.environ, **_paths(root)}, cwd=root)
+
+
 def instance_of(root: Path) -> dg.DagsterInstance:
     """The instance the runs under `root` record in, opened as `run` opens it (never while a run creates it)."""
-    return open_instance(Settings.from_environment({**os.environ, **_paths(root)}, cwd=root))
+    return open_instance(settings_of(root))
 
 
 def wait_until_executing(root: Path, process: subprocess.Popen) -> str:
@@ -93,12 +97,6 @@ def tables(root: Path) -> dict[str, list[str]]:
     return snapshot
 
 
-@pytest.fixture
-def sample_root(project_env) -> Path:
-    write_samples(project_env / "episodes")
-    return project_env
-
-
 def serial_reference(tmp_path: Path, sample_root: Path, days: list[str]) -> dict[str, list[str]]:
     """The tables after running `days` one after the other in a fresh project."""
     root = tmp_path / "serial"
@@ -121,8 +119,12 @@ def test_two_consecutive_days_started_together_give_the_serial_tables(sample_roo
 
 
 def test_run_monitoring_marks_a_killed_run_failed_and_the_failure_alert_fires(sample_root):
-    """Dagster's own monitoring rule (what the daemon runs each poll), against the instance `run` recorded in."""
-    run_id = kill_mid_run(sample_root)
+    monitor_and_alert(sample_root, kill_mid_run(sample_root))
+
+
+def monitor_and_alert(sample_root: Path, run_id: str) -> None:
+    """Dagster's own monitoring rule (what the daemon runs each poll), against the instance `run` recorded in, marks
+    the killed run failed; the run-failure sensor then delivers its alert."""
     with instance_of(sample_root) as instance:
         assert isinstance(instance.run_launcher, LocalProcessRunLauncher) and instance.run_monitoring_enabled
         record = instance.get_run_records(dg.RunsFilter(run_ids=[run_id]))[0]
@@ -131,7 +133,8 @@ def test_run_monitoring_marks_a_killed_run_failed_and_the_failure_alert_fires(sa
         assert run.status == DagsterRunStatus.FAILURE
         assert not instance.get_runs(dg.RunsFilter(statuses=[DagsterRunStatus.STARTED]))  # the queue may move
         failure = instance.get_records_for_run(run_id, of_type=DagsterEventType.RUN_FAILURE).records[0]
-        resources = {"alerts": AlertsResource(directory=str(sample_root / "alerts")), "eval_config": EvalConfigResource()}
+        project = resources_for(settings_of(sample_root))  # the resources the daemon's sensor gets
+        resources = {name: project[name] for name in ("alerts", "eval_config")}
         context = dg.build_run_status_sensor_context(
             sensor_name="run_failure_alerts",
             dagster_event=failure.event_log_entry.dagster_event,
