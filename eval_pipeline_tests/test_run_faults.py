@@ -109,7 +109,15 @@ def serial_reference(tmp_path: Path, sample_root: Path, days: list[str]) -> dict
 
 
 def test_two_consecutive_days_started_together_give_the_serial_tables(sample_root, tmp_path):
-    later, earlier = start_run(sample_root, NEXT_DAY), start_run(sample_root, DAY)
+    """The later day is started once the earlier run has announced itself (its ticket), not later: before that
+    moment nothing can know an earlier day is coming, and the later day is scored as a run alone would be."""
+    earlier = start_run(sample_root, DAY)
+    tickets = Path(f"{sample_root / 'eval.duckdb'}.runs")
+    deadline = time.monotonic() + 120
+    while not (tickets.is_dir() and any(ticket.name.startswith(f"{DAY}.") for ticket in tickets.iterdir())):
+        assert earlier.poll() is None and time.monotonic() < deadline, "the earlier run never announced itself"
+        time.sleep(0.05)
+    later = start_run(sample_root, NEXT_DAY)
     errors = []
     for process in (later, earlier):
         errors.append(process.communicate()[1])
