@@ -214,17 +214,17 @@ def _sides(query: dict[str, list[str]]) -> tuple[Selector, Selector] | None:
     each side's fields instead (`a_agent=…`): they are written as a selector, and the browser sent to its address.
     """
     chosen = _chosen(query)
-    if "a" not in chosen and "b" not in chosen:
+    if "a" not in query and "b" not in query:
         if any(f"{side}_{field}" in chosen for side in "ab" for field in _SIDE_FIELDS):
             raise Moved(compare_path(*(_selector_text(chosen, side) for side in "ab")))
         return None
-    if "a" not in chosen or "b" not in chosen:
+    if "a" not in query or "b" not in query:
         raise SelectorError("give both sides, a= and b=, e.g. a=date=2026-11-01,agent=support-bot&b=date=2026-11-02")
     start, end = chosen.get("start"), chosen.get("end")
     if end is not None and start is None:
         raise SelectorError("end= needs a start=")
     days = Selector.parse(f"date={start}..{end or start}") if start else None
-    sides = (Selector.parse(chosen["a"]), Selector.parse(chosen["b"]))
+    sides = (Selector.parse(query["a"][-1]), Selector.parse(query["b"][-1]))
     if days is None:
         return sides
     return tuple(
@@ -261,7 +261,7 @@ class _Handler(BaseHTTPRequestHandler):
     def do_GET(self) -> None:
         viewer = self.server.viewer
         url = urlsplit(self.path)
-        query = parse_qs(url.query)
+        query = parse_qs(url.query, keep_blank_values=True)  # `a=` is a selector, and an empty one
         if not self._admitted(query, url.path):
             return
         if url.path.startswith(REPORTS_PREFIX):
