@@ -416,10 +416,7 @@ def waterfall(runs: list[tuple[str, list[StepView]]]) -> Waterfall:
     bars = [
         (
             name,
-            [
-                Bar(st, round(100 * st.start_ms / span, 2), max(round(100 * (st.duration_ms or 0) / span, 2), 0.3))
-                for st in steps
-            ],
+            [Bar(st, round(100 * st.start_ms / span, 2), max(round(100 * (st.duration_ms or 0) / span, 2), 0.3)) for st in steps],
         )
         for name, steps in shown
     ]

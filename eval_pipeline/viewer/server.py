@@ -7,7 +7,8 @@ loop handing each to an executor, as aiohttp would need; nothing is held between
 Safe by default: it listens on loopback; anywhere else only with a token (EVAL_UI_TOKEN), which every request must
 then carry (`Authorization: Bearer`, or `?token=` once, kept in an HttpOnly cookie); without a token it answers only
 requests addressed to a loopback name, so a web page elsewhere cannot reach it by DNS rebinding. The browser never
-sends SQL: each route's reads are fixed queries with its path and filters as parameters. Under /reports/ it serves the
+sends SQL: each route's reads are fixed queries with its path and filters as parameters (a head to head's two sides are
+`eval-pipeline compare`'s selectors, read by its parser). Under /reports/ it serves the
 reports directory's files, read-only and under the same rules, so that the links in the Dagster UI and in alerts open.
 
 Two things are written, both by POST from the viewer's own forms: a reviewer's label (`labels`, under the warehouse

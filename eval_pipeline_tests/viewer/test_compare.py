@@ -10,6 +10,7 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from html import unescape
+from itertools import pairwise
 from pathlib import Path
 
 import dagster as dg
@@ -27,6 +28,7 @@ pytestmark = pytest.mark.slow
 
 DAY_3 = "2026-11-03"
 SUPPORT = (f"date={DAY},agent=support-bot", f"date={DAY_3},agent=support-bot")
+SUPPORT_QUERY = {"a": SUPPORT[0], "b": SUPPORT[1]}
 ALL_AGENTS = (f"date={DAY}", f"date={DAY_3}")
 ROW = re.compile(
     r'<tr class="task">\s*<td><a href="([^"]+)">([^<]+)</a></td>\s*<td class="num">([^<]+)</td><td class="num">([^<]+)</td>'
@@ -88,7 +90,7 @@ def test_the_compare_page_shows_the_clis_per_task_winners_ci_and_counts(three_da
 
 
 def test_the_support_bots_day_3_beats_day_2_on_two_tasks_with_its_hostile_trial_counted(viewer):
-    rows = {row["task_id"]: row for row in task_rows(viewer.get("/compare", params=dict(zip("ab", SUPPORT))).text)}
+    rows = {row["task_id"]: row for row in task_rows(viewer.get("/compare", params=SUPPORT_QUERY).text)}
     assert [task for task, row in rows.items() if row["winner"] == "b"] == [
         "support-bot/damaged-item",
         "support-bot/where-is-my-order",
@@ -105,10 +107,10 @@ def test_the_form_offers_what_the_warehouse_has_and_sends_the_browser_to_the_sel
     sent = viewer.get("/compare", params={"a_from": DAY, "a_agent": "support-bot", "b_from": DAY_3, "b_to": DAY_3,
                                           "b_agent": "support-bot", "a_model": ""})  # fmt: skip
     assert sent.status_code == 303
-    assert sent.headers["location"] == str(httpx.URL("/compare", params=dict(zip("ab", SUPPORT))))
+    assert sent.headers["location"] == str(httpx.URL("/compare", params=SUPPORT_QUERY))
     shown = viewer.get(sent.headers["location"])
-    assert shown.status_code == 200 and task_rows(shown.text) == task_rows(viewer.get("/compare", params=dict(zip("ab", SUPPORT))).text)
-    assert '<option selected>support-bot</option>' in shown.text  # the form shows the selection it made
+    assert shown.status_code == 200 and task_rows(shown.text) == task_rows(viewer.get("/compare", params=SUPPORT_QUERY).text)
+    assert "<option selected>support-bot</option>" in shown.text  # the form shows the selection it made
 
 
 def test_start_and_end_give_the_days_of_a_side_that_names_none(three_days, viewer):
@@ -120,7 +122,12 @@ def test_start_and_end_give_the_days_of_a_side_that_names_none(three_days, viewe
 
 @pytest.mark.parametrize(
     ("a", "b"),
-    [("agent=support-bot", "colour=blue"), ("agent=support-bot", "agent=nobody"), ("date=2026-13-01", "agent=x"), ("", "agent=x")],
+    [
+        ("agent=support-bot", "colour=blue"),
+        ("agent=support-bot", "agent=nobody"),
+        ("date=2026-13-01", "agent=x"),
+        ("", "agent=x"),
+    ],
 )
 def test_a_bad_selection_is_answered_400_with_the_clis_own_message(three_days, viewer, a, b):
     cli = cli_compare(three_days, a, b)
@@ -132,26 +139,29 @@ def test_a_bad_selection_is_answered_400_with_the_clis_own_message(three_days, v
 
 
 def test_a_task_opens_its_two_trials_side_by_side(viewer):
-    compare = viewer.get("/compare", params=dict(zip("ab", SUPPORT)))
+    compare = viewer.get("/compare", params=SUPPORT_QUERY)
     row = next(row for row in task_rows(compare.text) if row["task_id"] == "support-bot/damaged-item")
     task = viewer.get(row["href"])
     assert task.status_code == 200
     text = task.text
     first_a, first_b = "ep-2026-11-02-support-bot-damaged-item-t0", "ep-2026-11-03-support-bot-damaged-item-t0"
-    assert f"A: <a href=\"/days/{DAY}/episodes/{first_a}\">" in text and f"B: <a href=\"/days/{DAY_3}/episodes/{first_b}\">" in text
+    assert f'A: <a href="/days/{DAY}/episodes/{first_a}">' in text and f'B: <a href="/days/{DAY_3}/episodes/{first_b}">' in text
     assert "0 of 3 trials passed" in text and "3 of 3 trials passed" in text
     assert "<th>A</th><th>B</th>" in text and "<h3>Answer</h3>" in text  # tools aligned, answers diffed
     assert text.count('<details class="step') == text.count('<div class="wf-row') - 1  # every step in the waterfall, + axis
     other = next(link for link in links(text, "/compare/task?") if "ea=ep-2026-11-02-support-bot-damaged-item-t2" in link)
     chosen = viewer.get(other)
-    assert chosen.status_code == 200 and "A: <a href=\"/days/2026-11-02/episodes/ep-2026-11-02-support-bot-damaged-item-t2\">" in chosen.text
+    assert (
+        chosen.status_code == 200
+        and 'A: <a href="/days/2026-11-02/episodes/ep-2026-11-02-support-bot-damaged-item-t2">' in chosen.text
+    )
     assert viewer.get(row["href"] + "&ea=no-such-trial").status_code == 404
-    assert viewer.get("/compare/task", params={**dict(zip("ab", SUPPORT)), "task": "no/such-task"}).status_code == 404
+    assert viewer.get("/compare/task", params={**SUPPORT_QUERY, "task": "no/such-task"}).status_code == 404
 
 
 def test_a_hostile_trial_side_by_side_shows_as_text_with_its_secrets_redacted(viewer):
-    page = viewer.get("/compare/task", params={**dict(zip("ab", SUPPORT)), "task": "support-bot/where-is-my-order", "ea": HOSTILE})
-    assert page.status_code == 200 and f"A: <a href=\"/days/{DAY}/episodes/{HOSTILE}\">" in page.text
+    page = viewer.get("/compare/task", params={**SUPPORT_QUERY, "task": "support-bot/where-is-my-order", "ea": HOSTILE})
+    assert page.status_code == 200 and f'A: <a href="/days/{DAY}/episodes/{HOSTILE}">' in page.text
     assert "&lt;script&gt;" in page.text and "<script" not in page.text and "<img" not in page.text
     assert not [tell for leak in LEAKS for tell in leak.tells if tell in page.text] and "[redacted]" in page.text
 
@@ -163,7 +173,7 @@ def test_the_waterfall_places_each_step_by_its_start_and_duration(viewer):
     own = timing.split('<div class="wf-run">this run</div>')[1]  # below its baseline's steps, on the same axis
     assert re.findall(r'<span class="wf-time">([^<]+)</span>', own) == ["0 + 900 ms", "900 + 100 ms", "1,000 + 100 ms"]
     bars = [(float(left), float(width)) for left, width in re.findall(r'style="left: ([\d.]+)%; width: ([\d.]+)%"', own)]
-    assert bars[0][0] == 0 and all(after[0] == pytest.approx(sum(before), abs=0.02) for before, after in zip(bars, bars[1:]))
+    assert bars[0][0] == 0 and all(after[0] == pytest.approx(sum(before), abs=0.02) for before, after in pairwise(bars))
     demo = viewer.get(f"/days/{DAY}/episodes/ep-2026-11-02-code-assistant-rename-config-key-t0").text
     timing = demo.split("<h2>Timing</h2>")[1].split("<h2>Trajectory</h2>")[0]
     assert timing.count('<div class="wf-run">') == 2  # the baseline and this run, on one axis
@@ -174,7 +184,7 @@ def test_the_waterfall_places_each_step_by_its_start_and_duration(viewer):
 def test_the_days_and_a_day_link_to_the_compare_view(viewer):
     days = viewer.get("/").text
     against = next(link for link in links(days, "/compare?") if "support-bot" in link and DAY_3 in link)
-    assert task_rows(viewer.get(against).text) == task_rows(viewer.get("/compare", params=dict(zip("ab", SUPPORT))).text)
+    assert task_rows(viewer.get(against).text) == task_rows(viewer.get("/compare", params=SUPPORT_QUERY).text)
     day = viewer.get(f"/days/{DAY_3}").text
     whole_day = viewer.get(next(link for link in links(day, "/compare?") if "agent" not in link))
     assert whole_day.status_code == 200 and len(task_rows(whole_day.text)) == 16
@@ -183,7 +193,7 @@ def test_the_days_and_a_day_link_to_the_compare_view(viewer):
 @needs_chromium
 def test_a_browser_renders_the_compare_page_and_the_label_form(three_days, viewer, tmp_path):
     base = str(viewer.base_url).rstrip("/")
-    url = str(httpx.URL(f"{base}/compare", params=dict(zip("ab", SUPPORT))))
+    url = str(httpx.URL(f"{base}/compare", params=SUPPORT_QUERY))
     dom = served_dom(url, tmp_path / "profile")
     assert dom.count('<tr class="task">') == 4 and "Per task: B wins 2, A wins 0, ties 2." in dom
     assert distinct_pixel_bytes(screenshot(url, tmp_path / "compare.png", tmp_path / "profile")) > 50
