@@ -68,8 +68,13 @@ def page_width(page: Path, profile: Path, window_width: int = 1280) -> int:
 
 def rendered_dom(page: Path, profile: Path) -> str:
     """The page's DOM as chromium built it (`--dump-dom`): what a reader's browser shows, parsed."""
+    return served_dom(page.as_uri(), profile)
+
+
+def served_dom(url: str, profile: Path) -> str:
+    """The DOM chromium builds from `url` (a file, or a page a server answers)."""
     return subprocess.run(
-        ["chromium", *HEADLESS, f"--user-data-dir={profile}", "--window-size=1280,1000", "--dump-dom", page.as_uri()],
+        ["chromium", *HEADLESS, f"--user-data-dir={profile}", "--window-size=1280,1000", "--dump-dom", url],
         capture_output=True,
         text=True,
         timeout=120,

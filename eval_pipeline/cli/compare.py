@@ -24,17 +24,15 @@ def _run(args: argparse.Namespace, settings: Settings) -> int:
     from eval_pipeline.config import load_config
     from eval_pipeline.regression.compare import Selector, SelectorError, compare
     from eval_pipeline.reports.comparison import render_comparison
-    from eval_pipeline.warehouse.compare import selected_runs
+    from eval_pipeline.warehouse.compare import selected_sides
 
+    warehouse = existing_warehouse(settings)
     try:
         sides = (Selector.parse(args.a), Selector.parse(args.b))
+        with warehouse.connect(read_only=True) as con:
+            runs = selected_sides(con, sides)
     except SelectorError as exc:
         raise UsageError(str(exc)) from None
-    warehouse = existing_warehouse(settings)
-    runs = (selected_runs(warehouse, sides[0]), selected_runs(warehouse, sides[1]))
-    for side, name, frame in zip(sides, "ab", runs, strict=True):
-        if frame.empty:
-            raise UsageError(f"--{name} {side} selects no finished episode")
     comparison = compare(runs[0], runs[1], sides, load_config(settings.config_path).statistics)
     text = jsonout.dumps(comparison, indent=2) + "\n" if args.format == "json" else render_comparison(comparison)
     return emit(text, args.output)

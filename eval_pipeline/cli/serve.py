@@ -33,7 +33,7 @@ def _run(args: argparse.Namespace, settings: Settings) -> int:
         passes_size=config.review.passes_sample,
         case_set=beside_config(settings.config_path, config.review.case_set),
     )
-    pages = Pages(tuple(config.policies.secret_patterns), settings.viewer_base_url)
+    pages = Pages(tuple(config.policies.secret_patterns), settings.viewer_base_url, config.statistics)
     viewer = Viewer(settings.duckdb_path, settings.reports_dir, pages, token, review)
     try:
         server = ViewerServer((args.host, args.port), viewer)

@@ -2,8 +2,9 @@
 
 A side is a selection of runs (days, agent, model, `metadata.label`). Tasks present on both sides
 are compared: each task's mean score (weighted score where both sides have one, else the share
-of passing trials) decides its winner; paired bootstrap CIs over tasks give the differences of
-mean score, pass rate, cost and latency (B against A), McNemar tests pass/fail flips, and
+of passing trials) decides its winner, shown with each side's trials and passes behind it; paired
+bootstrap CIs over tasks give the differences of mean score, pass rate, cost and latency (B against
+A), McNemar tests pass/fail flips, and
 repeated trials give pass@k, pass^k and flakiness per side. The JSON keeps the section names of
 plaited's comparison report: meta, quality, performance, reliability, headToHead.
 """
@@ -69,7 +70,8 @@ class Selector(BaseModel):
 
 def _per_task(runs: pd.DataFrame) -> pd.DataFrame:
     """`runs` with their `verdict`, one row per task."""
-    runs = runs.assign(verdict_f=runs["verdict"].astype("boolean").to_numpy(dtype=float, na_value=np.nan))
+    verdict_f = runs["verdict"].astype("boolean").to_numpy(dtype=float, na_value=np.nan)
+    runs = runs.assign(verdict_f=verdict_f, passed_trial=verdict_f == 1.0)
     grouped = runs.groupby("task_id")
     return pd.DataFrame(
         {
@@ -78,6 +80,7 @@ def _per_task(runs: pd.DataFrame) -> pd.DataFrame:
             "cost": grouped["total_cost_usd"].mean(),
             "latency": grouped["total_duration_ms"].mean(),
             "trials": grouped.size(),
+            "passes": grouped["passed_trial"].sum(),
         }
     )
 
@@ -173,7 +176,16 @@ def compare(a: pd.DataFrame, b: pd.DataFrame, selectors: tuple[Selector, Selecto
             "a_wins": sum(w == "a" for w in winner.values()),
             "ties": sum(w == "tie" for w in winner.values()),
             "tasks": [
-                {"task_id": task, "a": _round(score_a[task]), "b": _round(score_b[task]), "winner": winner[task]}
+                {
+                    "task_id": task,
+                    "a": _round(score_a[task]),
+                    "b": _round(score_b[task]),
+                    "winner": winner[task],
+                    "a_trials": int(ta["trials"][task]),
+                    "a_passed": int(ta["passes"][task]),
+                    "b_trials": int(tb["trials"][task]),
+                    "b_passed": int(tb["passes"][task]),
+                }
                 for task in common
             ],
         },

@@ -13,23 +13,28 @@ def _bound(value: float | None, unit: str) -> str:
     return "unbounded" if value is None or not math.isfinite(value) else f"{value:+.3g}{unit}"
 
 
-def _interval(delta: dict | None, unit: str = "") -> str:
+def interval_text(delta: dict | None, unit: str = "") -> str:
     if not delta:
         return "–"
     bounds = f"{_bound(delta['ci_low'], unit)} to {_bound(delta['ci_high'], unit)}"
     return f"{delta['mean']:+.3g}{unit} (CI {bounds}, {delta['tasks']} tasks)"
 
 
-def render_comparison(comparison: dict[str, Any]) -> str:
-    meta, quality, performance = comparison["meta"], comparison["quality"], comparison["performance"]
-    h2h, reliability = comparison["headToHead"], comparison["reliability"]
-    lines = [f"# Head to head: A `{meta['a']}` vs B `{meta['b']}`", ""]
-    lines.append(
+def coverage_text(meta: dict[str, Any]) -> str:
+    """Which tasks were compared, and how the CIs were made."""
+    return (
         f"{meta['tasks_in_common']} tasks in common ({meta['tasks_only_in_a']} only in A, {meta['tasks_only_in_b']} only in B), "
         f"{meta['comparable_tasks']} of them comparable ({meta['tasks_in_common'] - meta['comparable_tasks']} lack a score "
         f"and a verdict on a side, e.g. no baseline yet); {meta['confidence']:.0%} paired bootstrap CIs over tasks, "
         f"{meta['resamples']} resamples, none over fewer than {meta['min_tasks']} tasks. Score: {meta['score']}."
     )
+
+
+def render_comparison(comparison: dict[str, Any]) -> str:
+    meta, quality, performance = comparison["meta"], comparison["quality"], comparison["performance"]
+    h2h, reliability = comparison["headToHead"], comparison["reliability"]
+    lines = [f"# Head to head: A `{meta['a']}` vs B `{meta['b']}`", ""]
+    lines.append(coverage_text(meta))
     lines += ["", "## Quality", ""]
     lines += table(
         ["Side", "Episodes", "Pass Rate", "Mean Score", "Mean Cost ($)", "Mean Latency (ms)"],
@@ -41,15 +46,15 @@ def render_comparison(comparison: dict[str, Any]) -> str:
     flips = quality["mcnemar"]
     lines += [
         "",
-        f"- Score, B − A: {_interval(quality['score_delta'])}",
-        f"- Pass rate, B − A: {_interval(quality['pass_rate_delta'])}",
+        f"- Score, B − A: {interval_text(quality['score_delta'])}",
+        f"- Pass rate, B − A: {interval_text(quality['pass_rate_delta'])}",
         f"- Pass/fail flips: {flips['a_pass_b_fail']} tasks pass in A and fail in B, {flips['a_fail_b_pass']} the other way "
         f"(McNemar p = {'–' if flips['p_value'] is None else flips['p_value']})",
         "",
         "## Performance",
         "",
-        f"- Cost, B against A: {_interval(performance['cost_delta_pct'], '%')}",
-        f"- Latency, B against A: {_interval(performance['latency_delta_pct'], '%')}",
+        f"- Cost, B against A: {interval_text(performance['cost_delta_pct'], '%')}",
+        f"- Latency, B against A: {interval_text(performance['latency_delta_pct'], '%')}",
         "",
         "## Reliability",
         "",
@@ -66,5 +71,11 @@ def render_comparison(comparison: dict[str, Any]) -> str:
     winner = f"Winner: {h2h['winner'].upper()}" if h2h["winner"] else "No winner"
     lines += ["", "## Head to Head", "", f"{winner}: {h2h['reason']}.", "",
               f"Per task: B wins {h2h['b_wins']}, A wins {h2h['a_wins']}, ties {h2h['ties']}.", ""]  # fmt: skip
-    lines += table(["Task", "A", "B", "Winner"], [[t["task_id"], t["a"], t["b"], t["winner"] or "–"] for t in h2h["tasks"]])
+    lines += table(
+        ["Task", "A", "B", "Winner", "A Passed", "B Passed"],
+        [
+            [t["task_id"], t["a"], t["b"], t["winner"] or "–", *(f"{t[f'{s}_passed']}/{t[f'{s}_trials']}" for s in "ab")]
+            for t in h2h["tasks"]
+        ],
+    )
     return "\n".join(lines) + "\n"

@@ -9,6 +9,7 @@ from __future__ import annotations
 from datetime import date
 from urllib.parse import quote, urlencode
 
+from eval_pipeline.regression.compare import Selector
 from eval_pipeline.warehouse.viewer import Filters
 
 REPORTS_PREFIX = "/reports/"  # the reports directory's files, served read-only
@@ -54,3 +55,24 @@ def queue_path(day: date, queue: str) -> str:
 
 def promote_path(day: date, episode_id: str) -> str:
     return episode_path(day, episode_id) + "/promote"
+
+
+COMPARE_PREFIX = "/compare"
+
+
+def compare_path(a: object = None, b: object = None) -> str:
+    """The head to head of two selections, written as `eval-pipeline compare`'s --a and --b; without them, the form
+    that builds them."""
+    chosen = {name: str(side) for name, side in (("a", a), ("b", b)) if side is not None}
+    return COMPARE_PREFIX + (f"?{urlencode(chosen)}" if chosen else "")
+
+
+def compare_task_path(a: object, b: object, task_id: str, episode_a: str | None = None, episode_b: str | None = None) -> str:
+    """A task of that head to head: two of its trials side by side (the first of each side, or those named)."""
+    chosen = {"a": str(a), "b": str(b), "task": task_id, "ea": episode_a, "eb": episode_b}
+    return f"{COMPARE_PREFIX}/task?" + urlencode({name: value for name, value in chosen.items() if value is not None})
+
+
+def day_against_path(before: date, day: date, agent: str | None = None) -> str:
+    """The head to head of an earlier day (A) and `day` (B), of one agent or of all."""
+    return compare_path(Selector(first=before, last=before, agent=agent), Selector(first=day, last=day, agent=agent))

@@ -19,15 +19,29 @@ import pandas as pd
 from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
 from markupsafe import Markup
 
+from eval_pipeline.config import StatisticsConfig
 from eval_pipeline.redaction import excerpt, redact
 from eval_pipeline.regression.agreement import label_summary
+from eval_pipeline.regression.compare import Selector, compare
 from eval_pipeline.regression.lifecycle import resolved
+from eval_pipeline.reports.comparison import coverage_text, interval_text
 from eval_pipeline.scoring.dimensions import dimensions
 from eval_pipeline.viewer.diff import align, word_diff
-from eval_pipeline.viewer.links import day_path, episode_path, episode_url, promote_path, queue_path, review_path
+from eval_pipeline.viewer.links import (
+    compare_path,
+    compare_task_path,
+    day_against_path,
+    day_path,
+    episode_path,
+    episode_url,
+    promote_path,
+    queue_path,
+    review_path,
+)
 from eval_pipeline.viewer.queues import QUEUES, QueueKind, ReviewPool
+from eval_pipeline.warehouse.compare import selected_sides, selector_choices
 from eval_pipeline.warehouse.labels import day_labels, review_pool
-from eval_pipeline.warehouse.viewer import Filters, day_records, days_overview, episode_records
+from eval_pipeline.warehouse.viewer import EpisodeRecords, Filters, day_records, days_overview, episode_records
 
 TEXT_CHARS = 20_000  # of one step's input, output or messages shown
 
@@ -54,8 +68,43 @@ class StepView:
     input: str | None
     output: str | None
     messages: str | None  # the recorded messages of an LLM call, as indented JSON
-    start_pct: float  # where its bar starts and how wide it is in the timing waterfall
+    start_ms: float  # after the run's first step: by its timestamp, else where the step before it ended
+
+
+@dataclass(frozen=True)
+class Bar:
+    """A step in the timing waterfall: where it starts and how long it takes, in percent of the axis."""
+
+    step: StepView
+    start_pct: float
     width_pct: float
+
+
+@dataclass(frozen=True)
+class Waterfall:
+    """Runs' steps on one time axis, so that two runs shown together are drawn to the same scale."""
+
+    span_ms: float
+    ticks: list[tuple[float, str]]  # (percent of the axis, time there)
+    runs: list[tuple[str, list[Bar]]]  # (which run, its steps)
+
+
+@dataclass(frozen=True)
+class RunView:
+    """One episode as the side-by-side parts show it: its rows, its answer (redacted whole, to be diffed) and steps."""
+
+    day: date
+    episode: dict[str, Any]  # its `episodes` row
+    score: dict[str, Any]  # its `scores` row; empty when not scored
+    answer: str
+    steps: list[StepView]
+
+    @property
+    def verdict(self) -> str:
+        return {True: "passed", False: "failed", None: "no verdict"}[self.score.get("passed")]
+
+
+WATERFALL_TICKS = 4  # the axis is marked at 0, ¼, ½, ¾ of its span, and its end
 
 
 @dataclass(frozen=True)
@@ -89,9 +138,10 @@ class LabelForm:
 class Pages:
     """Every page, rendered with the project's secret patterns (`[policies] secret_patterns`) redacted."""
 
-    def __init__(self, secret_patterns: tuple[str, ...], base_url: str):
+    def __init__(self, secret_patterns: tuple[str, ...], base_url: str, statistics: StatisticsConfig):
         self.secret_patterns = secret_patterns
         self.base_url = base_url
+        self.statistics = statistics  # [statistics]: how `compare` makes its CIs
         self.environment = Environment(
             loader=PackageLoader("eval_pipeline.viewer", "templates"),
             autoescape=select_autoescape(["html", "j2"], default=True),
@@ -107,6 +157,10 @@ class Pages:
             review_path=review_path,
             queue_path=queue_path,
             promote_path=promote_path,
+            compare_path=compare_path,
+            compare_task_path=compare_task_path,
+            day_against_path=day_against_path,
+            interval_text=interval_text,
             Filters=Filters,
         )
 
@@ -123,9 +177,10 @@ class Pages:
 
     def days(self, con: duckdb.DuckDBPyConnection) -> str:
         overview = days_overview(con)
+        groups = list(overview.groupby(overview["partition_date"].map(_as_date), sort=False))  # the latest day first
         days = [
-            {"day": day, "agents": _records(group)}
-            for day, group in overview.groupby(overview["partition_date"].map(_as_date), sort=False)
+            {"day": day, "before": groups[n + 1][0] if n + 1 < len(groups) else None, "agents": _records(group)}
+            for n, (day, group) in enumerate(groups)
         ]
         return self.render("days.html.j2", days=days)
 
@@ -142,9 +197,11 @@ class Pages:
             for agent, group in episodes.groupby("agent_id", sort=True)
         ]
         gone = resolved(findings, records.previous_findings)
+        earlier = [d for d in selector_choices(con).days if d < day]
         return self.render(
             "day.html.j2",
             day=day,
+            day_before=earlier[-1] if earlier else None,
             filters=filters,
             choices=records.choices,
             figures=_figures(day, filters, episodes, findings),
@@ -193,6 +250,51 @@ class Pages:
         shown = json.dumps(case, indent=2, ensure_ascii=False)
         return self.render("promoted.html.j2", day=day, episode_id=episode_id, case=case, case_json=shown, path=path)
 
+    def compare(self, con: duckdb.DuckDBPyConnection, sides: tuple[Selector, Selector] | None) -> str:
+        """The form that builds two selections from what the warehouse has and, given two, their head to head as
+        `eval-pipeline compare` makes it: the CIs, and per task its winner with the trials and passes behind it."""
+        choices = selector_choices(con)
+        if sides is None:
+            return self.render("compare.html.j2", choices=choices, sides=(Selector(), Selector()), c=None, coverage="")
+        runs = selected_sides(con, sides)
+        comparison = compare(runs[0], runs[1], sides, self.statistics)
+        return self.render(
+            "compare.html.j2", choices=choices, sides=sides, c=comparison, coverage=coverage_text(comparison["meta"])
+        )
+
+    def compare_task(
+        self,
+        con: duckdb.DuckDBPyConnection,
+        sides: tuple[Selector, Selector],
+        task_id: str,
+        picked: tuple[str | None, str | None],
+    ) -> str | None:
+        """One task of a head to head: each side's trials of it, and two of them side by side (the first of each side,
+        or the ones `picked` by episode id); None when a side has no such task or trial."""
+        runs = selected_sides(con, sides)
+        trials = [frame[frame["task_id"] == task_id] for frame in runs]
+        shown = []
+        for frame, wanted in zip(trials, picked, strict=True):
+            row = _pick(_records(frame), wanted)
+            records = None if row is None else episode_records(con, row["partition_date"], row["episode_id"])
+            if row is None or records is None:
+                return None
+            shown.append(self._run(row["partition_date"], records))
+        a, b = shown
+        task = compare(trials[0], trials[1], sides, self.statistics)["headToHead"]["tasks"][0]  # its row, as on the page
+        return self.render(
+            "compare_task.html.j2",
+            sides=sides,
+            task=task,
+            trials=[_records(frame) for frame in trials],
+            a=a,
+            b=b,
+            side_by_side=_side_by_side(_own(a.episode, a.score), _own(b.episode, b.score)),
+            tools=align(_tools(a.episode, a.score), _tools(b.episode, b.score)),
+            answers=word_diff(a.answer, b.answer),
+            timing=waterfall([("A", a.steps), ("B", b.steps)]),
+        )
+
     @staticmethod
     def _pool(con: duckdb.DuckDBPyConnection, day: date, settings: ReviewSettings) -> ReviewPool:
         scores, judgements = review_pool(con, day)
@@ -203,19 +305,19 @@ class Pages:
         records = episode_records(con, day, episode_id)
         if records is None:
             return None
-        episode, score, baseline = _clean(records.episode), _clean(records.score or {}), _clean(records.baseline or {})
-        candidate_tools = _names(score.get("tools") if score else episode.get("tools"))
-        answer = redact(episode.get("answer") or "", self.secret_patterns)
+        run, baseline = self._run(day, records), _clean(records.baseline or {})
+        episode, score, answer, steps = run.episode, run.score, run.answer, run.steps
         baseline_answer = redact(baseline.get("final_output") or "", self.secret_patterns)
+        baseline_steps = self._steps(records.baseline_steps)
         return dict(
             day=day,
             e=episode,
             s=score,
-            verdict={True: "passed", False: "failed", None: "no verdict"}[score.get("passed")],
+            verdict=run.verdict,
             b=baseline,
             permalink=episode_url(self.base_url, day, episode_id),
-            side_by_side=_side_by_side(episode, score, baseline),
-            tools=align(_names(baseline.get("tools")), candidate_tools),
+            side_by_side=_side_by_side(baseline, _own(episode, score)),
+            tools=align(_names(baseline.get("tools")), _tools(episode, score)),
             answers=word_diff(baseline_answer, answer) if baseline else None,
             answer=answer,
             dimensions=[
@@ -223,8 +325,9 @@ class Pages:
                 for d in dimensions()
                 if d.column in score
             ],
-            steps=self._steps(records.steps),
-            baseline_steps=self._steps(records.baseline_steps),
+            steps=steps,
+            baseline_steps=baseline_steps,
+            timing=waterfall([("baseline", baseline_steps), ("this run", steps)]),
             findings=_records(records.findings),
             assertions=_records(records.assertions),
             issues=_records(records.issues),
@@ -233,17 +336,13 @@ class Pages:
             rewards=[{**r, "breakdown": self._text(r["breakdown"], 2000)} for r in _records(records.rewards)],
         )
 
+    def _run(self, day: date, records: EpisodeRecords) -> RunView:
+        episode = _clean(records.episode)
+        answer = redact(episode.get("answer") or "", self.secret_patterns)
+        return RunView(day, episode, _clean(records.score or {}), answer, self._steps(records.steps))
+
     def _steps(self, steps: pd.DataFrame) -> list[StepView]:
-        """The steps with their bars in the waterfall: each from its start after the first step's, as long as it took."""
         rows = _records(steps)
-        starts = [
-            (pd.Timestamp(r["timestamp"]) - pd.Timestamp(rows[0]["timestamp"])).total_seconds() * 1000
-            if r.get("timestamp") is not None and rows[0].get("timestamp") is not None
-            else None
-            for r in rows
-        ]
-        ends = [(start or 0) + (r.get("duration_ms") or 0) for start, r in zip(starts, rows, strict=True)]
-        span = max(ends, default=0) or 1
         return [
             StepView(
                 index=r["step_index"],
@@ -257,10 +356,9 @@ class Pages:
                 input=self._text(r.get("input")),
                 output=self._text(r.get("output")),
                 messages=self._text(_indented(r.get("messages"))),
-                start_pct=round(100 * (start or 0) / span, 2),
-                width_pct=max(round(100 * (r.get("duration_ms") or 0) / span, 2), 0.5),
+                start_ms=start,
             )
-            for start, r in zip(starts, rows, strict=True)
+            for start, r in zip(_starts(rows), rows, strict=True)
         ]
 
     def problem(self, title: str, message: str) -> str:
@@ -291,17 +389,69 @@ def _figures(day: date, filters: Filters, episodes: pd.DataFrame, findings: pd.D
     ]
 
 
-def _side_by_side(episode: dict[str, Any], score: dict[str, Any], baseline: dict[str, Any]) -> list[tuple[str, str, str]]:
-    """(what, baseline, this run) for the figures a regression is judged on."""
-    own = lambda key: score.get(key) if score.get(key) is not None else episode.get(key)  # noqa: E731
-    return [
-        ("status", baseline.get("status") or "–", own("status") or "–"),
-        ("cost (USD)", _num(baseline.get("total_cost_usd"), 5), _num(own("total_cost_usd"), 5)),
-        ("latency (ms)", _num(baseline.get("total_duration_ms"), 0), _num(own("total_duration_ms"), 0)),
-        ("tokens", _num(baseline.get("total_tokens"), 0), _num(episode.get("total_tokens"), 0)),
-        ("steps", _num(baseline.get("step_count"), 0), _num(own("step_count"), 0)),
-        ("error steps", _num(baseline.get("error_steps"), 0), _num(own("error_steps"), 0)),
+def _pick(trials: list[dict[str, Any]], episode_id: str | None) -> dict[str, Any] | None:
+    """The trial `episode_id` names, else the first; None when there is none such."""
+    if episode_id is None:
+        return trials[0] if trials else None
+    return next((row for row in trials if row["episode_id"] == episode_id), None)
+
+
+def _starts(rows: list[dict[str, Any]]) -> list[float]:
+    """Each step's start in ms after the run's first: from its timestamp, else where the step before it ended."""
+    times = [pd.Timestamp(r["timestamp"]) if r.get("timestamp") is not None else None for r in rows]
+    origin = min((t for t in times if t is not None), default=None)
+    starts: list[float] = []
+    end = 0.0
+    for time, row in zip(times, rows, strict=True):
+        start = (time - origin).total_seconds() * 1000 if time is not None and origin is not None else end
+        starts.append(start)
+        end = start + (row.get("duration_ms") or 0)
+    return starts
+
+
+def waterfall(runs: list[tuple[str, list[StepView]]]) -> Waterfall:
+    """The runs that have steps on one time axis, as long as the longest of them."""
+    shown = [(name, steps) for name, steps in runs if steps]
+    span = max((st.start_ms + (st.duration_ms or 0) for _, steps in shown for st in steps), default=0.0) or 1.0
+    bars = [
+        (
+            name,
+            [Bar(st, round(100 * st.start_ms / span, 2), max(round(100 * (st.duration_ms or 0) / span, 2), 0.3)) for st in steps],
+        )
+        for name, steps in shown
     ]
+    ticks = [(100 * n / WATERFALL_TICKS, _elapsed(span * n / WATERFALL_TICKS)) for n in range(WATERFALL_TICKS + 1)]
+    return Waterfall(span, ticks, bars)
+
+
+def _elapsed(ms: float) -> str:
+    return f"{ms:,.0f} ms" if ms < 10_000 else f"{ms / 1000:,.1f} s"
+
+
+_RUN_FIGURES = (  # (what, column, digits; None: text) of the figures two runs are put side by side on
+    ("status", "status", None),
+    ("cost (USD)", "total_cost_usd", 5),
+    ("latency (ms)", "total_duration_ms", 0),
+    ("tokens", "total_tokens", 0),
+    ("steps", "step_count", 0),
+    ("error steps", "error_steps", 0),
+)
+
+
+def _side_by_side(left: dict[str, Any], right: dict[str, Any]) -> list[tuple[str, str, str]]:
+    """(what, left run, right run) for the figures a regression is judged on."""
+    shown = lambda row, column, digits: (row.get(column) or "–") if digits is None else _num(row.get(column), digits)  # noqa: E731
+    return [(what, shown(left, column, digits), shown(right, column, digits)) for what, column, digits in _RUN_FIGURES]
+
+
+def _own(episode: dict[str, Any], score: dict[str, Any]) -> dict[str, Any]:
+    """The episode's figures as it was scored: the replayed run's where it was replayed, else the recorded ones."""
+    return {**episode, **{key: value for key, value in score.items() if value is not None}}
+
+
+def _tools(episode: dict[str, Any], score: dict[str, Any]) -> list[str]:
+    """The tools the run called, as scored (a replay's), else as recorded."""
+    return _names(score.get("tools") if score else episode.get("tools"))
 
 
 def _num(value: Any, digits: int = 3) -> str:

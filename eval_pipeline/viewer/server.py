@@ -7,7 +7,8 @@ loop handing each to an executor, as aiohttp would need; nothing is held between
 Safe by default: it listens on loopback; anywhere else only with a token (EVAL_UI_TOKEN), which every request must
 then carry (`Authorization: Bearer`, or `?token=` once, kept in an HttpOnly cookie); without a token it answers only
 requests addressed to a loopback name, so a web page elsewhere cannot reach it by DNS rebinding. The browser never
-sends SQL: each route's reads are fixed queries with its path and filters as parameters. Under /reports/ it serves the
+sends SQL: each route's reads are fixed queries with its path and filters as parameters (a head to head's two sides are
+`eval-pipeline compare`'s selectors, read by its parser). Under /reports/ it serves the
 reports directory's files, read-only and under the same rules, so that the links in the Dagster UI and in alerts open.
 
 Two things are written, both by POST from the viewer's own forms: a reviewer's label (`labels`, under the warehouse
@@ -35,7 +36,10 @@ from pathlib import Path
 from typing import get_args
 from urllib.parse import parse_qs, quote, unquote, urlencode, urlsplit
 
-from eval_pipeline.viewer.links import REPORTS_PREFIX, queue_path
+import duckdb
+
+from eval_pipeline.regression.compare import Selector, SelectorError
+from eval_pipeline.viewer.links import COMPARE_PREFIX, REPORTS_PREFIX, compare_path, queue_path
 from eval_pipeline.viewer.pages import LabelForm, Pages, ReviewSettings, Visitor
 from eval_pipeline.viewer.promote import promote_episode
 from eval_pipeline.viewer.queues import QUEUE_BY_NAME, QueueKind
@@ -73,6 +77,14 @@ _QUEUE = re.compile(r"^/days/(\d{4}-\d{2}-\d{2})/review/([^/]+)$")
 
 class NotFound(Exception):
     """The path names no page, or a day, episode or report file that does not exist."""
+
+
+class Moved(Exception):
+    """The page asked for lives at another address (a form's fields, written as the address that shows them)."""
+
+    def __init__(self, location: str):
+        super().__init__(location)
+        self.location = location
 
 
 def is_loopback(host: str) -> bool:
@@ -113,7 +125,21 @@ class Viewer:
                 return self.pages.review(con, _date(match[1]), self.review, visitor.reviewer)
             if match := _QUEUE.match(path):
                 return self.pages.queue(con, _date(match[1]), _queue(match[2]), self.review, visitor)
+            if path == COMPARE_PREFIX:
+                return self.pages.compare(con, _sides(query))
+            if path == f"{COMPARE_PREFIX}/task":
+                return self._compare_task(con, query)
         raise NotFound(f"no page at {path}")
+
+    def _compare_task(self, con: duckdb.DuckDBPyConnection, query: dict[str, list[str]]) -> str:
+        sides, chosen = _sides(query), _chosen(query)
+        task = chosen.get("task")
+        if sides is None or task is None:
+            raise ValueError("give both sides (a= and b=, as eval-pipeline compare's --a and --b) and a task=")
+        page = self.pages.compare_task(con, sides, task, (chosen.get("ea"), chosen.get("eb")))
+        if page is None:
+            raise NotFound(f"task {task!r} has no such trial on both sides of {sides[0]} vs {sides[1]}")
+        return page
 
     def report_file(self, path: str) -> tuple[bytes, str]:
         """The bytes and content type of the reports directory's file at `path` (/reports/NAME): a file directly in
@@ -173,8 +199,50 @@ def _date(text: str) -> date:
         raise NotFound(f"not a day: {text}") from None
 
 
+def _chosen(query: dict[str, list[str]]) -> dict[str, str]:
+    """The query's filled fields (the last value of each)."""
+    return {name: values[-1] for name, values in query.items() if values and values[-1]}
+
+
+_SIDE_FIELDS = ("from", "to", "agent", "model", "label")  # the compare form's fields of a side, `a_agent` and so on
+
+
+def _sides(query: dict[str, list[str]]) -> tuple[Selector, Selector] | None:
+    """The two selections of a head to head, None when the query names neither.
+
+    `a` and `b` are written as `eval-pipeline compare`'s --a and --b, and read by its parser (SelectorError, a
+    ValueError, with its words); `start` and `end` give the days of a side that names none. The compare form sends
+    each side's fields instead (`a_agent=…`): they are written as a selector, and the browser sent to its address.
+    """
+    chosen = _chosen(query)
+    if "a" not in query and "b" not in query:
+        if any(f"{side}_{field}" in chosen for side in "ab" for field in _SIDE_FIELDS):
+            raise Moved(compare_path(*(_selector_text(chosen, side) for side in "ab")))
+        return None
+    if "a" not in query or "b" not in query:
+        raise SelectorError("give both sides, a= and b=, e.g. a=date=2026-11-01,agent=support-bot&b=date=2026-11-02")
+    start, end = chosen.get("start"), chosen.get("end")
+    if end is not None and start is None:
+        raise SelectorError("end= needs a start=")
+    days = Selector.parse(f"date={start}..{end or start}") if start else None
+    sides = (Selector.parse(query["a"][-1]), Selector.parse(query["b"][-1]))
+    if days is None:
+        return sides
+    return tuple(
+        side.model_copy(update={"first": days.first, "last": days.last}) if side.first is None else side for side in sides
+    )  # type: ignore[return-value]
+
+
+def _selector_text(chosen: dict[str, str], side: str) -> str:
+    """A side of the compare form written as a selector: `date=D1..D2,agent=…,model=…,label=…`."""
+    first, last = chosen.get(f"{side}_from"), chosen.get(f"{side}_to")
+    days = f"{first}..{last}" if first and last and first != last else first or last
+    parts = {"date": days} | {field: chosen.get(f"{side}_{field}") for field in ("agent", "model", "label")}
+    return ",".join(f"{key}={value}" for key, value in parts.items() if value)
+
+
 def _filters(query: dict[str, list[str]]) -> Filters:
-    chosen = {name: values[-1] for name, values in query.items() if values and values[-1]}
+    chosen = _chosen(query)
     verdict = chosen.get("verdict")
     if verdict is not None and verdict not in get_args(Verdict):
         raise ValueError(f"verdict must be one of {', '.join(get_args(Verdict))}, not {verdict!r}")
@@ -194,7 +262,7 @@ class _Handler(BaseHTTPRequestHandler):
     def do_GET(self) -> None:
         viewer = self.server.viewer
         url = urlsplit(self.path)
-        query = parse_qs(url.query)
+        query = parse_qs(url.query, keep_blank_values=True)  # `a=` is a selector, and an empty one
         if not self._admitted(query, url.path):
             return
         if url.path.startswith(REPORTS_PREFIX):
@@ -244,6 +312,8 @@ class _Handler(BaseHTTPRequestHandler):
             respond()
         except NotFound as exc:
             self._send(HTTPStatus.NOT_FOUND, "Not found", str(exc))
+        except Moved as exc:
+            self._send(HTTPStatus.SEE_OTHER, headers={"Location": exc.location})
         except ValueError as exc:
             self._send(HTTPStatus.BAD_REQUEST, "Bad request", str(exc))
         except WarehouseBusy:

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from datetime import date
+
+import duckdb
 import pandas as pd
 
-from eval_pipeline.regression.compare import Selector
-from eval_pipeline.warehouse.connection import Warehouse
+from eval_pipeline.regression.compare import Selector, SelectorError
 
 _RUNS = """
 SELECT e.episode_id, e.partition_date, e.agent_id, e.task_id, coalesce(r.model, e.model) AS model,
@@ -25,5 +28,43 @@ ORDER BY e.task_id, e.episode_id
 """
 
 
-def selected_runs(warehouse: Warehouse, selector: Selector) -> pd.DataFrame:
-    return warehouse.read_frame(_RUNS, selector.model_dump())
+def selected_runs(con: duckdb.DuckDBPyConnection, selector: Selector) -> pd.DataFrame:
+    return con.execute(_RUNS, selector.model_dump()).df()
+
+
+def selected_sides(con: duckdb.DuckDBPyConnection, sides: tuple[Selector, Selector]) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Both sides' runs; SelectorError naming the side that selects none (the same words in the CLI and the viewer)."""
+    runs = (selected_runs(con, sides[0]), selected_runs(con, sides[1]))
+    for side, name, frame in zip(sides, "ab", runs, strict=True):
+        if frame.empty:
+            raise SelectorError(f"--{name} {side} selects no finished episode")
+    return runs
+
+
+@dataclass(frozen=True)
+class SelectorChoices:
+    """What a selector can name in this warehouse, for the viewer's form that builds one."""
+
+    days: list[date]
+    agents: list[str]
+    models: list[str]
+    labels: list[str]
+
+
+def selector_choices(con: duckdb.DuckDBPyConnection) -> SelectorChoices:
+    rows = con.execute(
+        """
+        SELECT DISTINCT 'day', CAST(e.partition_date AS VARCHAR) FROM episodes e WHERE e.status <> 'running'
+        UNION SELECT DISTINCT 'agent', e.agent_id FROM episodes e WHERE e.status <> 'running'
+        UNION SELECT DISTINCT 'model', coalesce(r.model, e.model) FROM episodes e
+              LEFT JOIN replays r USING (episode_id, partition_date)
+              WHERE e.status <> 'running' AND coalesce(r.model, e.model) IS NOT NULL
+        UNION SELECT DISTINCT 'label', e.metadata ->> '$.label' FROM episodes e
+              WHERE e.status <> 'running' AND e.metadata ->> '$.label' IS NOT NULL
+        ORDER BY ALL
+        """
+    ).fetchall()
+    found: dict[str, list[str]] = {"day": [], "agent": [], "model": [], "label": []}
+    for kind, value in rows:
+        found[kind].append(value)
+    return SelectorChoices([date.fromisoformat(d) for d in found["day"]], found["agent"], found["model"], found["label"])
