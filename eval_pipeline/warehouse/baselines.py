@@ -181,12 +181,13 @@ def effective_baselines(warehouse: Warehouse, as_of: date, policy: str, agent_id
 
 
 _SCORING_INPUT = f"""
+-- ->> is parenthesized wherever it meets another operator: DuckDB 1.5 parses it looser than =, <>, AND, IS
 WITH latest_runs AS (  -- each case-set agent's latest capture run of the day; its earlier ones are superseded
     SELECT agent_id, arg_max(metadata ->> '$.capture_run', coalesce(metadata ->> '$.captured_at', '')) AS capture_run
-    FROM episodes WHERE partition_date = $day AND metadata ->> '$.capture_run' IS NOT NULL GROUP BY agent_id
+    FROM episodes WHERE partition_date = $day AND (metadata ->> '$.capture_run') IS NOT NULL GROUP BY agent_id
 ), candidates AS (
     SELECT r.*, e.task_id, TRY_CAST(e.metadata ->> '$.reward' AS DOUBLE) AS recorded_reward,
-           coalesce(e.metadata ->> '$.capture_run' <> l.capture_run, false) AS superseded
+           coalesce((e.metadata ->> '$.capture_run') <> l.capture_run, false) AS superseded
     FROM replays r JOIN episodes e USING (episode_id, partition_date)
     LEFT JOIN latest_runs l ON l.agent_id = e.agent_id
     WHERE r.partition_date = $day AND r.status <> 'running' AND ($agent IS NULL OR r.agent_id = $agent)

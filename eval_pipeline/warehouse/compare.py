@@ -10,6 +10,7 @@ import pandas as pd
 
 from eval_pipeline.regression.compare import Selector, SelectorError
 
+# ->> is parenthesized wherever it meets another operator: DuckDB 1.5 parses it looser than =, <>, AND, IS
 _RUNS = """
 SELECT e.episode_id, e.partition_date, e.agent_id, e.task_id, coalesce(r.model, e.model) AS model,
        e.metadata ->> '$.label' AS label, coalesce(r.status, e.status) AS status,
@@ -23,7 +24,7 @@ WHERE e.status <> 'running'
   AND ($first IS NULL OR e.partition_date BETWEEN $first AND $last)
   AND ($agent IS NULL OR e.agent_id = $agent)
   AND ($model IS NULL OR coalesce(r.model, e.model) = $model)
-  AND ($label IS NULL OR e.metadata ->> '$.label' = $label)
+  AND ($label IS NULL OR (e.metadata ->> '$.label') = $label)
 ORDER BY e.task_id, e.episode_id
 """
 
@@ -60,7 +61,7 @@ def selector_choices(con: duckdb.DuckDBPyConnection) -> SelectorChoices:
               LEFT JOIN replays r USING (episode_id, partition_date)
               WHERE e.status <> 'running' AND coalesce(r.model, e.model) IS NOT NULL
         UNION SELECT DISTINCT 'label', e.metadata ->> '$.label' FROM episodes e
-              WHERE e.status <> 'running' AND e.metadata ->> '$.label' IS NOT NULL
+              WHERE e.status <> 'running' AND (e.metadata ->> '$.label') IS NOT NULL
         ORDER BY ALL
         """
     ).fetchall()

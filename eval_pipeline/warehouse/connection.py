@@ -1,6 +1,6 @@
 """The warehouse: one DuckDB file, opened briefly, by one process at a time.
 
-DuckDB admits one writing process per file, and from 2.x even read-only opens fail while
+DuckDB admits one writing process per file, and even read-only opens fail while
 another process holds it. Every opener in every process (run workers, checks, the CLI's
 `query`) therefore takes one file lock first, with a bounded wait and a plain "warehouse
 busy" error after it (DESIGN §6). Connections are closed in `finally`.
