@@ -13,12 +13,17 @@ import pytest
 # any test module imports the definitions, which build the partitions once.
 os.environ.setdefault("EVAL_HISTORY_START", "2025-01-01")
 
+from eval_pipeline.cli.command import obey_interrupts
 from eval_pipeline.episodes.samples import write_samples
 from eval_pipeline.settings import PROJECT_ROOT
 from eval_pipeline_tests.fake_openai import FakeOpenAI
 from eval_pipeline_tests.fake_store import FakeStore
 from eval_pipeline_tests.postgres import PostgresServer, postgres_bin_dir, running_postgres
 from eval_pipeline_tests.webhook_receiver import WebhookReceiver
+
+# The tests run Dagster in this process, as `eval-pipeline` does; under a CI that starts them with SIGINT ignored
+# they need the same cure (see `obey_interrupts`).
+obey_interrupts()
 
 
 @pytest.fixture

@@ -101,8 +101,10 @@ def test_a_browser_sees_the_six_assets_on_the_graph_page(ui):
 
 
 def test_ui_starts_the_viewer_on_its_base_url_and_a_sigterm_stops_everything(tmp_path):
-    """Started as `make ui` in the background starts it (SIGTERM inherited as ignored); the viewer serves the report the
-    Dagster UI links to; one SIGTERM to `eval-pipeline ui` alone ends the viewer, Dagster and all their children."""
+    """Started as `make ui &` in a script starts it (SIGINT and SIGTERM inherited as ignored), no child inherits the
+    ignore (Dagster gives SIGTERM what SIGINT does: its runs would be deaf to a stop, and each step would wait 30 s for
+    its compute-log `tail`); the viewer serves the report the Dagster UI links to; one SIGTERM to `eval-pipeline ui`
+    alone ends the viewer, Dagster and all their children."""
     viewer_url = f"http://127.0.0.1:{free_port()}"
     (tmp_path / "reports").mkdir()
     (tmp_path / "reports" / "eval-report-2026-11-03.html").write_text("<p>the day's report</p>")
@@ -112,7 +114,7 @@ def test_ui_starts_the_viewer_on_its_base_url_and_a_sigterm_stops_everything(tmp
     process = subprocess.Popen(
         [sys.executable, "-m", "eval_pipeline.cli", "ui", "--port", str(port)], cwd=tmp_path, env=env, text=True,
         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, start_new_session=True,
-        preexec_fn=lambda: signal.signal(signal.SIGTERM, signal.SIG_IGN),
+        preexec_fn=lambda: [signal.signal(number, signal.SIG_IGN) for number in (signal.SIGINT, signal.SIGTERM)],
     )  # fmt: skip
     started: list[int] = []
     try:
@@ -122,6 +124,7 @@ def test_ui_starts_the_viewer_on_its_base_url_and_a_sigterm_stops_everything(tmp
         ask(f"http://127.0.0.1:{port}")  # Dagster's webserver is up beside it
         started += descendants(process.pid)
         assert len(started) >= 5  # the viewer, dagster dev, its webserver, daemon and code server
+        assert {pid: ignored for pid in started if (ignored := ignored_stops(pid))} == {}
         process.send_signal(signal.SIGTERM)
         assert process.wait(60) == 0
         assert [pid for pid in started if running(pid)] == []
@@ -131,6 +134,18 @@ def test_ui_starts_the_viewer_on_its_base_url_and_a_sigterm_stops_everything(tmp
         for pid in [process.pid, *started, *descendants(process.pid)]:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
+
+
+def ignored_stops(pid: int) -> set[str]:
+    """Which of SIGINT and SIGTERM process `pid` ignores."""
+    try:
+        mask = int(
+            next(line for line in Path(f"/proc/{pid}/status").read_text().splitlines() if line.startswith("SigIgn:")).split()[1],
+            16,
+        )
+    except (OSError, StopIteration):
+        return set()
+    return {number.name for number in (signal.SIGINT, signal.SIGTERM) if mask >> (number - 1) & 1}
 
 
 def running(pid: int) -> bool:

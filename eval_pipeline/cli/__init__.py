@@ -38,7 +38,7 @@ from eval_pipeline.cli import (
     ui,
     validate_refs,
 )
-from eval_pipeline.cli.command import EXIT_FINDINGS, EXIT_INFRA, EXIT_OK, EXIT_USAGE, Command
+from eval_pipeline.cli.command import EXIT_FINDINGS, EXIT_INFRA, EXIT_OK, EXIT_USAGE, Command, obey_interrupts
 
 COMMANDS: tuple[Command, ...] = tuple(
     module.COMMAND
@@ -103,6 +103,7 @@ def _version() -> str:
 def main(argv: list[str] | None = None) -> int:
     """Parse, build the settings once, run the command; every error becomes one line and its exit code here."""
     args = build_parser().parse_args(argv)  # exits 2 on a usage error
+    obey_interrupts()
     from eval_pipeline.errors import InfrastructureError, UserInputError
     from eval_pipeline.settings import Settings
 

@@ -137,6 +137,23 @@ def existing_warehouse(settings: Settings, first: str = "run `eval-pipeline run`
     return Warehouse(settings.duckdb_path)
 
 
+def obey_interrupts() -> None:
+    """Let Ctrl-C and SIGTERM stop this process even where they were inherited as ignored (a job that a script
+    started with `&`, or that `make` started in the background).
+
+    Dagster gives SIGTERM whatever SIGINT does, so an ignored SIGINT left a run deaf to a supervisor's stop, and
+    every step's compute-log `tail -F`, started with the ignore inherited, made its step wait 30 s and stayed behind.
+    """
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        return  # only the main thread can set handlers; a caller there has its own
+    for number in (signal.SIGINT, signal.SIGTERM):
+        if signal.getsignal(number) is signal.SIG_IGN:
+            signal.signal(number, signal.default_int_handler)
+
+
 def serve_until_stopped(server: BaseServer, banner: str) -> int:
     """Serve until Ctrl-C or SIGTERM, then close the socket and end with exit 0.
 
