@@ -263,7 +263,7 @@ _COST_W = tuple(c / _COST_SUM for _, c, _ in _SHAPE)
 _LAT_W = tuple(w / _LAT_SUM for _, _, w in _SHAPE)
 
 
-def day_lines(day: date, trials: int, tasks: list[Task], seed: int) -> list[str]:
+def day_lines(day: date, trials: int, tasks: list[Task], seed: int, regression_rate: float = REGRESSION_RATE) -> list[str]:
     """The JSONL lines of `trials` episodes of every task starting on `day`, sorted by start time."""
     rng = random.Random(f"{seed}:{day.isoformat()}")
     prefix = day.isoformat()
@@ -278,7 +278,7 @@ def day_lines(day: date, trials: int, tasks: list[Task], seed: int) -> list[str]
         cost_f = 1 + uniform(-JITTER, JITTER)
         lat_f = 1 + uniform(-JITTER, JITTER)
         status, variant, answer = "success", 0, 0
-        if random_() < REGRESSION_RATE:
+        if random_() < regression_rate:
             kind = REGRESSION_KINDS[rng.randrange(len(REGRESSION_KINDS))]
             if kind == "cost":
                 cost_f *= rng.choice((1.3, 1.6))
@@ -334,13 +334,13 @@ def day_file(directory: Path, day: date) -> Path:
     return directory / f"episodes-{day.isoformat()}.jsonl"
 
 
-def write_days(directory: Path, days: list[date], shape: Shape, seed: int) -> int:
+def write_days(directory: Path, days: list[date], shape: Shape, seed: int, regression_rate: float = REGRESSION_RATE) -> int:
     """Write one episodes-YYYY-MM-DD.jsonl of the shape per day; return the bytes written."""
     directory.mkdir(parents=True, exist_ok=True)
     tasks = make_tasks(seed, shape)
     total = 0
     for day in days:
-        data = ("\n".join(day_lines(day, shape.trials, tasks, seed)) + "\n").encode()
+        data = ("\n".join(day_lines(day, shape.trials, tasks, seed, regression_rate)) + "\n").encode()
         day_file(directory, day).write_bytes(data)
         total += len(data)
     return total
@@ -362,6 +362,7 @@ class ChildRun:
     returncode: int
     stdout: str
     stderr: str
+    rss_samples: list[tuple[float, int]]  # (epoch seconds, resident KiB) every 50 ms
 
     @property
     def rss_mib(self) -> float:
@@ -373,6 +374,9 @@ class ChildRun:
 
 class ChildFailed(Exception):
     pass
+
+
+MEMORY_LIMIT: dict[str, str] = {}  # EVAL_DUCKDB_MEMORY_LIMIT of every run, when --memory-limit gives one
 
 
 def child_env(source: Path, home: Path, first_day: date, dagster_home: Path | None = None) -> dict[str, str]:
@@ -390,6 +394,7 @@ def child_env(source: Path, home: Path, first_day: date, dagster_home: Path | No
         EVAL_REPLAY_MODE="dry",
         EVAL_HISTORY_START=first_day.isoformat(),
         PYTHONUNBUFFERED="1",
+        **MEMORY_LIMIT,
     )
     config = PROJECT / "eval.toml"
     if config.is_file():
@@ -398,15 +403,30 @@ def child_env(source: Path, home: Path, first_day: date, dagster_home: Path | No
 
 
 # Linux counts in a child's ru_maxrss the memory of the process it was forked from, up to its exec: a child of this
-# (large) process would report at least this process's peak. A small launcher forks the measured command instead
-# and writes its ru_maxrss (KiB) to the file named by its first argument.
-_LAUNCHER = """import os, sys
+# (large) process would report at least this process's peak. A small launcher forks the measured command instead,
+# samples its resident memory every 50 ms (so each step's peak can be read against the step's start and end) and
+# writes its ru_maxrss (KiB) to the file named by its first argument, the samples ("epoch seconds KiB" a line) to
+# that name + ".samples".
+_LAUNCHER = """import os, sys, time
 pid = os.fork()
 if pid == 0:
     os.execvp(sys.argv[2], sys.argv[2:])
-_, status, usage = os.wait4(pid, 0)
+samples = []
+while True:
+    done, status, usage = os.wait4(pid, os.WNOHANG)
+    if done:
+        break
+    try:
+        with open(f"/proc/{pid}/status") as proc:
+            rss = next(line.split()[1] for line in proc if line.startswith("VmRSS:"))
+        samples.append(f"{time.time():.3f} {rss}")
+    except (OSError, StopIteration):
+        pass
+    time.sleep(0.05)
 with open(sys.argv[1], "w") as rss:
     rss.write(str(usage.ru_maxrss))
+with open(sys.argv[1] + ".samples", "w") as out:
+    out.write("\\n".join(samples))
 sys.exit(os.waitstatus_to_exitcode(status))
 """
 
@@ -429,7 +449,10 @@ def run_child(label: str, argv: list[str], env: dict[str, str] | None, logdir: P
         )
         wall = time.perf_counter() - t0
     maxrss = int(rss_path.read_text() or 0) if rss_path.exists() else 0
-    run = ChildRun(label, wall, maxrss, returncode, out_path.read_text(errors="replace"), err_path.read_text(errors="replace"))
+    samples_path = rss_path.with_name(rss_path.name + ".samples")
+    samples = [(float(t), int(kib)) for t, kib in (line.split() for line in samples_path.read_text().splitlines())]
+    out_text, err_text = out_path.read_text(errors="replace"), err_path.read_text(errors="replace")
+    run = ChildRun(label, wall, maxrss, returncode, out_text, err_text, samples)
     if run.returncode != 0:
         print(f"\nFAILED: {' '.join(argv)} ({label}) exited {run.returncode} after {wall:.1f} s", file=sys.stderr)
         print(f"--- stdout ---\n{run.stdout}--- stderr ---\n{run.stderr}", file=sys.stderr)
@@ -446,17 +469,27 @@ def floor_args(action: str, jsonl: Path, out: Path) -> list[str]:
     return [sys.executable, str(FLOOR), action, str(jsonl), "--out", str(out)]
 
 
-def step_seconds(instance_home: Path) -> dict[str, float]:
-    """Seconds per step of the instance's latest run, from Dagster's own step start and end events."""
+@dataclass(frozen=True)
+class StepFigure:
+    seconds: float
+    peak_rss_mib: float  # the run's resident memory sampled while the step ran
+
+
+def step_figures(instance_home: Path, run: ChildRun) -> dict[str, StepFigure]:
+    """Seconds and peak RSS per step of the instance's latest run, from Dagster's own step start and end events."""
     import dagster as dg
 
     with dg.DagsterInstance.from_config(str(instance_home)) as instance:
         (latest,) = instance.get_runs(limit=1)
-        return {
-            stat.step_key: stat.end_time - stat.start_time
-            for stat in instance.get_run_step_stats(latest.run_id)
-            if stat.start_time is not None and stat.end_time is not None
-        }
+        stats = instance.get_run_step_stats(latest.run_id)
+    return {
+        stat.step_key: StepFigure(
+            stat.end_time - stat.start_time,
+            max((kib for t, kib in run.rss_samples if stat.start_time <= t <= stat.end_time), default=0) / 1024,
+        )
+        for stat in stats
+        if stat.start_time is not None and stat.end_time is not None
+    }
 
 
 def say(text: str = "") -> None:
@@ -479,7 +512,7 @@ class DayFigures:
     shape: Shape
     runs: list[ChildRun]
     floors: list[ChildRun]
-    steps: list[dict[str, float]]
+    steps: list[dict[str, StepFigure]]
 
     @property
     def wall_s(self) -> float:
@@ -497,9 +530,9 @@ class DayFigures:
     def floor_rss_mib(self) -> float:
         return statistics.median(r.rss_mib for r in self.floors)
 
-    def step_median(self, step: str) -> float | None:
-        times = [run[step] for run in self.steps if step in run]
-        return statistics.median(times) if times else None
+    def step_median(self, step: str, figure: str) -> float | None:
+        values = [getattr(run[step], figure) for run in self.steps if step in run]
+        return statistics.median(values) if values else None
 
 
 def measure_day(shape: Shape, args: argparse.Namespace, session: Path, instance_home: Path) -> DayFigures:
@@ -528,7 +561,7 @@ def measure_day(shape: Shape, args: argparse.Namespace, session: Path, instance_
         run_args = eval_pipeline_args("run", "--date", d2.isoformat(), "--fail-on", "never")
         run = run_child(f"run-{shape}", run_args, child_env(source, home, d1, instance_home), logs)
         figures.runs.append(run)
-        figures.steps.append(step_seconds(instance_home))
+        figures.steps.append(step_figures(instance_home, run))
         floor = run_child(f"floor-{shape}", floor_args("day", day_file(source, d2), home / "floor.duckdb"), None, logs)
         figures.floors.append(floor)
         say(
@@ -562,18 +595,25 @@ def day_table(days: list[DayFigures], repeats: int) -> list[str]:
 
 
 def step_table(days: list[DayFigures]) -> list[str]:
-    """Median seconds per step (Dagster's step events) of each day, so a note can say where the time goes."""
+    """Median seconds and peak RSS per step (Dagster's step events) of each day, so a note can say where the time
+    and the memory go."""
     order: dict[str, None] = {}
     for day in days:
         for run in day.steps:
             order |= dict.fromkeys(run)
     header = f"{'step':>32}" + "".join(f" {d.shape!s:>12}" for d in days)
-    lines = ["seconds per step (median; Dagster step start to end):", header]
-    for step in order:
-        cells = (d.step_median(step) for d in days)
-        lines.append(f"{step:>32}" + "".join(f" {'-' if c is None else f'{c:.2f}':>12}" for c in cells))
-    outside = (statistics.median(r.wall_s - sum(s.values()) for r, s in zip(d.runs, d.steps, strict=True)) for d in days)
-    lines.append(f"{'(wall outside the steps)':>32}" + "".join(f" {c:>12.2f}" for c in outside))
+    lines = []
+    for figure, title, digits in (("seconds", "seconds", 2), ("peak_rss_mib", "peak RSS MiB", 0)):
+        lines += [f"{title} per step (median; while Dagster's step ran, start to end):", header]
+        for step in order:
+            cells = (d.step_median(step, figure) for d in days)
+            lines.append(f"{step:>32}" + "".join(f" {'-' if c is None else f'{c:.{digits}f}':>12}" for c in cells))
+        if figure == "seconds":
+            outside = (
+                statistics.median(r.wall_s - sum(f.seconds for f in s.values()) for r, s in zip(d.runs, d.steps, strict=True))
+                for d in days
+            )
+            lines += [f"{'(wall outside the steps)':>32}" + "".join(f" {c:>12.2f}" for c in outside), ""]
     return lines
 
 
@@ -646,18 +686,22 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=20260101)
     parser.add_argument("--first-day", default="2026-01-01", help="D1, the day the warehouse holds before the timed run")
     parser.add_argument("--keep", action="store_true", help="keep the generated sources and warehouses")
+    parser.add_argument("--memory-limit", help="EVAL_DUCKDB_MEMORY_LIMIT of the runs (default: the project's own)")
     args = parser.parse_args(argv)
     days: list[Shape] = args.days or [Shape.parse(text) for text in DEFAULT_DAYS]
     if args.million:
         days.append(Shape.parse(MILLION))
     if args.repeats < 1 or args.history_days < 0:
         parser.error("--repeats must be >= 1, --history-days >= 0")
+    if args.memory_limit:
+        MEMORY_LIMIT["EVAL_DUCKDB_MEMORY_LIMIT"] = args.memory_limit
 
     OUT.mkdir(parents=True, exist_ok=True)
     session = Path(tempfile.mkdtemp(prefix=time.strftime("throughput-%Y%m%d-%H%M%S-"), dir=OUT))
     say(
         f"eval-pipeline throughput benchmark: days {', '.join(map(str, days))} (agents x tasks x trials), "
-        f"repeats={args.repeats}; {os.cpu_count()} CPUs; load average {os.getloadavg()[0]:.2f}\nworking dir {session}"
+        f"repeats={args.repeats}; DuckDB memory limit {args.memory_limit or 'default'}; {os.cpu_count()} CPUs; "
+        f"load average {os.getloadavg()[0]:.2f}\nworking dir {session}"
     )
     t0 = time.perf_counter()
     instance_home = session / "dagster_home"  # one instance for all runs, as a deployment keeps its instance

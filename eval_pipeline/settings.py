@@ -10,14 +10,18 @@ process (`eval-pipeline ui`) gets the resolved values in its own environment (`a
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Mapping
 from datetime import date, timedelta
 from pathlib import Path
-from typing import Literal, get_args
+from typing import TYPE_CHECKING, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, SecretStr
 
 from eval_pipeline.errors import UserInputError
+
+if TYPE_CHECKING:
+    from eval_pipeline.warehouse.connection import Warehouse
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 
@@ -30,6 +34,7 @@ _PATH_DEFAULTS = {
 _SOURCE_DEFAULT = "data/episodes"
 VIEWER_PORT_DEFAULT = 8765
 VIEWER_BASE_URL_DEFAULT = f"http://127.0.0.1:{VIEWER_PORT_DEFAULT}"
+DEFAULT_DUCKDB_MEMORY = "1GiB"  # DuckDB's memory_limit per warehouse connection; what it does not hold, it spills
 DEFAULT_HISTORY_DAYS = 7  # without EVAL_HISTORY_START or data, the partitions begin this many days before today
 
 
@@ -54,6 +59,7 @@ class Settings(BaseModel):
     llm_base_url: str | None  # any OpenAI-compatible server, for the judge and live replays
     llm_api_key: SecretStr | None  # a secret: never print it
     judge_model: str | None  # the LLM judge is off without it
+    duckdb_memory: str  # DuckDB's memory_limit per connection: past it, DuckDB spills to disk
 
     @property
     def source_is_store(self) -> bool:
@@ -81,6 +87,7 @@ class Settings(BaseModel):
             llm_base_url=_url("OPENAI_BASE_URL", env["OPENAI_BASE_URL"]) if env.get("OPENAI_BASE_URL") else None,
             llm_api_key=SecretStr(env["OPENAI_API_KEY"]) if env.get("OPENAI_API_KEY") else None,
             judge_model=env.get("EVAL_JUDGE_MODEL") or None,
+            duckdb_memory=_amount("EVAL_DUCKDB_MEMORY_LIMIT", env.get("EVAL_DUCKDB_MEMORY_LIMIT") or DEFAULT_DUCKDB_MEMORY),
         )
 
     def as_environment(self) -> dict[str, str]:
@@ -93,20 +100,26 @@ class Settings(BaseModel):
             "EVAL_REPLAY_MODE": self.replay_mode,
             "EVAL_UI_BASE_URL": self.ui_base_url,
             "EVAL_VIEWER_BASE_URL": self.viewer_base_url,
+            "EVAL_DUCKDB_MEMORY_LIMIT": self.duckdb_memory,
         }
         optional = {"EVAL_CONFIG": self.config_path, "EVAL_HISTORY_START": self.history_start}
         return resolved | {name: str(value) for name, value in optional.items() if value}
+
+    def warehouse(self) -> Warehouse:
+        """The warehouse these settings name, held to their memory limit."""
+        from eval_pipeline.warehouse.connection import Warehouse
+
+        return Warehouse(self.duckdb_path, memory_limit=self.duckdb_memory)
 
     def partition_start(self, today: date) -> date:
         """The first daily partition: EVAL_HISTORY_START, else the first day the warehouse has evaluated, else a
         week before `today`. So a fresh install or the demo does not look years behind in the UI, while the
         partitions never drop a day the warehouse holds; older history needs EVAL_HISTORY_START."""
-        from eval_pipeline.warehouse.connection import Warehouse
         from eval_pipeline.warehouse.partitions import first_evaluated_day
 
         if self.history_start:
             return self.history_start
-        first = first_evaluated_day(Warehouse(self.duckdb_path)) if self.duckdb_path.exists() else None
+        first = first_evaluated_day(self.warehouse()) if self.duckdb_path.exists() else None
         return first or today - timedelta(days=DEFAULT_HISTORY_DAYS)
 
 
@@ -134,6 +147,12 @@ def _day(name: str, value: str) -> date:
         return date.fromisoformat(value)
     except ValueError:
         raise SettingsError(f"{name} must be a date as YYYY-MM-DD, not {value!r}") from None
+
+
+def _amount(name: str, value: str) -> str:
+    if not re.fullmatch(r"\d+(\.\d+)?\s*(KB|MB|GB|TB|KiB|MiB|GiB|TiB)", value.strip(), re.IGNORECASE):
+        raise SettingsError(f"{name} must be an amount of memory such as 512MB or 2GiB, not {value!r}")
+    return value.strip()
 
 
 def _url(name: str, value: str) -> str:

@@ -130,11 +130,10 @@ def with_store_url(settings: Settings, url: str | None) -> Settings:
 
 def existing_warehouse(settings: Settings, first: str = "run `eval-pipeline run` first") -> Warehouse:
     """The warehouse, or a usage error saying what to do `first` when there is none yet."""
-    from eval_pipeline.warehouse.connection import Warehouse
 
     if not settings.duckdb_path.exists():
         raise UsageError(f"no warehouse at {settings.duckdb_path}; {first}")
-    return Warehouse(settings.duckdb_path)
+    return settings.warehouse()
 
 
 def obey_interrupts() -> None:

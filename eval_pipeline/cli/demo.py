@@ -55,10 +55,9 @@ def _run(args: argparse.Namespace, settings: Settings) -> int:
 
 def _print_findings(settings: Settings, days: list[date]) -> None:
     """Every finding of `days`, one line per task and dimension, and the agents without any."""
-    from eval_pipeline.warehouse.connection import Warehouse
     from eval_pipeline.warehouse.reports import agents_seen, findings_digest
 
-    warehouse = Warehouse(settings.duckdb_path)
+    warehouse = settings.warehouse()
     digest = findings_digest(warehouse, days)
     print("\nfindings:")
     for f in digest.itertuples():

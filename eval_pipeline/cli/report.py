@@ -23,14 +23,13 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _run(args: argparse.Namespace, settings: Settings) -> int:
-    from eval_pipeline.warehouse.connection import Warehouse
     from eval_pipeline.warehouse.reports import report_rows
 
     if (args.saved is None) == (args.date is None):
         raise UsageError("give a day (--date D) or a saved JSON report (FILE.json), one of them")
     if args.saved is not None:
         return emit(_rendered(args.saved, args.format), args.output)
-    rows = report_rows(Warehouse(settings.duckdb_path), [args.date]) if settings.duckdb_path.exists() else None
+    rows = report_rows(settings.warehouse(), [args.date]) if settings.duckdb_path.exists() else None
     if rows is None or rows.empty:
         raise UsageError(f"no report for {args.date}; run `eval-pipeline run --date {args.date}` first")
     row = rows.iloc[0]

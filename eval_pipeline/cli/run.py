@@ -71,7 +71,6 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
 def _run(args: argparse.Namespace, settings: Settings) -> int:
     from eval_pipeline.config import SEVERITY_RANK
     from eval_pipeline.runner import RunRequest
-    from eval_pipeline.warehouse.connection import Warehouse
     from eval_pipeline.warehouse.reports import run_outcome
 
     selected = days(args, default=datetime.now(UTC).date() - timedelta(days=1))
@@ -95,7 +94,7 @@ def _run(args: argparse.Namespace, settings: Settings) -> int:
     if args.output:
         from eval_pipeline.warehouse.reports import report_rows
 
-        rows = report_rows(Warehouse(settings.duckdb_path), selected)
+        rows = report_rows(settings.warehouse(), selected)
         reports = [json.loads(Path(path).read_text()) for path in rows["json_path"]]
         emit(jsonout.dumps(reports[0] if len(selected) == 1 else reports, indent=2) + "\n", args.output)
     if args.junit:
@@ -104,11 +103,11 @@ def _run(args: argparse.Namespace, settings: Settings) -> int:
         from eval_pipeline.warehouse.reports import junit_inputs
 
         patterns = load_config(settings.config_path).policies.secret_patterns
-        write_junit(args.junit, *junit_inputs(Warehouse(settings.duckdb_path), selected, args.agent), patterns)
+        write_junit(args.junit, *junit_inputs(settings.warehouse(), selected, args.agent), patterns)
         print(f"JUnit XML: {args.junit}")
     if args.fail_on == "never":
         return EXIT_OK
-    outcome = run_outcome(Warehouse(settings.duckdb_path), selected, args.agent)
+    outcome = run_outcome(settings.warehouse(), selected, args.agent)
     floor = SEVERITY_RANK[args.fail_on]
     severe = any(SEVERITY_RANK.get(severity, 0) >= floor and n for severity, n in outcome.findings.items())
     return EXIT_FINDINGS if outcome.failed_episodes or severe else EXIT_OK
@@ -191,18 +190,17 @@ def evaluate(settings: Settings, request: RunRequest) -> None:
     one, then one line per day, then where to look."""
     from eval_pipeline.reports.markdown import verdict_line
     from eval_pipeline.warehouse.cases import case_results
-    from eval_pipeline.warehouse.connection import Warehouse
     from eval_pipeline.warehouse.reports import report_rows
 
     config, case_specs = checked_inputs(settings, request.days, request.checks)
     run_id = launch(settings, request, config)
     if request.agent_id:
-        _check_agent_seen(Warehouse(settings.duckdb_path), request)
+        _check_agent_seen(settings.warehouse(), request)
     cases = [case.id for case in case_specs]
     agents = [agent.agent_id for agent in config.capture.capture_agents if request.agent_id in (None, agent.agent_id)]
     if cases and agents:
-        _print_case_results(case_results(Warehouse(settings.duckdb_path), request.days, agents, cases))
-    for row in report_rows(Warehouse(settings.duckdb_path), request.days).itertuples():
+        _print_case_results(case_results(settings.warehouse(), request.days, agents, cases))
+    for row in report_rows(settings.warehouse(), request.days).itertuples():
         s = json.loads(row.summary)
         pass_rate = "–" if s["pass_rate"] is None else f"{s['pass_rate']:.0%}"
         print(

@@ -21,7 +21,6 @@ def _run(args: argparse.Namespace, settings: Settings) -> int:
     from eval_pipeline import plugins
     from eval_pipeline.config import load_config
     from eval_pipeline.episodes.source import open_source, source_health, source_index_path
-    from eval_pipeline.warehouse.connection import Warehouse
     from eval_pipeline.warehouse.partitions import partition_counts
 
     settings = with_store_url(settings, args.store_url)
@@ -47,7 +46,7 @@ def _run(args: argparse.Namespace, settings: Settings) -> int:
         print(f"  {day}  {count} records")
     evaluated: set[str] = set()
     if settings.duckdb_path.exists():
-        counts = partition_counts(Warehouse(settings.duckdb_path))
+        counts = partition_counts(settings.warehouse())
         evaluated = {f"{day:%Y-%m-%d}" for day in counts["partition_date"]}
         print_table(
             counts.fillna(0).astype({c: int for c in counts.columns if c != "partition_date"}), "partitions in the warehouse"

@@ -22,7 +22,7 @@ from eval_pipeline.llm.gateway import Gateway, GatewayError
 from eval_pipeline.llm.judge import judge_gateway, judge_off_because
 from eval_pipeline.scoring.cases import Case, CasesError, load_cases
 from eval_pipeline.scoring.checks import Check
-from eval_pipeline.settings import Settings
+from eval_pipeline.settings import DEFAULT_DUCKDB_MEMORY, Settings
 from eval_pipeline.viewer.links import day_url, episode_url, report_url
 from eval_pipeline.warehouse.connection import Warehouse
 
@@ -30,9 +30,10 @@ from eval_pipeline.warehouse.connection import Warehouse
 class WarehouseResource(dg.ConfigurableResource):
     duckdb_path: str
     lock_timeout_seconds: float = 300.0
+    memory_limit: str = DEFAULT_DUCKDB_MEMORY
 
     def get(self) -> Warehouse:
-        return Warehouse(Path(self.duckdb_path), self.lock_timeout_seconds)
+        return Warehouse(Path(self.duckdb_path), self.lock_timeout_seconds, self.memory_limit)
 
 
 class EpisodeSourceResource(dg.ConfigurableResource):
@@ -194,7 +195,7 @@ def resources_for(settings: Settings) -> dict[str, dg.ConfigurableResource]:
     """Every resource, bound to the settings (secrets to their variables)."""
     duckdb_path = str(settings.duckdb_path)
     return {
-        "warehouse": WarehouseResource(duckdb_path=duckdb_path),
+        "warehouse": WarehouseResource(duckdb_path=duckdb_path, memory_limit=settings.duckdb_memory),
         "episode_source": EpisodeSourceResource(
             location=_as_given("EVAL_EPISODE_SOURCE", settings.episode_source),
             index_path=source_index_path(duckdb_path),

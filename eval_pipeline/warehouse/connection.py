@@ -4,6 +4,9 @@ DuckDB admits one writing process per file, and even read-only opens fail while
 another process holds it. Every opener in every process (run workers, checks, the CLI's
 `query`) therefore takes one file lock first, with a bounded wait and a plain "warehouse
 busy" error after it (DESIGN §6). Connections are closed in `finally`.
+
+Each connection holds DuckDB to `memory_limit` (EVAL_DUCKDB_MEMORY_LIMIT): past it DuckDB spills
+temp tables, sorts, joins and windows to `<warehouse>.tmp`, so a day's size sets disk use, not RAM.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ import pandas as pd
 from filelock import FileLock, Timeout
 
 from eval_pipeline.errors import InfrastructureError
+from eval_pipeline.settings import DEFAULT_DUCKDB_MEMORY
 from eval_pipeline.warehouse.rows import one_row
 from eval_pipeline.warehouse.schema import MIGRATIONS, migrate, schema_version
 from eval_pipeline.warehouse.transactions import atomically
@@ -28,9 +32,10 @@ class WarehouseBusy(InfrastructureError):
 
 
 class Warehouse:
-    def __init__(self, path: Path, lock_timeout_seconds: float = 300.0):
+    def __init__(self, path: Path, lock_timeout_seconds: float = 300.0, memory_limit: str = DEFAULT_DUCKDB_MEMORY):
         self.path = Path(path)
         self.lock_timeout_seconds = lock_timeout_seconds
+        self.memory_limit = memory_limit
         self._migrated = False
         self._session: duckdb.DuckDBPyConnection | None = None
 
@@ -66,10 +71,10 @@ class Warehouse:
             ) from None
         try:
             if not self._migrated and (not read_only or not self.path.exists() or schema_version(self.path) < len(MIGRATIONS)):
-                with closing(duckdb.connect(str(self.path))) as con:  # bring an older warehouse up to date first
+                with closing(self._open(read_only=False)) as con:  # bring an older warehouse up to date first
                     migrate(con)
                 self._migrated = True
-            con = duckdb.connect(str(self.path), read_only=read_only)
+            con = self._open(read_only)
             try:
                 con.execute("SET TimeZone = 'UTC'")
                 yield con
@@ -77,6 +82,9 @@ class Warehouse:
                 con.close()
         finally:
             lock.release()
+
+    def _open(self, read_only: bool) -> duckdb.DuckDBPyConnection:
+        return duckdb.connect(str(self.path), read_only=read_only, config={"memory_limit": self.memory_limit})
 
     @contextmanager
     def transaction(self) -> Iterator[duckdb.DuckDBPyConnection]:
