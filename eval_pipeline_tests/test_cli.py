@@ -334,7 +334,7 @@ def test_plaited_export_round_trips(project_env, capsys, tmp_path_factory):
     counts = load_episodes(
         Warehouse(other / "eval.duckdb"),
         date(2026, 11, 2),
-        FileSource(exported.parent, other / "i.json").records_for(date(2026, 11, 2)),
+        lambda: FileSource(exported.parent, other / "i.json").records_for(date(2026, 11, 2)),
     )
     assert counts.quarantined == 0
     with Warehouse(other / "eval.duckdb").connect(read_only=True) as con:

@@ -97,6 +97,24 @@ class Warehouse:
             return con.execute(sql, params or []).df()
 
 
+def clear_partition(
+    con: duckdb.DuckDBPyConnection,
+    table: str,
+    day: date,
+    agent_id: str | None = None,
+    within: tuple[str, list[str]] | None = None,
+) -> None:
+    """Delete one partition's rows (only one agent's, when scoped; only those whose column `within[0]` is one of
+    `within[1]`, when given)."""
+    scope = ""
+    scope_params: list[object] = [day]
+    if agent_id:
+        scope, scope_params = scope + " AND agent_id = ?", [*scope_params, agent_id]
+    if within:
+        scope, scope_params = scope + f" AND list_contains(?, {within[0]})", [*scope_params, within[1]]
+    con.execute(f"DELETE FROM {table} WHERE partition_date = ?{scope}", scope_params)
+
+
 def replace_partition(
     con: duckdb.DuckDBPyConnection,
     table: str,
@@ -112,13 +130,7 @@ def replace_partition(
     `rows` is a DataFrame or a SELECT over the connection; columns are matched by name, never
     by position. Call inside `Warehouse.transaction()`.
     """
-    scope = ""
-    scope_params: list[object] = [day]
-    if agent_id:
-        scope, scope_params = scope + " AND agent_id = ?", [*scope_params, agent_id]
-    if within:
-        scope, scope_params = scope + f" AND list_contains(?, {within[0]})", [*scope_params, within[1]]
-    con.execute(f"DELETE FROM {table} WHERE partition_date = ?{scope}", scope_params)
+    clear_partition(con, table, day, agent_id, within)
     if isinstance(rows, pd.DataFrame):
         if rows.empty:
             return 0

@@ -1,16 +1,19 @@
 """Load one day of raw records: validate and canonicalize them in bulk, quarantine the rest.
 
 Raw text goes into a staging table in Arrow batches; DuckDB's JSON functions then parse,
-validate and derive the canonical columns for the whole partition at once, applying the
-rules of `episodes/model.py` (final output, tool sequence, task identity). Each rejected
-record keeps its locator and a reason. Episodes, steps and quarantine of the day are
-replaced in one transaction.
+validate and derive the canonical columns of each batch at once, applying the rules of
+`episodes/model.py` (final output, tool sequence, task identity). Each rejected record keeps
+its locator and a reason. Episodes, steps and quarantine of the day are replaced in one
+transaction, batch by batch: a day costs one batch of memory plus a small index of the
+episodes kept (id, locator, start, model), whatever its size. A record whose id comes again
+later is superseded by the later one, in the same batch or not.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import closing
 from dataclasses import dataclass
 from datetime import date
 from itertools import islice
@@ -21,9 +24,10 @@ import pyarrow.compute as pc
 
 from eval_pipeline.episodes.model import DERIVED_TASK_PREFIX, EpisodeStatus, StepType
 from eval_pipeline.episodes.records import EARLIEST_DAY, ISO_TIMESTAMP, RawRecord, latest_day
-from eval_pipeline.warehouse.connection import Warehouse, replace_partition
+from eval_pipeline.warehouse.connection import Warehouse, clear_partition
+from eval_pipeline.warehouse.rows import one_row
 
-BATCH_ROWS = 20_000  # records staged per statement: bounds Python-side memory
+BATCH_ROWS = 5_000  # records parsed and written at a time: what a day's ingest holds in memory
 CHUNK_ROWS = 1_024  # rows per Arrow chunk: lets DuckDB parse one batch on every core
 
 _STAGING_SCHEMA = pa.schema(
@@ -185,7 +189,7 @@ WITH kept AS (
     WHERE reason IS NULL
 )
 SELECT
-    episode_id, $day AS partition_date, agent_id,
+    seq, episode_id, $day AS partition_date, agent_id,
     coalesce(metadata ->> '$.task_id', '{DERIVED_TASK_PREFIX}' || md5(coalesce(llm_calls[1].input_summary, ''))[:16]) AS task_id,
     TRY_CAST(metadata ->> '$.trial' AS INTEGER) AS trial,
     status,
@@ -207,14 +211,43 @@ SELECT
 FROM kept WHERE newest = 1
 """
 
-_QUARANTINE = """
-SELECT $day AS partition_date, source, locator, reason, raw, agent_id FROM (
-    SELECT source, locator, reason, raw, agent_id FROM _parsed WHERE reason IS NOT NULL
-    UNION ALL
-    SELECT p.source, p.locator, 'duplicate episode_id ' || p.episode_id || ', superseded by ' || c.locator, p.raw, p.agent_id
-    FROM _parsed p JOIN _canonical c USING (episode_id)
-    WHERE p.reason IS NULL AND p.locator <> c.locator
+# What one parsed batch hands to the day's transaction, read on the scratch connection (see `load_episodes`).
+_BATCH_ROWS = {  # keyed by the parameters of `_write_batch`
+    "batch_rejected": "SELECT source, locator, reason, raw, agent_id FROM _parsed WHERE reason IS NOT NULL",
+    # valid records that lost to a later record of the batch
+    "batch_losers": """SELECT p.episode_id, p.seq, p.source, p.locator, p.raw, p.agent_id
+                 FROM _parsed p JOIN _canonical c USING (episode_id) WHERE p.reason IS NULL AND p.locator <> c.locator""",
+    "batch_episodes": "SELECT * EXCLUDE (ordered) FROM _canonical",
+    "batch_steps": "SELECT * FROM _steps",
+}
+
+# The episodes of earlier batches that the batch supersedes: their raw text is fetched at the end (`_fill_superseded`).
+_SUPERSEDED = (
+    """INSERT INTO _superseded
+    SELECT k.episode_id, k.seq, k.source, k.locator, NULL, k.agent_id
+    FROM _kept k JOIN batch_episodes b USING (episode_id)
+    WHERE k.locator <> b.locator""",
+    *(
+        f"DELETE FROM {table} WHERE partition_date = $day "
+        "AND episode_id IN (SELECT episode_id FROM _kept JOIN batch_episodes USING (episode_id))"
+        for table in ("episodes", "episode_steps")
+    ),
+    "DELETE FROM _kept WHERE episode_id IN (SELECT episode_id FROM batch_episodes)",
 )
+_BATCH_WRITES = (
+    "INSERT INTO quarantine BY NAME SELECT $day AS partition_date, * FROM batch_rejected",
+    "INSERT INTO _superseded SELECT * FROM batch_losers",
+    "INSERT INTO episodes BY NAME SELECT * EXCLUDE (seq) FROM batch_episodes",
+    "INSERT INTO episode_steps BY NAME SELECT * FROM batch_steps",
+    "INSERT INTO _kept SELECT episode_id, seq, source, locator, agent_id, started_at, model FROM batch_episodes",
+)
+
+_DUPLICATES = """
+INSERT INTO quarantine BY NAME
+SELECT $day AS partition_date, s.source, s.locator,
+       'duplicate episode_id ' || s.episode_id || ', superseded by ' || k.locator AS reason, s.raw, s.agent_id
+FROM _superseded s JOIN _kept k USING (episode_id)
+WHERE s.locator <> k.locator
 """
 
 
@@ -236,6 +269,16 @@ SELECT episode_id, partition_date, agent_id, s.step_index, s.step_type, s.tool_n
        s.metadata ->> '$.agent' AS agent,  -- which agent of a multi-agent run acted
        {tool_names_sql("s.metadata -> '$.tools'")} AS offered_tools  -- the tools an LLM call was offered
 FROM (SELECT episode_id, partition_date, agent_id, unnest(ordered) AS s FROM _canonical)
+"""
+_STEPS_TABLE = f"CREATE OR REPLACE TEMP TABLE _steps AS {_STEPS}"
+
+_TEMP_TABLES = """
+CREATE OR REPLACE TEMP TABLE _kept (
+    episode_id VARCHAR, seq BIGINT, source VARCHAR, locator VARCHAR, agent_id VARCHAR, started_at TIMESTAMPTZ, model VARCHAR
+);
+CREATE OR REPLACE TEMP TABLE _superseded (
+    episode_id VARCHAR, seq BIGINT, source VARCHAR, locator VARCHAR, raw VARCHAR, agent_id VARCHAR
+);
 """
 
 
@@ -265,9 +308,39 @@ def _staged(records: Iterable[RawRecord]) -> Iterator[pa.Table]:
         seq += len(chunk)
 
 
+def _parse(scratch: duckdb.DuckDBPyConnection, staged: pa.Table, params: dict) -> dict[str, pa.Table]:
+    """One batch parsed on the scratch connection: its rejected records, the valid ones that lost to a later one of the
+    batch, and its episodes (the newest record of each id) with their steps, as `_BATCH_ROWS` names them."""
+    scratch.register("_batch", staged)
+    scratch.execute(f"CREATE OR REPLACE TEMP TABLE _parsed AS {_PARSE}", params)
+    scratch.unregister("_batch")
+    scratch.execute(_CANONICAL, {"day": params["day"]})
+    scratch.execute(_STEPS_TABLE)
+    return {name: scratch.sql(sql).to_arrow_table() for name, sql in _BATCH_ROWS.items()}
+
+
+def _write_batch(
+    con: duckdb.DuckDBPyConnection,
+    day: date,
+    batch_rejected: pa.Table,
+    batch_losers: pa.Table,
+    batch_episodes: pa.Table,
+    batch_steps: pa.Table,
+) -> None:
+    """Write one parsed batch in the day's transaction. The SQL reads the Arrow tables by these parameters' names
+    (DuckDB's replacement scans): a registered view would be a catalog entry the transaction keeps until COMMIT, and
+    with it every batch's rows."""
+    repeated = con.execute("SELECT EXISTS (SELECT 1 FROM _kept JOIN batch_episodes USING (episode_id))").fetchone()
+    if repeated and repeated[0]:
+        for statement in _SUPERSEDED:
+            con.execute(statement, {"day": day} if "$day" in statement else None)
+    for statement in _BATCH_WRITES:
+        con.execute(statement, {"day": day} if "$day" in statement else None)
+
+
 def canonical_episodes(con: duckdb.DuckDBPyConnection, day: date, records: Iterable[RawRecord], agent_id: str | None) -> int:
-    """Parse `records` into the temp tables `_parsed` (every record of `day`, with its rejection reason) and
-    `_canonical` (the day's valid episodes, one per id); return how many records were read."""
+    """The temp table `_canonical`: `day`'s valid episodes in `records`, one per id, all at once (the baseline
+    lookback reads a few earlier days this way, without writing them); return how many records were read."""
     params = {"day": day, "agent": agent_id, "earliest": EARLIEST_DAY, "latest": latest_day()}
     con.register("_batch", _STAGING_SCHEMA.empty_table())
     con.execute(f"CREATE OR REPLACE TEMP TABLE _parsed AS {_PARSE}", params)
@@ -281,30 +354,68 @@ def canonical_episodes(con: duckdb.DuckDBPyConnection, day: date, records: Itera
     return read
 
 
-_NARROWED = """
-DELETE FROM _canonical WHERE episode_id NOT IN (
-    SELECT episode_id FROM _canonical WHERE $model IS NULL OR model = $model
-    ORDER BY started_at NULLS LAST, episode_id LIMIT coalesce($limit, 9223372036854775807)
+_NARROWED = (
+    """DELETE FROM _kept WHERE episode_id NOT IN (
+        SELECT episode_id FROM _kept WHERE $model IS NULL OR model = $model
+        ORDER BY started_at NULLS LAST, episode_id LIMIT coalesce($limit, 9223372036854775807)
+    )""",
+    *(
+        f"DELETE FROM {table} WHERE partition_date = $day AND episode_id NOT IN (SELECT episode_id FROM _kept) "
+        "AND ($agent IS NULL OR agent_id = $agent)"
+        for table in ("episodes", "episode_steps")
+    ),
+    "DELETE FROM _superseded WHERE episode_id NOT IN (SELECT episode_id FROM _kept)",
 )
-"""
+
+
+def _fill_superseded(con: duckdb.DuckDBPyConnection, records: Callable[[], Iterable[RawRecord]]) -> None:
+    """The raw text of episodes superseded by a record of a later batch, read again from the source (rare: the same id
+    twice in a day, far apart), so that their quarantine rows keep what was recorded. A record that is no longer where
+    it was (a store that changed in between) keeps its locator and reason, without its text."""
+    wanted = pa.array([row[0] for row in con.execute("SELECT seq FROM _superseded WHERE raw IS NULL").fetchall()], pa.int64())
+    if not len(wanted):
+        return
+    for staged in _staged(records()):
+        found = staged.filter(pc.is_in(staged["seq"], value_set=wanted))
+        if found.num_rows:
+            con.register("_found", found)
+            con.execute("UPDATE _superseded s SET raw = f.raw FROM _found f WHERE s.seq = f.seq AND s.locator = f.locator")
+            con.unregister("_found")
 
 
 def load_episodes(
     warehouse: Warehouse,
     day: date,
-    records: Iterable[RawRecord],
+    records: Callable[[], Iterable[RawRecord]],
     agent_id: str | None = None,
     model: str | None = None,
     limit: int | None = None,
 ) -> IngestCounts:
-    """Replace `day`'s episodes, steps and quarantine (one agent's, when scoped) with `records`;
-    only `model`'s episodes and the first `limit` of them by start time, when given (`run --model`, `--limit`)."""
-    with warehouse.transaction() as con:
-        read = canonical_episodes(con, day, records, agent_id)
+    """Replace `day`'s episodes, steps and quarantine (one agent's, when scoped) with `records()`; only `model`'s
+    episodes and the first `limit` of them by start time, when given (`run --model`, `--limit`).
+
+    Batches are parsed on a scratch connection in autocommit, so that what a batch leaves behind is freed at once:
+    inside the day's transaction, every replaced temp table would be kept until COMMIT. `records` is called once, and
+    once more only when an episode of one batch was superseded by a later batch."""
+    params = {"day": day, "agent": agent_id, "earliest": EARLIEST_DAY, "latest": latest_day()}
+    read = 0
+    with warehouse.transaction() as con, closing(con.cursor()) as scratch:
+        for table in ("episodes", "episode_steps", "quarantine"):
+            clear_partition(con, table, day, agent_id)
+        con.execute(_TEMP_TABLES)
+        for staged in _staged(records()):
+            read += pc.sum(staged["source_records"]).as_py()  # lines, where an adapter made one episode of many
+            _write_batch(con, day, **_parse(scratch, staged, params))
         if model is not None or limit is not None:
-            con.execute(_NARROWED, {"model": model, "limit": limit})
-        episodes = replace_partition(con, "episodes", day, "SELECT * EXCLUDE (ordered) FROM _canonical", agent_id)
-        steps = replace_partition(con, "episode_steps", day, _STEPS, agent_id)
-        quarantined = replace_partition(con, "quarantine", day, _QUARANTINE, agent_id, {"day": day})
-        con.execute("DROP TABLE _parsed; DROP TABLE _canonical")
-    return IngestCounts(episodes=episodes, steps=steps, quarantined=quarantined, records_read=read)
+            narrowing = {"day": day, "agent": agent_id, "model": model, "limit": limit}
+            for statement in _NARROWED:
+                con.execute(statement, {name: value for name, value in narrowing.items() if f"${name}" in statement})
+        _fill_superseded(con, records)
+        con.execute(_DUPLICATES, {"day": day})
+        counts = [
+            one_row(con, f"SELECT count(*) FROM {table} WHERE partition_date = $day AND ($agent IS NULL OR agent_id = $agent)",
+                    {"day": day, "agent": agent_id})[0]
+            for table in ("episodes", "episode_steps", "quarantine")
+        ]  # fmt: skip
+        con.execute("DROP TABLE _kept; DROP TABLE _superseded")
+    return IngestCounts(episodes=counts[0], steps=counts[1], quarantined=counts[2], records_read=read)

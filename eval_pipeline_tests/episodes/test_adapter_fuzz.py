@@ -354,7 +354,7 @@ def ingest(root: Path, sample: Sample, lines: list[str], warehouse: Warehouse):
     path.parent.mkdir(parents=True)
     path.write_text("".join(f"{line}\n" for line in lines))
     source = FileSource(path.parent, root / "index.json")
-    return path, load_episodes(warehouse, DAY, source.records_for(DAY, undated_day=DAY))
+    return path, load_episodes(warehouse, DAY, lambda: source.records_for(DAY, undated_day=DAY))
 
 
 def loaded(warehouse: Warehouse) -> tuple[list, list, list]:
@@ -407,7 +407,9 @@ def test_a_tau_bench_file_whose_second_line_is_a_number_loses_only_that_line(tmp
     path.parent.mkdir()
     path.write_text("\n".join([lines[0], "5", *lines[1:]]) + "\n")
     warehouse = Warehouse(tmp_path / "eval.duckdb")
-    counts = load_episodes(warehouse, DAY, FileSource(path.parent, tmp_path / "index.json").records_for(DAY, undated_day=DAY))
+    counts = load_episodes(
+        warehouse, DAY, lambda: FileSource(path.parent, tmp_path / "index.json").records_for(DAY, undated_day=DAY)
+    )
     assert (counts.episodes, counts.quarantined) == (3, 1)
     with warehouse.connect(read_only=True) as con:
         assert con.execute("SELECT locator, reason FROM quarantine").fetchall() == [
@@ -430,5 +432,5 @@ def test_a_json_file_holding_one_pretty_printed_object_is_one_record(sample, sty
     path.parent.mkdir()
     path.write_text(PRETTY[style](sample.records[0]))
     source = FileSource(path.parent, tmp_path / "index.json")
-    counts = load_episodes(Warehouse(tmp_path / "eval.duckdb"), DAY, source.records_for(DAY, undated_day=DAY))
+    counts = load_episodes(Warehouse(tmp_path / "eval.duckdb"), DAY, lambda: source.records_for(DAY, undated_day=DAY))
     assert (counts.records_read, counts.episodes, counts.quarantined) == (1, 1, 0)

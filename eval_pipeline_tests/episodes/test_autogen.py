@@ -47,7 +47,7 @@ def test_each_run_of_a_team_log_becomes_an_episode_with_its_agents_per_step(tmp_
     warehouse = Warehouse(tmp_path / "eval.duckdb")
     source = FileSource(path.parent, tmp_path / "index.json")
     assert set(source.refresh_index().files[str(path)].days) == {DAY}  # dated by created_at
-    counts = load_episodes(warehouse, DAY, source.records_for(DAY))
+    counts = load_episodes(warehouse, DAY, lambda: source.records_for(DAY))
     assert (counts.episodes, counts.quarantined) == (2, 1)
     with warehouse.connect(read_only=True) as con:
         episodes = con.execute(
@@ -84,7 +84,7 @@ def test_a_user_proxy_reply_stays_in_its_run_and_a_bad_task_result_is_quarantine
     lines.append({"messages": events, "stop_reason": "Maximum number of messages 4 reached, current message count: 4"})
     path.write_text("".join(json.dumps(line) + "\n" for line in lines))
     warehouse = Warehouse(tmp_path / "eval.duckdb")
-    counts = load_episodes(warehouse, DAY, FileSource(path.parent, tmp_path / "index.json").records_for(DAY))
+    counts = load_episodes(warehouse, DAY, lambda: FileSource(path.parent, tmp_path / "index.json").records_for(DAY))
     assert (counts.episodes, counts.quarantined) == (1, 1)
     with warehouse.connect(read_only=True) as con:
         episode = con.execute("SELECT total_tokens, final_output, metadata ->> '$.stop_reason' FROM episodes").fetchall()

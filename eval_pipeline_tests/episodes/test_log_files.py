@@ -74,7 +74,7 @@ def write(path, lines: list) -> None:
 
 def loaded(tmp_path, source: FileSource, day: date = DAY) -> tuple[Warehouse, object]:
     warehouse = Warehouse(tmp_path / "eval.duckdb")
-    return warehouse, load_episodes(warehouse, day, source.records_for(day, undated_day=day))
+    return warehouse, load_episodes(warehouse, day, lambda: source.records_for(day, undated_day=day))
 
 
 def query(warehouse: Warehouse, sql: str) -> list[tuple]:

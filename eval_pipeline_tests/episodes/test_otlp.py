@@ -83,7 +83,7 @@ def test_each_trace_becomes_an_episode_across_batches(tmp_path, records):
     warehouse = Warehouse(tmp_path / "eval.duckdb")
     source = FileSource(records.parent, tmp_path / "index.json")
     assert set(source.refresh_index().files[str(records)].days) == {DAY}  # dated by the spans, not undated
-    counts = load_episodes(warehouse, DAY, source.records_for(DAY))
+    counts = load_episodes(warehouse, DAY, lambda: source.records_for(DAY))
     assert (counts.episodes, counts.quarantined) == (2, 1)
     with warehouse.connect(read_only=True) as con:
         episodes = con.execute(
@@ -176,14 +176,16 @@ def test_trace_steps_are_costed_from_the_price_table(tmp_path, records):
     per_million = {"gpt-4o": Price(input_per_million=2.5, output_per_million=10.0)}
     warehouse = Warehouse(tmp_path / "eval.duckdb")
     source = FileSource(records.parent, tmp_path / "index.json", prices=per_million)
-    load_episodes(warehouse, DAY, source.records_for(DAY))
+    load_episodes(warehouse, DAY, lambda: source.records_for(DAY))
     with warehouse.connect(read_only=True) as con:
         step = con.execute(f"SELECT cost_usd FROM episode_steps WHERE episode_id = 'trace-{GENAI}' AND step_index = 0").fetchone()
         partly = con.execute(f"SELECT total_cost_usd FROM episodes WHERE episode_id = 'trace-{GENAI}'").fetchone()
     # the second call's model (gpt-4o-2024) has no price: the trace stays unpriced, not half counted
     assert (step[0], partly[0]) == (None, 0.0)
     per_million["gpt-4o-2024"] = Price(input_per_million=2.5, output_per_million=10.0)
-    load_episodes(warehouse, DAY, FileSource(records.parent, tmp_path / "index.json", prices=per_million).records_for(DAY))
+    load_episodes(
+        warehouse, DAY, lambda: FileSource(records.parent, tmp_path / "index.json", prices=per_million).records_for(DAY)
+    )
     with warehouse.connect(read_only=True) as con:
         total = con.execute(f"SELECT total_cost_usd FROM episodes WHERE episode_id = 'trace-{GENAI}'").fetchone()[0]
     assert total == pytest.approx((120 * 2.5 + 30 * 10.0 + 200 * 2.5 + 12 * 10.0) / 1e6)
@@ -203,7 +205,7 @@ def test_attributes_shaped_unlike_the_conventions_quarantine_their_trace_not_the
     path.write_text("".join(json.dumps(e) + "\n" for e in exports))
     source = FileSource(tmp_path / "src", tmp_path / "index.json")
     warehouse = Warehouse(tmp_path / "eval.duckdb")
-    counts = load_episodes(warehouse, DAY, source.records_for(DAY))
+    counts = load_episodes(warehouse, DAY, lambda: source.records_for(DAY))
     assert (counts.episodes, counts.quarantined) == (1, 1)
     with warehouse.connect(read_only=True) as con:
         [(reason,)] = con.execute("SELECT reason FROM quarantine").fetchall()
@@ -221,5 +223,5 @@ def test_an_adapter_that_fails_midway_quarantines_its_file_and_the_run_goes_on(t
     (tmp_path / "src").mkdir()
     (tmp_path / "src" / "traces.jsonl").write_text(json.dumps(batch(span("f" * 32, "f1", None, "x", 0, 10, {}))) + "\n")
     source = FileSource(tmp_path / "src", tmp_path / "index.json")
-    counts = load_episodes(Warehouse(tmp_path / "eval.duckdb"), DAY, source.records_for(DAY))
+    counts = load_episodes(Warehouse(tmp_path / "eval.duckdb"), DAY, lambda: source.records_for(DAY))
     assert (counts.episodes, counts.quarantined) == (0, 1)

@@ -51,7 +51,7 @@ def test_captures_and_trials_become_episodes_judged_by_their_grader(tmp_path):
     path.write_text("\n".join(json.dumps(r) for r in (CAPTURE, TRIALS, broken)) + "\n")
     warehouse = Warehouse(tmp_path / "eval.duckdb")
     source = FileSource(path.parent, tmp_path / "index.json")
-    counts = load_episodes(warehouse, DAY, source.records_for(DAY, undated_day=DAY))
+    counts = load_episodes(warehouse, DAY, lambda: source.records_for(DAY, undated_day=DAY))
     assert (counts.episodes, counts.quarantined) == (3, 1)
     with warehouse.connect(read_only=True) as con:
         episodes = con.execute(
@@ -118,8 +118,8 @@ def test_relative_timestamps_are_offsets_and_a_record_without_an_absolute_time_t
     source = FileSource(source_dir, tmp_path / "index.json")
     run_day = date(2026, 11, 9)  # `eval-pipeline run --date 2026-11-09`: where the undated trials go
     warehouse = Warehouse(tmp_path / "eval.duckdb")
-    assert load_episodes(warehouse, DAY, source.records_for(DAY, undated_day=run_day)).episodes == 1
-    assert load_episodes(warehouse, run_day, source.records_for(run_day, undated_day=run_day)).episodes == 2
+    assert load_episodes(warehouse, DAY, lambda: source.records_for(DAY, undated_day=run_day)).episodes == 1
+    assert load_episodes(warehouse, run_day, lambda: source.records_for(run_day, undated_day=run_day)).episodes == 2
     with warehouse.connect(read_only=True) as con:
         episodes = con.execute(
             "SELECT episode_id, partition_date::VARCHAR, strftime(started_at, '%Y-%m-%dT%H:%M:%S.%g') FROM episodes ORDER BY 1"
@@ -159,7 +159,7 @@ def test_the_export_gives_back_the_users_capture_with_the_grader_verdict_where_i
     warehouse, exported = Warehouse(tmp_path / "eval.duckdb"), tmp_path / "exported" / "results.jsonl"
     (tmp_path / "src").mkdir()
     (tmp_path / "src" / "claude-headless.jsonl").write_text(json.dumps(CAPTURE) + "\n")
-    load_episodes(warehouse, DAY, FileSource(tmp_path / "src", tmp_path / "index.json").records_for(DAY))
+    load_episodes(warehouse, DAY, lambda: FileSource(tmp_path / "src", tmp_path / "index.json").records_for(DAY))
     [capture] = [plaited.to_capture(episode) for episode in export_inputs(warehouse, DAY)]
     assert {key: capture[key] for key in ("id", "input", "hint", "output", "score")} == {
         key: CAPTURE[key] for key in ("id", "input", "hint", "output", "score")
@@ -171,7 +171,7 @@ def test_the_export_gives_back_the_users_capture_with_the_grader_verdict_where_i
     exported.parent.mkdir()
     exported.write_text(json.dumps(capture) + "\n")
     again = Warehouse(tmp_path / "again.duckdb")
-    load_episodes(again, DAY, FileSource(exported.parent, tmp_path / "index-again.json").records_for(DAY))
+    load_episodes(again, DAY, lambda: FileSource(exported.parent, tmp_path / "index-again.json").records_for(DAY))
     columns = "episode_id, task_id, status, tools, final_output, total_duration_ms, total_tokens, metadata ->> '$.reward'"
     steps = "SELECT step_type, tool_name, input, output, error, timestamp FROM episode_steps ORDER BY step_index"
     with warehouse.connect(read_only=True) as first, again.connect(read_only=True) as second:

@@ -46,7 +46,7 @@ def load(tmp_path, warehouse, records: list, *, as_jsonl: bool = False, undated_
     path.parent.mkdir(exist_ok=True)
     path.write_text("\n".join(json.dumps(r) for r in records) if as_jsonl else json.dumps(records))
     source = FileSource(path.parent, tmp_path / "index.json")
-    return load_episodes(warehouse, DAY, source.records_for(DAY, undated_day))
+    return load_episodes(warehouse, DAY, lambda: source.records_for(DAY, undated_day))
 
 
 def test_each_record_becomes_an_episode_with_paired_tool_calls(tmp_path, warehouse):

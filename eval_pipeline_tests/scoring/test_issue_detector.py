@@ -67,7 +67,7 @@ def issues(tmp_path, *episodes: dict, config: ChecksConfig | None = None) -> dic
     tmp_path.mkdir(exist_ok=True)
     warehouse = Warehouse(tmp_path / "eval.duckdb")
     records = [RawRecord("test.jsonl", f"test.jsonl:{n}", json.dumps(e), DAY) for n, e in enumerate(episodes, 1)]
-    load_episodes(warehouse, DAY, records)
+    load_episodes(warehouse, DAY, lambda: records)
     write_dry_replays(warehouse, DAY)
     config = config or ChecksConfig()
     found: dict[str, list[tuple[str, str, str]]] = {e["episode_id"]: [] for e in episodes}

@@ -60,7 +60,7 @@ def rows(warehouse: Warehouse, sql: str, params=None):
 
 
 def test_canonical_columns_follow_the_episode_rules(warehouse):
-    load_episodes(warehouse, DAY, records(good()))
+    load_episodes(warehouse, DAY, lambda: records(good()))
     (episode,) = rows(
         warehouse,
         "SELECT task_id, trial, model, tools, final_output, step_count, error_steps, total_tokens, category FROM episodes",
@@ -74,7 +74,7 @@ def test_metadata_final_output_wins_and_task_id_falls_back_to_a_stable_hash(ware
     a = good("ep-a", metadata={"final_output": "Explicit answer"})
     b = good("ep-b", metadata={})
     other_agent = good("ep-c", agent_id="support-bot-v2", metadata={})
-    load_episodes(warehouse, DAY, records(a, b, other_agent))
+    load_episodes(warehouse, DAY, lambda: records(a, b, other_agent))
     result = dict(rows(warehouse, "SELECT episode_id, final_output || '|' || task_id FROM episodes"))
     assert result["ep-a"].startswith("Explicit answer|auto-")
     # the same first message is the same task, whichever agent ran it: two agents' runs of it compare
@@ -120,7 +120,7 @@ def test_sql_and_pydantic_rules_agree_on_the_samples(warehouse, tmp_path):
     write_samples(tmp_path / "episodes")
     source = FileSource(tmp_path / "episodes", tmp_path / "index.json")
     for day in SAMPLE_DAYS:
-        load_episodes(warehouse, day, source.records_for(day))
+        load_episodes(warehouse, day, lambda day=day: source.records_for(day))
     loaded = {
         row[0]: row[1:]
         for row in rows(warehouse, "SELECT episode_id, task_id, tools, final_output, total_tokens, partition_date FROM episodes")
@@ -154,7 +154,7 @@ def test_bad_records_are_quarantined_with_locator_and_reason_and_good_ones_load(
         good("ep-6", total_cost_usd="a lot"),
         good("ep-7", steps="none"),
     ]
-    counts = load_episodes(warehouse, DAY, records(good("ep-1"), *bad, good("ep-9")))
+    counts = load_episodes(warehouse, DAY, lambda: records(good("ep-1"), *bad, good("ep-9")))
     assert (counts.episodes, counts.quarantined, counts.records_read) == (2, 8, 10)
     reasons = dict(rows(warehouse, "SELECT locator, reason FROM quarantine"))
     assert reasons == {
@@ -176,7 +176,7 @@ def test_bad_records_are_quarantined_with_locator_and_reason_and_good_ones_load(
 def test_a_rerun_replaces_the_partition_exactly(warehouse):
     batch = records(good("ep-1"), "garbage", good("ep-2"))
     for _ in range(2):
-        load_episodes(warehouse, DAY, batch)
+        load_episodes(warehouse, DAY, lambda: batch)
     counts = rows(
         warehouse,
         "SELECT (SELECT count(*) FROM episodes), (SELECT count(*) FROM episode_steps), (SELECT count(*) FROM quarantine)",
@@ -186,8 +186,8 @@ def test_a_rerun_replaces_the_partition_exactly(warehouse):
 
 def test_other_days_are_left_alone_and_records_of_other_days_skipped(warehouse):
     other_day = good("ep-next", started_at="2026-11-02T00:00:01+00:00")
-    load_episodes(warehouse, date(2026, 11, 2), records(other_day))
-    load_episodes(warehouse, DAY, records(good("ep-1"), other_day))
+    load_episodes(warehouse, date(2026, 11, 2), lambda: records(other_day))
+    load_episodes(warehouse, DAY, lambda: records(good("ep-1"), other_day))
     assert rows(warehouse, "SELECT partition_date, episode_id FROM episodes ORDER BY 1") == [
         (DAY, "ep-1"),
         (date(2026, 11, 2), "ep-next"),
@@ -196,12 +196,12 @@ def test_other_days_are_left_alone_and_records_of_other_days_skipped(warehouse):
 
 def test_timezone_offsets_decide_the_utc_day(warehouse):
     late_evening_in_new_york = good("ep-ny", started_at="2026-10-31T21:30:00-05:00")  # 02:30 UTC on Nov 1
-    load_episodes(warehouse, DAY, records(late_evening_in_new_york))
+    load_episodes(warehouse, DAY, lambda: records(late_evening_in_new_york))
     assert rows(warehouse, "SELECT episode_id FROM episodes") == [("ep-ny",)]
 
 
 def test_duplicate_ids_keep_the_last_and_quarantine_the_rest(warehouse):
-    load_episodes(warehouse, DAY, records(good("ep-1", status="running"), good("ep-1")))
+    load_episodes(warehouse, DAY, lambda: records(good("ep-1", status="running"), good("ep-1")))
     assert rows(warehouse, "SELECT status, locator FROM episodes") == [("success", "test.jsonl:2")]
     assert rows(warehouse, "SELECT locator, reason FROM quarantine") == [
         ("test.jsonl:1", "duplicate episode_id ep-1, superseded by test.jsonl:2")
@@ -209,20 +209,20 @@ def test_duplicate_ids_keep_the_last_and_quarantine_the_rest(warehouse):
 
 
 def test_agent_scoped_load_replaces_only_that_agent(warehouse):
-    load_episodes(warehouse, DAY, records(good("ep-1"), good("ep-2", agent_id="billing-bot")))
-    load_episodes(warehouse, DAY, records(good("ep-1b")), agent_id="support-bot")
+    load_episodes(warehouse, DAY, lambda: records(good("ep-1"), good("ep-2", agent_id="billing-bot")))
+    load_episodes(warehouse, DAY, lambda: records(good("ep-1b")), agent_id="support-bot")
     assert rows(warehouse, "SELECT episode_id FROM episodes ORDER BY 1") == [("ep-1b",), ("ep-2",)]
 
 
 def test_failure_midway_leaves_the_previous_partition_intact(warehouse):
-    load_episodes(warehouse, DAY, records(good("ep-1")))
+    load_episodes(warehouse, DAY, lambda: records(good("ep-1")))
 
     def exploding():
         yield from records(good("ep-2"))
         raise ConnectionError("store went away")
 
     with pytest.raises(ConnectionError):
-        load_episodes(warehouse, DAY, exploding())
+        load_episodes(warehouse, DAY, lambda: exploding())
     assert rows(warehouse, "SELECT episode_id FROM episodes") == [("ep-1",)]
 
 
@@ -230,7 +230,7 @@ def test_sample_malformed_records_land_in_their_days(warehouse, tmp_path):
     write_samples(tmp_path / "episodes")
     source = FileSource(tmp_path / "episodes", tmp_path / "index.json")
     for day in SAMPLE_DAYS:
-        counts = load_episodes(warehouse, day, source.records_for(day))
+        counts = load_episodes(warehouse, day, lambda day=day: source.records_for(day))
         assert counts.quarantined == MALFORMED_LINES_PER_DAY[day]
     locators = [row[0] for row in rows(warehouse, "SELECT locator FROM quarantine")]
     assert all(Path(locator.rsplit(":", 1)[0]).name.startswith("episodes-2026-11-0") for locator in locators)
@@ -266,7 +266,7 @@ MALFORMED = {
 
 def test_every_malformed_kind_is_quarantined_naming_its_field_and_the_model_rejects_it_too(warehouse):
     lines = [good("ok-1"), *MALFORMED.values(), good("ok-2")]
-    counts = load_episodes(warehouse, DAY, records(*lines))
+    counts = load_episodes(warehouse, DAY, lambda: records(*lines))
     assert counts.records_read == counts.episodes + counts.quarantined == len(lines)  # nothing lost, nothing coerced
     assert counts.episodes == 2
     reasons = dict(rows(warehouse, "SELECT locator, reason FROM quarantine"))
@@ -297,5 +297,54 @@ def test_timestamps_python_would_not_read_are_quarantined_on_their_files_day_not
         ["2026-11-02 10:00:00 UTC", " 2026-11-02T10:00:00Z", "2026-11-02T10:00:00 Europe/Paris"])]  # fmt: skip
     (tmp_path / "episodes" / "day.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
     source = FileSource(tmp_path / "episodes", tmp_path / "index.json")
-    counts = [load_episodes(warehouse, day, source.records_for(day)) for day in (DAY, date(2026, 11, 2))]
+    counts = [load_episodes(warehouse, day, lambda day=day: source.records_for(day)) for day in (DAY, date(2026, 11, 2))]
     assert [(c.records_read, c.episodes, c.quarantined) for c in counts] == [(6, 3, 3), (0, 0, 0)]
+
+
+def _tables(warehouse: Warehouse) -> dict[str, list[tuple]]:
+    """The three tables a load writes, sorted, without the clock columns."""
+    kept = {
+        "episodes": "* EXCLUDE (loaded_at)",
+        "episode_steps": "*",
+        "quarantine": "* EXCLUDE (quarantined_at)",
+    }
+    return {table: sorted(map(repr, rows(warehouse, f"SELECT {columns} FROM {table}"))) for table, columns in kept.items()}
+
+
+@pytest.mark.parametrize(
+    "narrowing",
+    [{}, {"agent_id": "support-bot"}, {"model": "m2"}, {"limit": 3}],
+    ids=["whole day", "one agent", "one model", "the first 3"],
+)
+def test_a_day_in_small_batches_gives_what_it_gives_at_once(tmp_path, monkeypatch, narrowing):
+    """Batches bound a day's memory; an id that comes again batches later still supersedes the earlier record, whose
+    recorded text still lands in quarantine (read again from the source)."""
+    later = {"started_at": "2026-11-01T11:00:00Z", "ended_at": "2026-11-01T11:00:09Z"}
+    day = records(
+        good("ep-1", status="running"),
+        good("ep-2", agent_id="billing-bot"),
+        "not json",
+        good("ep-3", steps=[{"step_index": -3, "step_type": "llm_call"}]),
+        good("ep-4", **later),
+        good("ep-1", status="failure"),  # supersedes the first, two batches later
+        good("ep-5", metadata={"task_id": "t-5", "model": "m2"}),
+        good("ep-2", agent_id="billing-bot", **later),
+        good("ep-6", steps=[{"step_index": 0, "step_type": "llm_call", "model": "m2", "output_summary": "hi"}]),
+        good("ep-1"),  # and this one both
+        good("ep-7", started_at="2026-11-01T09:00:00Z"),
+    )
+    at_once = Warehouse(tmp_path / "at-once.duckdb")
+    in_batches = Warehouse(tmp_path / "in-batches.duckdb")
+    counts = load_episodes(at_once, DAY, lambda: day, **narrowing)
+    monkeypatch.setattr("eval_pipeline.warehouse.ingest.BATCH_ROWS", 2)
+    assert load_episodes(in_batches, DAY, lambda: day, **narrowing) == counts
+    assert _tables(in_batches) == _tables(at_once)
+    assert counts.episodes > 0
+    if not narrowing:
+        assert (counts.episodes, counts.quarantined) == (6, 5)
+        winners = {1: 10, 2: 8, 6: 10}  # line: the line that superseded it
+        assert rows(in_batches, "SELECT locator, reason, raw FROM quarantine WHERE reason LIKE 'duplicate%' ORDER BY 1") == [
+            (f"test.jsonl:{n}", f"duplicate episode_id {json.loads(day[n - 1].raw)['episode_id']}, superseded by test.jsonl:{w}",
+             day[n - 1].raw)
+            for n, w in winners.items()
+        ]  # fmt: skip

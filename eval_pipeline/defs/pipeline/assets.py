@@ -38,6 +38,7 @@ from eval_pipeline.defs.resources import (
     ViewerResource,
     WarehouseResource,
 )
+from eval_pipeline.episodes.records import RawRecord
 from eval_pipeline.llm.judge import configured_rubrics, judge_partition, judge_summary
 from eval_pipeline.redaction import redact, redact_tree
 from eval_pipeline.regression.findings import VerdictCounts, partition_findings
@@ -226,7 +227,9 @@ def episodes(
     undated_day = date.fromisoformat(config.undated_day) if config.undated_day else None
 
     def load(day: date) -> DayMetadata:
-        records = chain(source.records_for(day, undated_day), captured_records(captures, day))  # a store's answer is spooled
+        def records() -> Iterator[RawRecord]:
+            return chain(source.records_for(day, undated_day), captured_records(captures, day))
+
         counts = load_episodes(wh, day, records, config.agent_id, config.model, config.limit)
         return {
             "episodes": {"records_read": counts.records_read, "dagster/row_count": counts.episodes},
