@@ -6,7 +6,7 @@ These need each run's trajectory, so they are per-row Python (DESIGN §5), kept 
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 import pandas as pd
@@ -34,10 +34,10 @@ def _grader_assertion(verdict: dict) -> dict:
 
 
 def assess(
-    candidates: list[dict], cases: dict[str, Case], config: ChecksConfig, checks: Sequence[Check] | None = None
+    candidates: Iterable[dict], cases: dict[str, Case], config: ChecksConfig, checks: Sequence[Check] | None = None
 ) -> Assessment:
-    """`candidates` as `warehouse.assertions.check_inputs` reads them, each with its steps; `checks`: those that
-    run (every built-in one by default)."""
+    """`candidates` as `warehouse.assertions.check_inputs` streams them, each with its steps, one at a time; `checks`:
+    those that run (every built-in one by default)."""
     assertions, issues = [], []
     for candidate in candidates:
         trajectory = trajectory_of(candidate)

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from datetime import date
 
 import pandas as pd
 
 from eval_pipeline.warehouse.connection import Warehouse, replace_partition
 from eval_pipeline.warehouse.ingest import tool_names_sql
+
+CHECK_BATCH_ROWS = 2_000  # candidates (with their steps) read into Python at a time
 
 _DECLARED_TOOLS = ", ".join(tool_names_sql(f"e.metadata -> '$.{key}'") for key in ("available_tools", "tools"))
 
@@ -29,12 +32,16 @@ ORDER BY r.episode_id
 """
 
 
-def check_inputs(warehouse: Warehouse, day: date, agent_id: str | None = None) -> list[dict]:
+def check_inputs(warehouse: Warehouse, day: date, agent_id: str | None = None) -> Iterator[dict]:
     """The day's finished candidates (`episode_id, agent_id, task_id, status, final_output, tools,
-    total_duration_ms, mode, expected, available_tools`), each with its recorded `steps` in order (None without)."""
+    total_duration_ms, mode, expected, available_tools`), each with its recorded `steps` in order (None without).
+
+    Streamed in Arrow batches of CHECK_BATCH_ROWS, so the checks of a day hold one batch of trajectories at a time;
+    the connection stays open until the last is read."""
     with warehouse.connect(read_only=warehouse.path.exists()) as con:
-        relation = con.sql(_CHECK_INPUTS, params={"day": day, "agent": agent_id})
-        return relation.to_arrow_table().to_pylist()  # nested rows straight to Python: twice as fast as via pandas
+        reader = con.sql(_CHECK_INPUTS, params={"day": day, "agent": agent_id}).to_arrow_reader(CHECK_BATCH_ROWS)
+        for batch in reader:
+            yield from batch.to_pylist()  # nested rows straight to Python: twice as fast as via pandas
 
 
 def write_checks(warehouse: Warehouse, day: date, assertions: pd.DataFrame, issues: pd.DataFrame, agent_id: str | None) -> None:

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from contextlib import closing
 from datetime import date
 
 import pandas as pd
 
-from eval_pipeline.warehouse.connection import Warehouse, replace_partition
+from eval_pipeline.warehouse.connection import Warehouse, clear_partition
 
 _REWARD_INPUTS = """
 SELECT s.* EXCLUDE (critical_findings), e.category, e.model, coalesce(s.critical_findings, []) AS critical_findings,
@@ -33,10 +35,25 @@ def reward_inputs_frame(warehouse: Warehouse, first: date, last: date) -> pd.Dat
     return warehouse.read_frame(_REWARD_INPUTS, {"first": first, "last": last})
 
 
-def write_rewards(warehouse: Warehouse, day: date, rows: pd.DataFrame, names: list[str] | None = None) -> int:
-    """Replace `day`'s rows of the rewards `names` (all of the day's rows when None) with `rows`, in one transaction."""
-    with warehouse.transaction() as con:
-        return replace_partition(con, "rewards", day, rows, within=("reward_name", names) if names is not None else None)
+REWARD_BATCH_ROWS = 10_000  # scored episodes whose rewards are computed and written at a time
+
+
+def write_rewards(
+    warehouse: Warehouse, day: date, rewards_of: Callable[[pd.DataFrame], pd.DataFrame], names: list[str] | None = None
+) -> tuple[int, int]:
+    """Replace `day`'s rows of the rewards `names` (all of the day's rows when None) with `rewards_of` each batch of
+    REWARD_BATCH_ROWS of the day's scored episodes (as `reward_inputs_frame` reads them), in one transaction; return
+    how many episodes and rows. The batches are read on a second connection while the first writes."""
+    episodes = written = 0
+    with warehouse.transaction() as con, closing(con.cursor()) as reader:
+        clear_partition(con, "rewards", day, within=("reward_name", names) if names is not None else None)
+        inputs = reader.sql(_REWARD_INPUTS, params={"first": day, "last": day}).to_arrow_reader(REWARD_BATCH_ROWS)
+        for batch in inputs:
+            scored = batch.to_pandas()
+            rows = rewards_of(scored)  # read by its name below (a replacement scan: no view for the COMMIT to keep)
+            con.execute("INSERT INTO rewards BY NAME SELECT * FROM rows")
+            episodes, written = episodes + len(scored), written + len(rows)
+    return episodes, written
 
 
 def reward_summary(warehouse: Warehouse, first: date, last: date, names: list[str]) -> pd.DataFrame:

@@ -64,7 +64,7 @@ from eval_pipeline.warehouse.llm_cache import cached_answers
 from eval_pipeline.warehouse.partitions import read_days, read_partition, write_partition
 from eval_pipeline.warehouse.replays import recorded_steps, write_dry_replays, write_live_replays
 from eval_pipeline.warehouse.reports import report_inputs, write_report_row
-from eval_pipeline.warehouse.rewards import reward_inputs_frame, write_rewards
+from eval_pipeline.warehouse.rewards import write_rewards
 from eval_pipeline.warehouse.trials import trial_inputs, write_trials
 
 LLM_POOL = "llm"  # caps concurrent model-calling steps across runs: `dagster instance concurrency set llm N`
@@ -510,10 +510,11 @@ def rewards(context: dg.AssetExecutionContext, config: RunScope, warehouse: Ware
     names = only or book.names
 
     def compute(day: date) -> DayMetadata:  # always the whole day: an agent-scoped run still leaves every reward current
-        scored = reward_inputs_frame(wh, day, day)
-        rows = reward_records(scored, book, names)
-        write_rewards(wh, day, rows.assign(partition_date=day, config_version=cfg.version), only)
-        return {"rewards": {"episodes": len(scored), "rewards": len(names), "dagster/row_count": len(rows)}}
+        def rewards_of(scored: pd.DataFrame) -> pd.DataFrame:
+            return reward_records(scored, book, names).assign(partition_date=day, config_version=cfg.version)
+
+        episodes, rows = write_rewards(wh, day, rewards_of, only)
+        return {"rewards": {"episodes": episodes, "rewards": len(names), "dagster/row_count": rows}}
 
     _each_day(context, _in_session(wh, compute))
     return dg.MaterializeResult()
