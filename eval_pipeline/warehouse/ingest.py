@@ -331,11 +331,13 @@ def _write_batch(
     (DuckDB's replacement scans): a registered view would be a catalog entry the transaction keeps until COMMIT, and
     with it every batch's rows."""
     repeated = con.execute("SELECT EXISTS (SELECT 1 FROM _kept JOIN batch_episodes USING (episode_id))").fetchone()
-    if repeated and repeated[0]:
-        for statement in _SUPERSEDED:
-            con.execute(statement, {"day": day} if "$day" in statement else None)
-    for statement in _BATCH_WRITES:
-        con.execute(statement, {"day": day} if "$day" in statement else None)
+    for statement in (*(_SUPERSEDED if repeated and repeated[0] else ()), *_BATCH_WRITES):
+        con.execute(statement, _named({"day": day}, statement))
+
+
+def _named(params: dict, statement: str) -> dict:
+    """The parameters `statement` names (DuckDB refuses one it does not)."""
+    return {name: value for name, value in params.items() if f"${name}" in statement}
 
 
 def canonical_episodes(con: duckdb.DuckDBPyConnection, day: date, records: Iterable[RawRecord], agent_id: str | None) -> int:
@@ -376,11 +378,9 @@ def _fill_superseded(con: duckdb.DuckDBPyConnection, records: Callable[[], Itera
     if not len(wanted):
         return
     for staged in _staged(records()):
-        found = staged.filter(pc.is_in(staged["seq"], value_set=wanted))
+        found = staged.filter(pc.is_in(staged["seq"], value_set=wanted))  # read by its name (see `_write_batch`)
         if found.num_rows:
-            con.register("_found", found)
-            con.execute("UPDATE _superseded s SET raw = f.raw FROM _found f WHERE s.seq = f.seq AND s.locator = f.locator")
-            con.unregister("_found")
+            con.execute("UPDATE _superseded s SET raw = f.raw FROM found f WHERE s.seq = f.seq AND s.locator = f.locator")
 
 
 def load_episodes(
@@ -407,9 +407,8 @@ def load_episodes(
             read += pc.sum(staged["source_records"]).as_py()  # lines, where an adapter made one episode of many
             _write_batch(con, day, **_parse(scratch, staged, params))
         if model is not None or limit is not None:
-            narrowing = {"day": day, "agent": agent_id, "model": model, "limit": limit}
             for statement in _NARROWED:
-                con.execute(statement, {name: value for name, value in narrowing.items() if f"${name}" in statement})
+                con.execute(statement, _named({"day": day, "agent": agent_id, "model": model, "limit": limit}, statement))
         _fill_superseded(con, records)
         con.execute(_DUPLICATES, {"day": day})
         counts = [
