@@ -15,42 +15,19 @@ import os
 from datetime import date
 from pathlib import Path
 
-import duckdb
 import pytest
 
 from benchmarks.run_throughput import Shape, write_days
 from eval_pipeline.cli import main
 from eval_pipeline.episodes.samples import SAMPLE_DAYS
+from eval_pipeline_tests.snapshots import Row, warehouse_rows
 
 pytestmark = pytest.mark.slow
 
 ANSWERS = Path(__file__).with_name("answers.json.gz")
 GENERATED_DAYS = [date(2026, 11, 2), date(2026, 11, 3)]
 GENERATED_SHAPE = Shape.parse("3x10x4")  # 120 episodes a day, 30 tasks
-CLOCKS = {"established_at", "created_at", "scored_at", "loaded_at", "quarantined_at", "computed_at", "judged_at",
-          "applied_at", "labelled_at", "finding_id", "run_id"}  # fmt: skip  # when or by which run a row was written
 TOLERANCE = 1e-9
-
-Row = list[object]
-
-
-def answers(root: Path) -> dict[str, list[Row]]:
-    """Every table's rows in a stable order: clock columns left out, `root` replaced, values as JSON has them."""
-    with duckdb.connect(str(root / "eval.duckdb"), read_only=True) as con:
-        names = [row[0] for row in con.execute("SELECT table_name FROM information_schema.tables ORDER BY 1").fetchall()]
-        tables = {}
-        for name in names:
-            query = "SELECT column_name FROM information_schema.columns WHERE table_name = ? ORDER BY ordinal_position"
-            columns = [row[0] for row in con.execute(query, [name]).fetchall() if row[0] not in CLOCKS]
-            quoted = ", ".join(f'"{column}"' for column in columns)
-            rows = con.execute(f"SELECT {quoted} FROM {name}").fetchall()
-            tables[name] = sorted(json.loads(json.dumps(rows, default=str).replace(str(root), "ROOT")), key=_order)
-    return tables
-
-
-def _order(row: Row) -> str:
-    """Sort key: the row with numbers rounded, so values that differ below the tolerance sort alike."""
-    return json.dumps([round(value, 6) if isinstance(value, float) else value for value in row], sort_keys=True)
 
 
 def differences(expected: dict[str, list[Row]], actual: dict[str, list[Row]]) -> list[str]:
@@ -86,7 +63,7 @@ def test_every_table_holds_the_answers_of_before(sample_root):
         day_file.rename(sample_root / "episodes" / f"generated-{day_file.name}")
     first, last = SAMPLE_DAYS[0].isoformat(), SAMPLE_DAYS[-1].isoformat()
     assert main(["run", "--start", first, "--end", last, "--fail-on", "never"]) == 0
-    actual = answers(sample_root)
+    actual = warehouse_rows(sample_root)
     assert {"scores", "findings", "rewards", "pass_at_k", "quarantine", "issues"} <= {
         name for name, rows in actual.items() if rows
     }

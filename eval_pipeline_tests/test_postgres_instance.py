@@ -12,6 +12,7 @@ from dagster_postgres import PostgresEventLogStorage, PostgresRunStorage, Postgr
 from eval_pipeline.run_health import LocalProcessRunLauncher
 from eval_pipeline.settings import PROJECT_ROOT
 from eval_pipeline_tests.postgres import PostgresServer
+from eval_pipeline_tests.snapshots import warehouse_rows
 from eval_pipeline_tests.test_run_faults import (
     DAY,
     NEXT_DAY,
@@ -19,7 +20,6 @@ from eval_pipeline_tests.test_run_faults import (
     monitor_and_alert,
     serial_reference,
     start_run,
-    tables,
     wait_until_executing,
 )
 
@@ -90,7 +90,7 @@ def test_two_days_run_by_two_processes_at_once_are_recorded_in_postgres_and_give
     assert "waiting for another run of this warehouse" in errors[1]  # it ran while the earlier day's run did
     assert recorded_runs(postgres_env, postgres_db) == [(DAY, "SUCCESS"), (NEXT_DAY, "SUCCESS")]
     assert not (postgres_project / "dagster_home" / "history").exists()  # nothing went to the embedded SQLite
-    assert tables(postgres_project) == serial_reference(tmp_path, postgres_project, [DAY, NEXT_DAY])
+    assert warehouse_rows(postgres_project) == serial_reference(tmp_path, postgres_project, [DAY, NEXT_DAY])
 
 
 @pytest.mark.slow

@@ -14,7 +14,6 @@ import time
 from pathlib import Path
 
 import dagster as dg
-import duckdb
 import pytest
 from dagster import DagsterEventType, DagsterRunStatus
 from dagster._daemon.monitoring.run_monitoring import monitor_started_run
@@ -26,12 +25,11 @@ from eval_pipeline.episodes.samples import SAMPLE_DAYS
 from eval_pipeline.run_health import LocalProcessRunLauncher, run_process
 from eval_pipeline.runner import open_instance
 from eval_pipeline.settings import Settings
+from eval_pipeline_tests.snapshots import Row, warehouse_rows
 
 pytestmark = pytest.mark.slow
 
 DAY, NEXT_DAY = SAMPLE_DAYS[0].isoformat(), SAMPLE_DAYS[1].isoformat()
-_CLOCKS = {"established_at", "created_at", "scored_at", "loaded_at", "quarantined_at", "computed_at", "judged_at",
-           "applied_at", "finding_id"}  # fmt: skip  # when a row was written, not what it says
 
 
 def start_run(env_root: Path, day: str) -> subprocess.Popen:
@@ -83,21 +81,7 @@ def kill_mid_run(root: Path) -> str:
     return run_id
 
 
-def tables(root: Path) -> dict[str, list[str]]:
-    """Every warehouse table's rows, sorted, without the clock columns and with paths relative to `root`."""
-    with duckdb.connect(str(root / "eval.duckdb"), read_only=True) as con:
-        names = [row[0] for row in con.execute("SELECT table_name FROM information_schema.tables ORDER BY 1").fetchall()]
-        snapshot = {}
-        for name in names:
-            query = "SELECT column_name FROM information_schema.columns WHERE table_name = ? ORDER BY ordinal_position"
-            columns = [row[0] for row in con.execute(query, [name]).fetchall()]
-            kept = ", ".join(f'"{column}"' for column in columns if column not in _CLOCKS)
-            rows = con.execute(f"SELECT {kept} FROM {name}").fetchall()
-            snapshot[name] = sorted(repr(row).replace(str(root), "ROOT") for row in rows)
-    return snapshot
-
-
-def serial_reference(tmp_path: Path, sample_root: Path, days: list[str]) -> dict[str, list[str]]:
+def serial_reference(tmp_path: Path, sample_root: Path, days: list[str]) -> dict[str, list[Row]]:
     """The tables after running `days` one after the other in a fresh project."""
     root = tmp_path / "serial"
     root.mkdir()
@@ -105,10 +89,10 @@ def serial_reference(tmp_path: Path, sample_root: Path, days: list[str]) -> dict
     for day in days:
         process = start_run(root, day)
         assert process.wait() in (0, 1), process.communicate()
-    return tables(root)
+    return warehouse_rows(root)
 
 
-def test_two_consecutive_days_started_together_give_the_serial_tables(sample_root, tmp_path):
+def test_two_consecutive_days_started_together_give_the_serial_warehouse_rows(sample_root, tmp_path):
     """The later day is started once the earlier run has announced itself (its ticket), not later: before that
     moment nothing can know an earlier day is coming, and the later day is scored as a run alone would be."""
     earlier = start_run(sample_root, DAY)
@@ -122,7 +106,7 @@ def test_two_consecutive_days_started_together_give_the_serial_tables(sample_roo
     for process in (later, earlier):
         errors.append(process.communicate()[1])
         assert process.returncode in (0, 1), errors[-1]
-    assert tables(sample_root) == serial_reference(tmp_path, sample_root, [DAY, NEXT_DAY])
+    assert warehouse_rows(sample_root) == serial_reference(tmp_path, sample_root, [DAY, NEXT_DAY])
     assert sum("waiting for another run of this warehouse" in error for error in errors) == 1
 
 
@@ -176,4 +160,4 @@ def test_ctrl_c_cancels_the_run_with_one_line_and_no_alert_and_a_rerun_matches_a
     assert not list((sample_root / "alerts" / "outbox").glob("run-failed-*"))
     rerun = start_run(sample_root, DAY)
     assert rerun.wait() in (0, 1), rerun.communicate()
-    assert tables(sample_root) == serial_reference(tmp_path, sample_root, [DAY])
+    assert warehouse_rows(sample_root) == serial_reference(tmp_path, sample_root, [DAY])
