@@ -34,7 +34,6 @@ _PATH_DEFAULTS = {
 _SOURCE_DEFAULT = "data/episodes"
 VIEWER_PORT_DEFAULT = 8765
 VIEWER_BASE_URL_DEFAULT = f"http://127.0.0.1:{VIEWER_PORT_DEFAULT}"
-DEFAULT_DUCKDB_MEMORY = "1GiB"  # DuckDB's memory_limit per warehouse connection; what it does not hold, it spills
 DEFAULT_HISTORY_DAYS = 7  # without EVAL_HISTORY_START or data, the partitions begin this many days before today
 
 
@@ -59,7 +58,7 @@ class Settings(BaseModel):
     llm_base_url: str | None  # any OpenAI-compatible server, for the judge and live replays
     llm_api_key: SecretStr | None  # a secret: never print it
     judge_model: str | None  # the LLM judge is off without it
-    duckdb_memory: str  # DuckDB's memory_limit per connection: past it, DuckDB spills to disk
+    duckdb_memory: str | None  # DuckDB's memory_limit per connection (past it, DuckDB spills); None: DuckDB's own
 
     @property
     def source_is_store(self) -> bool:
@@ -87,7 +86,9 @@ class Settings(BaseModel):
             llm_base_url=_url("OPENAI_BASE_URL", env["OPENAI_BASE_URL"]) if env.get("OPENAI_BASE_URL") else None,
             llm_api_key=SecretStr(env["OPENAI_API_KEY"]) if env.get("OPENAI_API_KEY") else None,
             judge_model=env.get("EVAL_JUDGE_MODEL") or None,
-            duckdb_memory=_amount("EVAL_DUCKDB_MEMORY_LIMIT", env.get("EVAL_DUCKDB_MEMORY_LIMIT") or DEFAULT_DUCKDB_MEMORY),
+            duckdb_memory=_amount("EVAL_DUCKDB_MEMORY_LIMIT", env["EVAL_DUCKDB_MEMORY_LIMIT"])
+            if env.get("EVAL_DUCKDB_MEMORY_LIMIT")
+            else None,
         )
 
     def as_environment(self) -> dict[str, str]:
@@ -100,9 +101,12 @@ class Settings(BaseModel):
             "EVAL_REPLAY_MODE": self.replay_mode,
             "EVAL_UI_BASE_URL": self.ui_base_url,
             "EVAL_VIEWER_BASE_URL": self.viewer_base_url,
+        }
+        optional = {
+            "EVAL_CONFIG": self.config_path,
+            "EVAL_HISTORY_START": self.history_start,
             "EVAL_DUCKDB_MEMORY_LIMIT": self.duckdb_memory,
         }
-        optional = {"EVAL_CONFIG": self.config_path, "EVAL_HISTORY_START": self.history_start}
         return resolved | {name: str(value) for name, value in optional.items() if value}
 
     def warehouse(self) -> Warehouse:

@@ -75,3 +75,15 @@ def test_commands_and_the_trainer_bridges_leave_the_environment_as_they_found_it
     clean = {key: value for key, value in os.environ.items() if not key.startswith(("EVAL_", "DAGSTER_"))}
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=clean, check=True, cwd=project_env)
     assert json.loads(result.stdout.strip().splitlines()[-1]) is True
+
+
+def test_the_duckdb_memory_limit_reaches_every_warehouse_connection(tmp_path):
+    from eval_pipeline.defs.resources import resources_for
+
+    settings = Settings.from_environment({"EVAL_DUCKDB_MEMORY_LIMIT": "300MB"}, cwd=tmp_path)
+    pipeline_warehouse = resources_for(settings)["warehouse"].get()  # type: ignore[attr-defined]
+    for warehouse in (settings.warehouse(), pipeline_warehouse):
+        with warehouse.connect() as con:
+            assert con.execute("SELECT current_setting('memory_limit')").fetchall() == [("286.1 MiB",)]
+    with Settings.from_environment({}, cwd=tmp_path).warehouse().connect() as con:  # unset: DuckDB's own
+        assert con.execute("SELECT current_setting('memory_limit')").fetchall() != [("286.1 MiB",)]

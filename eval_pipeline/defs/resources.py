@@ -22,7 +22,7 @@ from eval_pipeline.llm.gateway import Gateway, GatewayError
 from eval_pipeline.llm.judge import judge_gateway, judge_off_because
 from eval_pipeline.scoring.cases import Case, CasesError, load_cases
 from eval_pipeline.scoring.checks import Check
-from eval_pipeline.settings import DEFAULT_DUCKDB_MEMORY, Settings
+from eval_pipeline.settings import Settings
 from eval_pipeline.viewer.links import day_url, episode_url, report_url
 from eval_pipeline.warehouse.connection import Warehouse
 
@@ -30,7 +30,7 @@ from eval_pipeline.warehouse.connection import Warehouse
 class WarehouseResource(dg.ConfigurableResource):
     duckdb_path: str
     lock_timeout_seconds: float = 300.0
-    memory_limit: str = DEFAULT_DUCKDB_MEMORY
+    memory_limit: str | None = None  # DuckDB's own when None
 
     def get(self) -> Warehouse:
         return Warehouse(Path(self.duckdb_path), self.lock_timeout_seconds, self.memory_limit)

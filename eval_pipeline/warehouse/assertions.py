@@ -11,6 +11,7 @@ from eval_pipeline.warehouse.connection import Warehouse, replace_partition
 from eval_pipeline.warehouse.ingest import tool_names_sql
 
 CHECK_BATCH_ROWS = 2_000  # candidates (with their steps) read into Python at a time
+CHECK_PART_EPISODES = 50_000  # candidates whose steps DuckDB gathers at a time (an ordered list aggregate cannot spill)
 
 _DECLARED_TOOLS = ", ".join(tool_names_sql(f"e.metadata -> '$.{key}'") for key in ("available_tools", "tools"))
 
@@ -25,10 +26,14 @@ LEFT JOIN (
            list({{'step_type': step_type, 'tool_name': tool_name, 'input': input, 'output': output, 'error': error,
                   'agent': agent}} ORDER BY step_index) AS steps,
            flatten(list(offered_tools)) AS offered_tools
-    FROM episode_steps WHERE partition_date = $day GROUP BY episode_id
+    FROM episode_steps WHERE partition_date = $day AND hash(episode_id) % $parts = $part GROUP BY episode_id
 ) s USING (episode_id)
 WHERE r.partition_date = $day AND r.status <> 'running' AND ($agent IS NULL OR r.agent_id = $agent)
+    AND hash(r.episode_id) % $parts = $part
 ORDER BY r.episode_id
+"""
+_CANDIDATES = """
+SELECT count(*) FROM replays WHERE partition_date = $day AND status <> 'running' AND ($agent IS NULL OR agent_id = $agent)
 """
 
 
@@ -36,12 +41,17 @@ def check_inputs(warehouse: Warehouse, day: date, agent_id: str | None = None) -
     """The day's finished candidates (`episode_id, agent_id, task_id, status, final_output, tools,
     total_duration_ms, mode, expected, available_tools`), each with its recorded `steps` in order (None without).
 
-    Streamed in Arrow batches of CHECK_BATCH_ROWS, so the checks of a day hold one batch of trajectories at a time;
-    the connection stays open until the last is read."""
+    Read in parts of about CHECK_PART_EPISODES episodes (by a hash of their ids, each part in id order) and streamed
+    in Arrow batches of CHECK_BATCH_ROWS, so neither DuckDB nor the checks hold a whole day's trajectories; the
+    connection stays open until the last is read."""
+    params: dict[str, object] = {"day": day, "agent": agent_id}
     with warehouse.connect(read_only=warehouse.path.exists()) as con:
-        reader = con.sql(_CHECK_INPUTS, params={"day": day, "agent": agent_id}).to_arrow_reader(CHECK_BATCH_ROWS)
-        for batch in reader:
-            yield from batch.to_pylist()  # nested rows straight to Python: twice as fast as via pandas
+        ((candidates,),) = con.execute(_CANDIDATES, params).fetchall()
+        parts = max(1, -(-candidates // CHECK_PART_EPISODES))
+        for part in range(parts):
+            reader = con.sql(_CHECK_INPUTS, params={**params, "parts": parts, "part": part}).to_arrow_reader(CHECK_BATCH_ROWS)
+            for batch in reader:
+                yield from batch.to_pylist()  # nested rows straight to Python: twice as fast as via pandas
 
 
 def write_checks(warehouse: Warehouse, day: date, assertions: pd.DataFrame, issues: pd.DataFrame, agent_id: str | None) -> None:

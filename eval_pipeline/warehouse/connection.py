@@ -5,8 +5,10 @@ another process holds it. Every opener in every process (run workers, checks, th
 `query`) therefore takes one file lock first, with a bounded wait and a plain "warehouse
 busy" error after it (DESIGN §6). Connections are closed in `finally`.
 
-Each connection holds DuckDB to `memory_limit` (EVAL_DUCKDB_MEMORY_LIMIT): past it DuckDB spills
-temp tables, sorts, joins and windows to `<warehouse>.tmp`, so a day's size sets disk use, not RAM.
+With EVAL_DUCKDB_MEMORY_LIMIT, each connection holds DuckDB to it: past it DuckDB spills temp tables,
+sorts, joins and windows to `<warehouse>.tmp`. Unset, DuckDB's own limit applies (80 % of RAM): the steps
+that still read a whole day (scores, findings, the report) need an ordered aggregate or a result in one
+piece, which DuckDB cannot spill, so a low limit would fail a large day instead of slowing it.
 """
 
 from __future__ import annotations
@@ -21,7 +23,6 @@ import pandas as pd
 from filelock import FileLock, Timeout
 
 from eval_pipeline.errors import InfrastructureError
-from eval_pipeline.settings import DEFAULT_DUCKDB_MEMORY
 from eval_pipeline.warehouse.rows import one_row
 from eval_pipeline.warehouse.schema import MIGRATIONS, migrate, schema_version
 from eval_pipeline.warehouse.transactions import atomically
@@ -32,7 +33,7 @@ class WarehouseBusy(InfrastructureError):
 
 
 class Warehouse:
-    def __init__(self, path: Path, lock_timeout_seconds: float = 300.0, memory_limit: str = DEFAULT_DUCKDB_MEMORY):
+    def __init__(self, path: Path, lock_timeout_seconds: float = 300.0, memory_limit: str | None = None):
         self.path = Path(path)
         self.lock_timeout_seconds = lock_timeout_seconds
         self.memory_limit = memory_limit
@@ -84,7 +85,8 @@ class Warehouse:
             lock.release()
 
     def _open(self, read_only: bool) -> duckdb.DuckDBPyConnection:
-        return duckdb.connect(str(self.path), read_only=read_only, config={"memory_limit": self.memory_limit})
+        limit: dict[str, str | bool | int | float | list[str]] = {"memory_limit": self.memory_limit} if self.memory_limit else {}
+        return duckdb.connect(str(self.path), read_only=read_only, config=limit)
 
     @contextmanager
     def transaction(self) -> Iterator[duckdb.DuckDBPyConnection]:

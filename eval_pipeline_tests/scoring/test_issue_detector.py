@@ -164,3 +164,17 @@ def test_agents_talking_past_each_other(tmp_path):
 def test_limits_are_checked_when_the_config_is_read(bad):
     with pytest.raises(ValueError):
         ChecksConfig.model_validate(bad)
+
+
+def test_a_day_read_in_parts_gives_every_candidate_once_with_its_steps(tmp_path, monkeypatch):
+    """The checks read a large day in parts by episode (DuckDB gathers one part's steps at a time): the same candidates,
+    each once, with the same trajectories as in one part."""
+    warehouse = Warehouse(tmp_path / "eval.duckdb")
+    days = [episode(f"ep-{n}", CLEAN["steps"][: 1 + n % len(CLEAN["steps"])]) for n in range(23)]
+    records = [RawRecord("test.jsonl", f"test.jsonl:{n}", json.dumps(e), DAY) for n, e in enumerate(days, 1)]
+    load_episodes(warehouse, DAY, lambda: records)
+    write_dry_replays(warehouse, DAY)
+    whole = sorted(check_inputs(warehouse, DAY), key=lambda candidate: candidate["episode_id"])
+    monkeypatch.setattr("eval_pipeline.warehouse.assertions.CHECK_PART_EPISODES", 5)
+    in_parts = sorted(check_inputs(warehouse, DAY), key=lambda candidate: candidate["episode_id"])
+    assert len(whole) == 23 and in_parts == whole
