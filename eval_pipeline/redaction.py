@@ -188,10 +188,13 @@ def redact(text: str, extra_patterns: Iterable[str] = ()) -> str:
 def redact_tree(value: T, extra_patterns: Iterable[str] = ()) -> T:
     """JSON-like data (a report, an alert) with every string in it redacted, keys too."""
     patterns = tuple(extra_patterns)
+    redacted: dict[str, str] = {}  # a report repeats its keys and ids thousands of times: each string is read once
 
     def walk(item: Any) -> Any:
         if isinstance(item, str):
-            return redact(item, patterns)
+            if item not in redacted:
+                redacted[item] = redact(item, patterns)
+            return redacted[item]
         if isinstance(item, dict):
             return {walk(key): walk(inner) for key, inner in item.items()}
         if isinstance(item, list | tuple):

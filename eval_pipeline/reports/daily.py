@@ -225,10 +225,13 @@ def _regressions(alerts: list[dict[str, Any]], scores: pd.DataFrame) -> list[Reg
         task = task_of.get(alert["episode_id"]) if alert["episode_id"] else None
         groups.setdefault((alert["agent_id"], task, alert["dimension"], alert["severity"]), []).append(alert)
     trials = scores.groupby(["agent_id", "task_id"]).size()
-    return [_regression(group, task, trials, scores) for (_, task, _, _), group in groups.items()]
+    by_episode = scores.drop_duplicates("episode_id").set_index("episode_id")  # looked up per group, not scanned
+    return [_regression(group, task, trials, scores, by_episode) for (_, task, _, _), group in groups.items()]
 
 
-def _regression(group: list[dict[str, Any]], task: str | None, trials: pd.Series, scores: pd.DataFrame) -> Regression:
+def _regression(
+    group: list[dict[str, Any]], task: str | None, trials: pd.Series, scores: pd.DataFrame, by_episode: pd.DataFrame
+) -> Regression:
     first, dimension = group[0], judged_as(group[0]["dimension"])
     above = dimension is None or dimension.direction is Direction.ABOVE
     worst = (max if above else min)(group, key=lambda f: 0 if f["value"] is None else f["value"])
@@ -237,8 +240,8 @@ def _regression(group: list[dict[str, Any]], task: str | None, trials: pd.Series
     if dimension is not None and dimension.measure is not None:  # a percent change: the baseline's ms or $
         column = dimension.measure.baseline_column()
         if worst["episode_id"] is not None:
-            row = scores[scores["episode_id"] == worst["episode_id"]]
-            baseline = _number(row[column].iloc[0], 6) if len(row) else None
+            found = worst["episode_id"] in by_episode.index
+            baseline = _number(by_episode.at[worst["episode_id"], column], 6) if found else None
         elif first["dimension"] == dimension.name:  # a per-agent mean against the baselines: their mean
             baseline = _number(scores.loc[scores["agent_id"] == first["agent_id"], column].mean(), 6)
     episodes = sorted(f["episode_id"] for f in group if f["episode_id"] is not None)
