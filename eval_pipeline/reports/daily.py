@@ -299,8 +299,13 @@ def _issues_by_episode(issues: pd.DataFrame, secret_patterns: tuple[str, ...]) -
     """Each episode's issues, the most severe first, their details redacted and kept short."""
     rank = {severity: n for n, severity in enumerate(("critical", "error", "warning", "info"))}
     found: dict[str, list[dict[str, str | None]]] = {}
+    shown: dict[str, str] = {}  # checks word their details alike across episodes: each is redacted once
     for issue in sorted(issues.itertuples(), key=lambda i: (rank.get(str(i.severity), 9), str(i.check))):
-        detail = excerpt(issue.detail, secret_patterns, ANSWER_CHARS) if isinstance(issue.detail, str) else None
+        detail = None
+        if isinstance(issue.detail, str):
+            if issue.detail not in shown:
+                shown[issue.detail] = excerpt(issue.detail, secret_patterns, ANSWER_CHARS)
+            detail = shown[issue.detail]
         found.setdefault(str(issue.episode_id), []).append({"check": str(issue.check), "severity": str(issue.severity),
                                                             "detail": detail})  # fmt: skip
     return found
