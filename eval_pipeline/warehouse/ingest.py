@@ -399,11 +399,12 @@ def load_episodes(
     once more only when an episode of one batch was superseded by a later batch."""
     params = {"day": day, "agent": agent_id, "earliest": EARLIEST_DAY, "latest": latest_day()}
     read = 0
+    day_records = records()  # a store answers (into its spool) before the warehouse is opened and locked
     with warehouse.transaction() as con, closing(con.cursor()) as scratch:
         for table in ("episodes", "episode_steps", "quarantine"):
             clear_partition(con, table, day, agent_id)
         con.execute(_TEMP_TABLES)
-        for staged in _staged(records()):
+        for staged in _staged(day_records):
             read += pc.sum(staged["source_records"]).as_py()  # lines, where an adapter made one episode of many
             _write_batch(con, day, **_parse(scratch, staged, params))
         if model is not None or limit is not None:
