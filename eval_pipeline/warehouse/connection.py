@@ -117,6 +117,13 @@ def clear_partition(
     con.execute(f"DELETE FROM {table} WHERE partition_date = ?{scope}", scope_params)
 
 
+def insert_rows(con: duckdb.DuckDBPyConnection, table: str, incoming: pd.DataFrame) -> int:
+    """Append `incoming` to `table`, columns matched by name. DuckDB reads it by this parameter's name (a replacement
+    scan): a registered view would be a catalog entry that an open transaction keeps, rows and all, until COMMIT."""
+    con.execute(f"INSERT INTO {table} BY NAME SELECT * FROM incoming")
+    return len(incoming)
+
+
 def replace_partition(
     con: duckdb.DuckDBPyConnection,
     table: str,
@@ -134,10 +141,5 @@ def replace_partition(
     """
     clear_partition(con, table, day, agent_id, within)
     if isinstance(rows, pd.DataFrame):
-        if rows.empty:
-            return 0
-        con.register("_incoming", rows)
-        con.execute(f"INSERT INTO {table} BY NAME SELECT * FROM _incoming")
-        con.unregister("_incoming")
-        return len(rows)
+        return insert_rows(con, table, rows) if len(rows) else 0
     return one_row(con, f"INSERT INTO {table} BY NAME {rows}", params or [])[0]

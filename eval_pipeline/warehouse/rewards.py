@@ -8,7 +8,7 @@ from datetime import date
 
 import pandas as pd
 
-from eval_pipeline.warehouse.connection import Warehouse, clear_partition
+from eval_pipeline.warehouse.connection import Warehouse, clear_partition, insert_rows
 
 _REWARD_INPUTS = """
 SELECT s.* EXCLUDE (critical_findings), e.category, e.model, coalesce(s.critical_findings, []) AS critical_findings,
@@ -50,9 +50,7 @@ def write_rewards(
         inputs = reader.sql(_REWARD_INPUTS, params={"first": day, "last": day}).to_arrow_reader(REWARD_BATCH_ROWS)
         for batch in inputs:
             scored = batch.to_pandas()
-            rows = rewards_of(scored)  # read by its name below (a replacement scan: no view for the COMMIT to keep)
-            con.execute("INSERT INTO rewards BY NAME SELECT * FROM rows")
-            episodes, written = episodes + len(scored), written + len(rows)
+            episodes, written = episodes + len(scored), written + insert_rows(con, "rewards", rewards_of(scored))
     return episodes, written
 
 
