@@ -666,6 +666,26 @@ def measure_history(args: argparse.Namespace, session: Path) -> list[str]:
     ]
 
 
+SMALL_COMMANDS = (("query", "select 1"), ("status",), ("report", "--date", "{day}"), ("baseline", "list"))
+SMALL_COMMAND_REPEATS = 5
+
+
+def measure_small_commands(shape: Shape, args: argparse.Namespace, session: Path, instance_home: Path) -> list[str]:
+    """The read-only commands' wall time, start to exit, on the warehouse `measure_day` set up for `shape` (holding D1;
+    the shared instance holds every run so far)."""
+    d1 = args.first_day
+    env = child_env(session / f"src-{shape}", session / f"base-{shape}", date.fromisoformat(d1), instance_home)
+    lines = [f"read-only commands on the warehouse of [{shape}], start to exit (median of {SMALL_COMMAND_REPEATS}):"]
+    for command in SMALL_COMMANDS:
+        argv = [part.format(day=d1) for part in command]
+        runs = [
+            run_child(f"small-{argv[0]}", eval_pipeline_args(*argv), env, session / "logs") for _ in range(SMALL_COMMAND_REPEATS)
+        ]
+        walls = [run.wall_s for run in runs]
+        lines.append(f"{'eval-pipeline ' + ' '.join(argv):>40} {statistics.median(walls):>6.2f} s")
+    return lines
+
+
 DEFAULT_DAYS = ("2x1x5", "20x200x5", "20x1000x5", "20x1000x1")  # fixed start, 20k, 100k, 20k of 20,000 distinct tasks
 MILLION = "20x1000x50"
 
@@ -708,6 +728,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         figures = [measure_day(shape, args, session, instance_home) for shape in days]
         summary = [*day_table(figures, args.repeats), "", *step_table(figures)]
+        summary += ["", *measure_small_commands(days[0], args, session, instance_home)]
         if args.history_days:
             summary += ["", *measure_history(args, session)]
     except ChildFailed:

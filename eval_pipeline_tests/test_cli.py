@@ -5,6 +5,7 @@ import os
 import subprocess
 import sys
 
+import dagster as dg
 import pytest
 
 from eval_pipeline.cli import main
@@ -41,7 +42,10 @@ def test_demo_then_query_report_and_status(project_env, capsys):
 
     assert main(["status"]) == 0
     status = capsys.readouterr().out
-    assert str(project_env / "eval.duckdb") in status and "2026-11-03" in status and "latest run" in status
+    assert str(project_env / "eval.duckdb") in status and "2026-11-03" in status
+    with dg.DagsterInstance.from_config(str(project_env / "dagster_home")) as instance:  # status reads it without Dagster
+        run = instance.get_runs(limit=1)[0]
+    assert f"latest run       {run.run_id} {run.job_name} partition 2026-11-01...2026-11-03: SUCCESS\n" in status
 
 
 def test_run_exit_codes_follow_fail_on(project_env, capsys):

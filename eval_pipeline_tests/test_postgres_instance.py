@@ -9,6 +9,7 @@ import dagster as dg
 import pytest
 from dagster_postgres import PostgresEventLogStorage, PostgresRunStorage, PostgresScheduleStorage
 
+from eval_pipeline.cli import main
 from eval_pipeline.run_health import LocalProcessRunLauncher
 from eval_pipeline.settings import PROJECT_ROOT
 from eval_pipeline_tests.postgres import PostgresServer
@@ -76,7 +77,7 @@ def test_the_production_instance_settings_load_on_postgres_with_the_secret_from_
 
 @pytest.mark.slow
 def test_two_days_run_by_two_processes_at_once_are_recorded_in_postgres_and_give_the_serial_tables(
-    postgres_project, postgres_env, postgres_db, tmp_path
+    postgres_project, postgres_env, postgres_db, tmp_path, capsys
 ):
     earlier = start_run(postgres_project, DAY)
     wait_until_executing(postgres_project, earlier)  # started together, a slow first process could queue second
@@ -91,6 +92,10 @@ def test_two_days_run_by_two_processes_at_once_are_recorded_in_postgres_and_give
     assert recorded_runs(postgres_env, postgres_db) == [(DAY, "SUCCESS"), (NEXT_DAY, "SUCCESS")]
     assert not (postgres_project / "dagster_home" / "history").exists()  # nothing went to the embedded SQLite
     assert warehouse_rows(postgres_project) == serial_reference(tmp_path, postgres_project, [DAY, NEXT_DAY])
+    with dg.DagsterInstance.from_config(str(postgres_project / "dagster_home")) as instance:
+        latest = instance.get_runs(limit=1)[0]
+    assert main(["status"]) == 0  # reads the run storage in Postgres without Dagster
+    assert f"latest run       {latest.run_id} {latest.job_name} partition {NEXT_DAY}: SUCCESS\n" in capsys.readouterr().out
 
 
 @pytest.mark.slow

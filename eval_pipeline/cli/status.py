@@ -71,17 +71,21 @@ def _print_missing_history(unevaluated: list[str], lookback_days: int) -> None:
 
 
 def _print_latest_run(settings: Settings) -> None:
+    from eval_pipeline.warehouse.run_history import LatestRun, UnknownStorage, latest_run, partitions_of
+
     if not (settings.dagster_home / "dagster.yaml").exists():
         return
-    from eval_pipeline.runner import open_instance
+    try:
+        run = latest_run(settings.dagster_home)  # read without Dagster, which takes a second to import
+    except UnknownStorage:
+        from eval_pipeline.runner import open_instance
 
-    with open_instance(settings) as instance:
-        runs = instance.get_runs(limit=1)
-        if runs:
-            run = runs[0]
-            partition = run.tags.get("dagster/partition", "-")
-            print(f"\nlatest run       {run.run_id} {run.job_name} partition {partition}: {run.status.value}")
-            print(f"                 {settings.ui_base_url}/runs/{run.run_id}")
+        with open_instance(settings) as instance:
+            runs = instance.get_runs(limit=1)
+            run = LatestRun(runs[0].run_id, runs[0].job_name, runs[0].status.value, partitions_of(runs[0].tags)) if runs else None
+    if run:
+        print(f"\nlatest run       {run.run_id} {run.job_name} partition {run.partitions}: {run.status}")
+        print(f"                 {settings.ui_base_url}/runs/{run.run_id}")
 
 
 COMMAND = Command(
