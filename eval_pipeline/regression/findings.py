@@ -9,7 +9,7 @@ severity): a re-run keeps it, an escalation gets a new one, so alerts go out onc
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass
+from dataclasses import astuple, dataclass
 from datetime import date
 
 import numpy as np
@@ -299,3 +299,7 @@ class VerdictCounts:
             without_verdict=int(verdict.isna().sum()),
             without_baseline=int(scores["baseline_episode_id"].isna().sum()),
         )
+
+    def __add__(self, other: VerdictCounts) -> VerdictCounts:
+        """The counts of two disjoint sets of episodes together (a day scored a part at a time)."""
+        return VerdictCounts(*(a + b for a, b in zip(astuple(self), astuple(other), strict=True)))

@@ -9,6 +9,7 @@ import pandas as pd
 
 from eval_pipeline.warehouse.connection import Warehouse, replace_partition
 from eval_pipeline.warehouse.ingest import tool_names_sql
+from eval_pipeline.warehouse.replays import candidate_parts
 
 CHECK_BATCH_ROWS = 2_000  # candidates (with their steps) read into Python at a time
 CHECK_PART_EPISODES = 50_000  # candidates whose steps DuckDB gathers at a time (an ordered list aggregate cannot spill)
@@ -32,9 +33,6 @@ WHERE r.partition_date = $day AND r.status <> 'running' AND ($agent IS NULL OR r
     AND hash(r.episode_id) % $parts = $part
 ORDER BY r.episode_id
 """
-_CANDIDATES = """
-SELECT count(*) FROM replays WHERE partition_date = $day AND status <> 'running' AND ($agent IS NULL OR agent_id = $agent)
-"""
 
 
 def check_inputs(warehouse: Warehouse, day: date, agent_id: str | None = None) -> Iterator[dict]:
@@ -46,8 +44,7 @@ def check_inputs(warehouse: Warehouse, day: date, agent_id: str | None = None) -
     connection stays open until the last is read."""
     params: dict[str, object] = {"day": day, "agent": agent_id}
     with warehouse.connect(read_only=warehouse.path.exists()) as con:
-        ((candidates,),) = con.execute(_CANDIDATES, params).fetchall()
-        parts = max(1, -(-candidates // CHECK_PART_EPISODES))
+        parts = candidate_parts(con, day, agent_id, CHECK_PART_EPISODES)
         for part in range(parts):
             reader = con.sql(_CHECK_INPUTS, params={**params, "parts": parts, "part": part}).to_arrow_reader(CHECK_BATCH_ROWS)
             for batch in reader:

@@ -14,14 +14,16 @@ next day). A row snapshots what scoring compares, so a lookup never scans episod
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from contextlib import closing
 from datetime import date, timedelta
 
 import pandas as pd
 
 from eval_pipeline.episodes.records import RawRecord
-from eval_pipeline.warehouse.connection import Warehouse
+from eval_pipeline.warehouse.connection import Warehouse, clear_partition, insert_rows
 from eval_pipeline.warehouse.ingest import canonical_episodes
+from eval_pipeline.warehouse.replays import candidate_parts
 from eval_pipeline.warehouse.rows import one_row
 
 _SNAPSHOT = "status, final_output, tools, total_cost_usd, total_duration_ms, total_tokens, step_count, error_steps"
@@ -191,6 +193,7 @@ WITH latest_runs AS (  -- each case-set agent's latest capture run of the day; i
     FROM replays r JOIN episodes e USING (episode_id, partition_date)
     LEFT JOIN latest_runs l ON l.agent_id = e.agent_id
     WHERE r.partition_date = $day AND r.status <> 'running' AND ($agent IS NULL OR r.agent_id = $agent)
+        AND hash(r.episode_id) % $parts = $part
 ), ranked AS (
     SELECT c.episode_id AS candidate_id, b.*, row_number() OVER (
         PARTITION BY c.episode_id
@@ -215,18 +218,18 @@ LEFT JOIN ranked b ON b.candidate_id = c.episode_id AND b.rank = 1
 LEFT JOIN episodes e ON c.mode = 'live' AND e.partition_date = $day AND e.episode_id = c.episode_id
 LEFT JOIN (
     SELECT episode_id, avg(normalized) AS judge_score FROM judgements
-    WHERE partition_date = $day AND status = 'judged' GROUP BY episode_id
+    WHERE partition_date = $day AND status = 'judged' AND hash(episode_id) % $parts = $part GROUP BY episode_id
 ) j ON j.episode_id = c.episode_id
 LEFT JOIN (
     SELECT episode_id, avg(score) AS case_score, bool_and(passed) AS case_passed,
            string_agg(assertion || coalesce(': ' || nullif(detail, ''), ''), '; ' ORDER BY assertion) FILTER (NOT passed)
                AS failed_assertions
-    FROM assertions WHERE partition_date = $day GROUP BY episode_id
+    FROM assertions WHERE partition_date = $day AND hash(episode_id) % $parts = $part GROUP BY episode_id
 ) a ON a.episode_id = c.episode_id
 LEFT JOIN (
     SELECT episode_id, count(*) FILTER (severity = 'critical') AS critical_issues,
            count(*) FILTER (severity = 'error') AS error_issues, count(*) FILTER (severity = 'warning') AS warning_issues
-    FROM issues WHERE partition_date = $day GROUP BY episode_id
+    FROM issues WHERE partition_date = $day AND hash(episode_id) % $parts = $part GROUP BY episode_id
 ) i ON i.episode_id = c.episode_id
 ORDER BY c.episode_id
 """
@@ -237,4 +240,38 @@ def scoring_input(warehouse: Warehouse, day: date, policy: str, agent_id: str | 
     mean of its normalized judge verdicts (`judge_score`, NULL when it was not judged), its case's
     mean assertion score, verdict and failed expectations (NULL without a case), the reward its own
     grader recorded (`metadata.reward`) and its checks' issues per severity."""
-    return warehouse.read_frame(_SCORING_INPUT, {"day": day, "agent": agent_id, "policy": policy})
+    return warehouse.read_frame(_SCORING_INPUT, {"day": day, "agent": agent_id, "policy": policy, "parts": 1, "part": 0})
+
+
+SCORE_PART_EPISODES = 50_000  # candidates scored at a time: the step's memory is set by this, not by the day's size
+
+
+def write_scores(
+    warehouse: Warehouse,
+    day: date,
+    policy: str,
+    agent_id: str | None,
+    score: Callable[[pd.DataFrame, pd.DataFrame], pd.DataFrame],
+) -> int:
+    """Replace `day`'s `scores` rows (one agent's, when scoped) with `score(inputs, issues)` of each part of about
+    SCORE_PART_EPISODES candidates (by a hash of their ids), in one transaction; return the rows written.
+
+    `inputs`: the part's `scoring_input` rows; `issues`: the `issues` rows of the same episodes. A score depends on
+    its own episode only, so the parts give the rows the whole day would. They are read on a second connection
+    while the first writes."""
+    written = 0
+    with warehouse.transaction() as con, closing(con.cursor()) as reader:
+        clear_partition(con, "scores", day, agent_id)
+        parts = candidate_parts(reader, day, agent_id, SCORE_PART_EPISODES)
+        for part in range(parts):
+            in_part: dict[str, object] = {"day": day, "agent": agent_id, "parts": parts, "part": part}
+            issues = reader.execute(_PART_ISSUES, in_part).df()
+            inputs = reader.execute(_SCORING_INPUT, {**in_part, "policy": policy}).df()
+            written += insert_rows(con, "scores", score(inputs, issues))
+    return written
+
+
+_PART_ISSUES = """
+SELECT * FROM issues WHERE partition_date = $day AND ($agent IS NULL OR agent_id = $agent)
+    AND hash(episode_id) % $parts = $part
+"""

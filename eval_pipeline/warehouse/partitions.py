@@ -6,7 +6,7 @@ from datetime import date
 
 import pandas as pd
 
-from eval_pipeline.warehouse.connection import Warehouse, replace_partition
+from eval_pipeline.warehouse.connection import Warehouse
 
 PIPELINE_TABLES = (
     "episodes",
@@ -49,14 +49,6 @@ def read_days(warehouse: Warehouse, table: str, first: date, last: date, agent_i
         f"SELECT * FROM {table} WHERE partition_date BETWEEN $first AND $last AND ($agent IS NULL OR agent_id = $agent)",
         {"first": first, "last": last, "agent": agent_id},
     )
-
-
-def write_partition(warehouse: Warehouse, table: str, day: date, rows: pd.DataFrame, agent_id: str | None = None) -> int:
-    """Replace `day`'s rows of `table` (one agent's, when scoped) in one transaction."""
-    if table not in PIPELINE_TABLES:
-        raise ValueError(f"unknown table {table}")
-    with warehouse.transaction() as con:
-        return replace_partition(con, table, day, rows, agent_id)
 
 
 def partition_counts(warehouse: Warehouse) -> pd.DataFrame:

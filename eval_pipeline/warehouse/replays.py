@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from datetime import date
 
+import duckdb
 import pandas as pd
 
 from eval_pipeline.warehouse.connection import Warehouse, replace_partition
@@ -16,6 +17,18 @@ SELECT episode_id, partition_date, agent_id, 'dry' AS mode, model, status, final
 FROM episodes
 WHERE partition_date = $day AND status <> 'running' AND ($agent IS NULL OR agent_id = $agent)
 """
+
+
+_FINISHED = """
+SELECT count(*) FROM replays WHERE partition_date = $day AND status <> 'running' AND ($agent IS NULL OR agent_id = $agent)
+"""
+
+
+def candidate_parts(con: duckdb.DuckDBPyConnection, day: date, agent_id: str | None, part_episodes: int) -> int:
+    """In how many parts of at most about `part_episodes` the steps after `replays` take the day's finished replays
+    (split by `hash(episode_id) % parts`), so their memory does not grow with the day."""
+    ((finished,),) = con.execute(_FINISHED, {"day": day, "agent": agent_id}).fetchall()
+    return max(1, -(-int(finished) // part_episodes))
 
 
 def write_dry_replays(warehouse: Warehouse, day: date, agent_id: str | None = None) -> int:

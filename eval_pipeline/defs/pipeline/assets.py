@@ -54,14 +54,14 @@ from eval_pipeline.rewards.records import reward_records
 from eval_pipeline.scoring.assessments import assess
 from eval_pipeline.scoring.episodes import score_records
 from eval_pipeline.warehouse.assertions import check_inputs, write_checks
-from eval_pipeline.warehouse.baselines import days_to_look_back, scoring_input, write_baselines, write_history_baselines
+from eval_pipeline.warehouse.baselines import days_to_look_back, write_baselines, write_history_baselines, write_scores
 from eval_pipeline.warehouse.connection import Warehouse
 from eval_pipeline.warehouse.findings import write_findings
 from eval_pipeline.warehouse.health import source_counts
 from eval_pipeline.warehouse.ingest import load_episodes
 from eval_pipeline.warehouse.judge import judge_inputs, write_judgements
 from eval_pipeline.warehouse.llm_cache import cached_answers
-from eval_pipeline.warehouse.partitions import read_days, read_partition, write_partition
+from eval_pipeline.warehouse.partitions import read_days, read_partition
 from eval_pipeline.warehouse.replays import recorded_steps, write_dry_replays, write_live_replays
 from eval_pipeline.warehouse.reports import report_inputs, write_report_row
 from eval_pipeline.warehouse.rewards import write_rewards
@@ -410,6 +410,9 @@ def assertions(
     yield from _materialized(context, {"cases_file": cfg.cases.path or "none", "checks": ", ".join(c.name for c in run_checks)})
 
 
+_WORST_SHOWN = ["episode_id", "agent_id", "weighted_score", "verdict_reason"]
+
+
 @dg.asset(
     **_COMMON,
     code_version=_code_version("scores"),
@@ -423,20 +426,25 @@ def scores(context: dg.AssetExecutionContext, config: RunScope, warehouse: Wareh
     tally = checks.ScoreTally()
 
     def score(day: date) -> DayMetadata:
-        issues = read_partition(wh, "issues", day, config.agent_id)
-        records = score_records(scoring_input(wh, day, cfg.baseline.policy, config.agent_id), issues, cfg)
-        write_partition(wh, "scores", day, records, config.agent_id)
-        tally.add(records)
-        worst = records[records["weighted_score"].notna()].nsmallest(10, "weighted_score")
-        verdicts = VerdictCounts.of(records)
+        verdicts, lowest = VerdictCounts(0, 0, 0, 0, 0), []
+
+        def score_part(inputs: pd.DataFrame, issues: pd.DataFrame) -> pd.DataFrame:
+            nonlocal verdicts
+            records = score_records(inputs, issues, cfg)
+            tally.add(records)
+            verdicts += VerdictCounts.of(records)
+            lowest.append(records.loc[records["weighted_score"].notna(), _WORST_SHOWN].nsmallest(10, "weighted_score"))
+            return records
+
+        rows = write_scores(wh, day, cfg.baseline.policy, config.agent_id, score_part)
         return {
             "scores": {
-                "dagster/row_count": len(records),
+                "dagster/row_count": rows,
                 "passed": verdicts.passed,
                 "failed": verdicts.failed,
                 "without_verdict": verdicts.without_verdict,
                 "without_baseline": verdicts.without_baseline,
-                "worst_episodes": _md(worst[["episode_id", "agent_id", "weighted_score", "verdict_reason"]]),
+                "worst_episodes": _md(pd.concat(lowest).sort_values(["weighted_score", "episode_id"]).head(10)),
             }
         }
 
