@@ -135,37 +135,32 @@ AGGREGATE_COLUMNS = ["agent_id", "episode_id", "task_id", "dimension", "severity
                      "message", "ci_low", "ci_high", "p_value"]  # fmt: skip
 
 
-def _means() -> list[str]:
-    """The columns averaged per task: paired dimensions, trend columns and the verdict."""
+def summary_columns() -> list[str]:
+    """The `scores` columns averaged per task and day: paired dimensions, trend columns and the verdict."""
     columns = [d.column for d in _paired_dimensions()] + [column for _, _, column in _trend_dimensions()] + ["passed"]
     return list(dict.fromkeys(columns))
-
-
-def _numeric(scores: pd.DataFrame, means: list[str]) -> pd.DataFrame:
-    """Verdicts as 1.0 / 0.0 and no verdict as NaN, so they average like any other column."""
-    return scores.assign(passed=scores["passed"].map({True: 1.0, False: 0.0}).astype(float))[
-        ["agent_id", "task_id", "partition_date", *means]
-    ]
 
 
 def aggregate_findings(today: pd.DataFrame, trailing: pd.DataFrame, day: date, config: EvalConfig) -> pd.DataFrame:
     """Per agent: paired-against-baselines and trailing-days regressions that clear the noise.
 
-    Every per-task mean is computed once for all agents; only the bootstrap runs per agent."""
-    means = _means()
-    today = _numeric(today, means)
-    now = today.groupby(["agent_id", "task_id"])[means].mean()
-    verdicts = today.groupby("agent_id")["passed"].agg(["count", "mean"])
+    `today`, `trailing`: per-task summaries of current (not superseded) scores, one row per agent, task and day
+    (`warehouse.findings.task_summaries`): the mean of each of `summary_columns()` (a verdict as 1.0 / 0.0),
+    `graded` (episodes with a verdict) and `passes`. So a day of any size is read as one row per task, and only the
+    bootstrap runs per agent."""
+    means = summary_columns()
+    verdicts = today.groupby("agent_id")[["graded", "passes"]].sum()
+    now = today[today["task_id"].notna()].set_index(["agent_id", "task_id"])[means]
     before = pd.DataFrame(columns=means, index=pd.MultiIndex.from_tuples([], names=["agent_id", "task_id"]))
     if len(trailing):
-        daily = _numeric(trailing, means).groupby(["agent_id", "task_id", "partition_date"])[means].mean()
-        per_task = daily.groupby(level=["agent_id", "task_id"])
-        before = per_task.mean()[per_task.size() >= config.statistics.min_history_days]
+        per_task = trailing[trailing["task_id"].notna()].groupby(["agent_id", "task_id"])
+        before = per_task[means].mean()[per_task.size() >= config.statistics.min_history_days]
     rows: list[dict] = []
     history_agents = set(before.index.get_level_values("agent_id"))
     for agent_id, tasks in now.groupby(level="agent_id", sort=True):
         tasks = tasks.droplevel("agent_id")
-        graded = (int(verdicts.at[agent_id, "count"]), float(verdicts.at[agent_id, "mean"]))
+        episodes, passes = int(verdicts.at[agent_id, "graded"]), int(verdicts.at[agent_id, "passes"])
+        graded = (episodes, passes / episodes if episodes else float("nan"))
         rows += _paired(str(agent_id), tasks, graded, day, config)
         if agent_id in history_agents:
             rows += _trends(str(agent_id), tasks, before.xs(agent_id, level="agent_id"), graded, day, config)

@@ -9,6 +9,7 @@ severity): a re-run keeps it, an escalation gets a new one, so alerts go out onc
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Iterable
 from dataclasses import astuple, dataclass
 from datetime import date
 
@@ -237,19 +238,20 @@ def _failure_reason(critical, case_failed: bool, weighted: float, reward: float,
 
 
 def partition_findings(
-    scores: pd.DataFrame,
-    trailing_scores: pd.DataFrame,
+    scored_parts: Iterable[tuple[pd.DataFrame, pd.DataFrame]],
+    today_tasks: pd.DataFrame,
+    trailing_tasks: pd.DataFrame,
     source_counts: pd.DataFrame | None,
     day: date,
     config: EvalConfig,
-    issues: pd.DataFrame,
 ) -> pd.DataFrame:
-    """Everything `findings` holds for a day: the episodes' findings, per-agent regressions against
-    baselines and the trailing days that clear the noise, and the source's health (skipped when
-    `source_counts` is None, as in a one-agent run). A superseded run (`scores.superseded`) finds nothing."""
-    scores, trailing_scores = current(scores), current(trailing_scores)
-    aggregates = aggregate_findings(scores, trailing_scores, day, config)
-    parts = [episode_findings(scores, issues, day, config), _finalize([aggregates], day, config) if len(aggregates) else None]
+    """Everything `findings` holds for a day: the episodes' findings (`scored_parts`: the day's `scores` rows with
+    the `issues` of the same episodes, a part at a time), per-agent regressions against baselines and the trailing
+    days that clear the noise (from per-task summaries, see `aggregate_findings`), and the source's health (skipped
+    when `source_counts` is None, as in a one-agent run). A superseded run (`scores.superseded`) finds nothing."""
+    parts = [episode_findings(current(scores), issues, day, config) for scores, issues in scored_parts]
+    aggregates = aggregate_findings(today_tasks, trailing_tasks, day, config)
+    parts.append(_finalize([aggregates], day, config) if len(aggregates) else None)
     health = source_health_finding(day, source_counts, config) if source_counts is not None else None
     if health:
         row = {"agent_id": SOURCE_AGENT, "episode_id": None, "task_id": None, "dimension": "source_health", **health}

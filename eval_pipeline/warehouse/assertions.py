@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from datetime import date
 
+import duckdb
 import pandas as pd
 
 from eval_pipeline.warehouse.connection import Warehouse, replace_partition
@@ -49,6 +50,18 @@ def check_inputs(warehouse: Warehouse, day: date, agent_id: str | None = None) -
             reader = con.sql(_CHECK_INPUTS, params={**params, "parts": parts, "part": part}).to_arrow_reader(CHECK_BATCH_ROWS)
             for batch in reader:
                 yield from batch.to_pylist()  # nested rows straight to Python: twice as fast as via pandas
+
+
+_PART_ISSUES = """
+SELECT * FROM issues WHERE partition_date = $day AND ($agent IS NULL OR agent_id = $agent)
+    AND hash(episode_id) % $parts = $part
+"""
+
+
+def issues_in_part(con: duckdb.DuckDBPyConnection, in_part: dict[str, object]) -> pd.DataFrame:
+    """The `issues` rows of one part of a day's episodes (`in_part`: $day, $agent, $parts, $part), as the steps after
+    `assertions` read them beside the same part's candidates or scores."""
+    return con.execute(_PART_ISSUES, in_part).df()
 
 
 def write_checks(warehouse: Warehouse, day: date, assertions: pd.DataFrame, issues: pd.DataFrame, agent_id: str | None) -> None:

@@ -21,6 +21,7 @@ from datetime import date, timedelta
 import pandas as pd
 
 from eval_pipeline.episodes.records import RawRecord
+from eval_pipeline.warehouse.assertions import issues_in_part
 from eval_pipeline.warehouse.connection import Warehouse, clear_partition, insert_rows
 from eval_pipeline.warehouse.ingest import canonical_episodes
 from eval_pipeline.warehouse.replays import candidate_parts
@@ -265,13 +266,7 @@ def write_scores(
         parts = candidate_parts(reader, day, agent_id, SCORE_PART_EPISODES)
         for part in range(parts):
             in_part: dict[str, object] = {"day": day, "agent": agent_id, "parts": parts, "part": part}
-            issues = reader.execute(_PART_ISSUES, in_part).df()
+            issues = issues_in_part(reader, in_part)
             inputs = reader.execute(_SCORING_INPUT, {**in_part, "policy": policy}).df()
             written += insert_rows(con, "scores", score(inputs, issues))
     return written
-
-
-_PART_ISSUES = """
-SELECT * FROM issues WHERE partition_date = $day AND ($agent IS NULL OR agent_id = $agent)
-    AND hash(episode_id) % $parts = $part
-"""

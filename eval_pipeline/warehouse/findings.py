@@ -1,12 +1,53 @@
-"""A day's findings."""
+"""What findings read (a day's scores a part at a time, per-task summaries of the days around it) and write."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from datetime import date
 
 import pandas as pd
 
+from eval_pipeline.warehouse.assertions import issues_in_part
 from eval_pipeline.warehouse.connection import Warehouse, replace_partition
+from eval_pipeline.warehouse.replays import candidate_parts
+
+FINDING_PART_EPISODES = 50_000  # scored episodes whose findings are found at a time
+
+_PART_SCORES = """
+SELECT * FROM scores WHERE partition_date = $day AND ($agent IS NULL OR agent_id = $agent)
+    AND hash(episode_id) % $parts = $part
+ORDER BY episode_id
+"""
+
+
+def scores_in_parts(warehouse: Warehouse, day: date, agent_id: str | None) -> Iterator[tuple[pd.DataFrame, pd.DataFrame]]:
+    """The day's `scores` rows (one agent's, when scoped) with the `issues` rows of the same episodes, in parts of
+    about FINDING_PART_EPISODES episodes (by a hash of their ids), so a day's findings never hold the whole day."""
+    with warehouse.connect(read_only=warehouse.path.exists()) as con:
+        parts = candidate_parts(con, day, agent_id, FINDING_PART_EPISODES)
+        for part in range(parts):
+            in_part: dict[str, object] = {"day": day, "agent": agent_id, "parts": parts, "part": part}
+            yield con.execute(_PART_SCORES, in_part).df(), issues_in_part(con, in_part)
+
+
+def task_summaries_sql(columns: list[str]) -> str:
+    """Per agent, task and day of `scores` between $first and $last (one agent's when $agent is not NULL), superseded
+    runs left out: the mean of each of `columns` (`passed` as 1.0 / 0.0, no verdict left out), `graded` (episodes
+    with a verdict) and `passes`; ordered by agent, task and day."""
+    means = ", ".join(f'avg("{column}"::DOUBLE) AS "{column}"' for column in columns)
+    return f"""
+    SELECT agent_id, task_id, partition_date, {means}, count(passed) AS graded, count(*) FILTER (passed) AS passes
+    FROM scores
+    WHERE partition_date BETWEEN $first AND $last AND ($agent IS NULL OR agent_id = $agent)
+        AND NOT coalesce(superseded, false)
+    GROUP BY agent_id, task_id, partition_date
+    ORDER BY agent_id, task_id, partition_date
+    """
+
+
+def task_summaries(warehouse: Warehouse, first: date, last: date, agent_id: str | None, columns: list[str]) -> pd.DataFrame:
+    """`task_summaries_sql` over the warehouse: one row per task and day, however many episodes the days hold."""
+    return warehouse.read_frame(task_summaries_sql(columns), {"first": first, "last": last, "agent": agent_id})
 
 
 def write_findings(warehouse: Warehouse, day: date, findings: pd.DataFrame, agent_id: str | None) -> int:

@@ -2,13 +2,15 @@
 
 from datetime import date, timedelta
 
+import duckdb
 import numpy as np
 import pandas as pd
 import pytest
 
 from eval_pipeline.config import EvalConfig
-from eval_pipeline.regression.aggregates import aggregate_findings
+from eval_pipeline.regression.aggregates import aggregate_findings, summary_columns
 from eval_pipeline.regression.stats import bootstrap_mean, mcnemar
+from eval_pipeline.warehouse.findings import task_summaries_sql
 
 DAY = date(2026, 11, 10)
 CONFIG = EvalConfig()
@@ -27,6 +29,16 @@ def test_the_bootstrap_is_seeded_and_resamples_tasks():
     assert first == bootstrap_mean(values, resamples=2000, confidence=0.95, seed=7)
     assert first.mean == 4.0 and first.n == 4 and first.low < 4.0 < first.high  # skewed: wider above than below
     assert first.high - 4.0 > 4.0 - first.low
+
+
+def findings_of(today: pd.DataFrame, trailing: pd.DataFrame) -> pd.DataFrame:
+    """`aggregate_findings` of episode rows, summarized per task by the warehouse's own query over them."""
+    return aggregate_findings(summarized(today), summarized(trailing), DAY, CONFIG)
+
+
+def summarized(episodes: pd.DataFrame) -> pd.DataFrame:
+    scores = episodes.assign(superseded=False)  # noqa: F841 (DuckDB reads the frame by this name)
+    return duckdb.execute(task_summaries_sql(summary_columns()), {"first": date.min, "last": date.max, "agent": None}).df()
 
 
 def day_of_scores(rng, *, tasks=10, trials=3, cost_effect=0.0, noise=30.0, day=DAY, fail_tasks=0, agent="bot"):
@@ -53,7 +65,7 @@ def test_pure_noise_never_alerts_over_many_seeds():
     fired = []
     for seed in range(200):
         rng = np.random.default_rng(seed)
-        found = aggregate_findings(day_of_scores(rng), history(rng), DAY, CONFIG)
+        found = findings_of(day_of_scores(rng), history(rng))
         fired += [(seed, d) for d in found["dimension"]]
     assert fired == []
 
@@ -62,7 +74,7 @@ def test_a_known_effect_is_covered_by_the_ci_and_alerts():
     covered, alerted = 0, 0
     for seed in range(100):
         rng = np.random.default_rng(1000 + seed)
-        found = aggregate_findings(day_of_scores(rng, cost_effect=50.0), history(rng, cost_effect=0.0), DAY, CONFIG)
+        found = findings_of(day_of_scores(rng, cost_effect=50.0), history(rng, cost_effect=0.0))
         cost = found[found["dimension"] == "cost_delta"]
         if len(cost):
             alerted += 1
@@ -85,9 +97,9 @@ def test_one_outlier_task_is_not_a_regression_but_the_same_effect_everywhere_is(
 
     outlier = day([120.0, -2.0, 1.0, -1.0, 2.0])  # mean +24 %: over the 20 % limit, but one task
     assert outlier["cost_delta_pct"].mean() > 20
-    assert aggregate_findings(outlier, outlier.iloc[:0], DAY, CONFIG).empty
+    assert findings_of(outlier, outlier.iloc[:0]).empty
     everywhere = day([24.0, 23.0, 25.0, 26.0, 22.0])
-    found = aggregate_findings(everywhere, everywhere.iloc[:0], DAY, CONFIG)
+    found = findings_of(everywhere, everywhere.iloc[:0])
     assert found[["dimension", "severity"]].values.tolist() == [["cost_delta", "warning"]]
     assert found.iloc[0]["ci_low"] > 20
 
@@ -95,7 +107,7 @@ def test_one_outlier_task_is_not_a_regression_but_the_same_effect_everywhere_is(
 def test_pass_to_fail_flips_need_mcnemar():
     rng = np.random.default_rng(3)
     few = day_of_scores(rng, tasks=10, fail_tasks=4)  # pass rate 0.6 < 0.7, but 4 flips: p = 0.125
-    assert "pass_rate" not in set(aggregate_findings(few, few.iloc[:0], DAY, CONFIG)["dimension"])
+    assert "pass_rate" not in set(findings_of(few, few.iloc[:0])["dimension"])
     many = day_of_scores(rng, tasks=10, fail_tasks=6)  # pass rate 0.4 < 0.5, 6 flips: p = 0.031
-    found = aggregate_findings(many, many.iloc[:0], DAY, CONFIG).set_index("dimension")
+    found = findings_of(many, many.iloc[:0]).set_index("dimension")
     assert found.loc["pass_rate", "severity"] == "critical" and found.loc["pass_rate", "p_value"] == pytest.approx(2 / 64)

@@ -4,6 +4,7 @@ import pandas as pd
 import pytest
 
 from eval_pipeline.config import EvalConfig
+from eval_pipeline.regression.aggregates import summary_columns
 from eval_pipeline.regression.findings import partition_findings
 from eval_pipeline.regression.source_health import SOURCE_AGENT, source_health_finding
 from eval_pipeline.scoring.assessments import ISSUE_COLUMNS
@@ -57,6 +58,8 @@ def test_a_few_bad_lines_among_a_small_days_log_lines_are_weighed_against_the_li
 
 def test_source_findings_join_the_days_findings_under_the_source():
     empty_scores = pd.DataFrame(columns=[*score_record_columns(), "config_version"])
-    found = partition_findings(empty_scores, empty_scores, counts((0, 0)), DAY, CONFIG, pd.DataFrame(columns=ISSUE_COLUMNS))
+    no_tasks = pd.DataFrame(columns=["agent_id", "task_id", "partition_date", *summary_columns(), "graded", "passes"])
+    scored_parts = [(empty_scores, pd.DataFrame(columns=ISSUE_COLUMNS))]
+    found = partition_findings(scored_parts, no_tasks, no_tasks, counts((0, 0)), DAY, CONFIG)
     assert found[["agent_id", "dimension", "severity"]].values.tolist() == [[SOURCE_AGENT, "source_health", "critical"]]
     assert found["finding_id"].notna().all() and found["config_version"].eq(CONFIG.version).all()

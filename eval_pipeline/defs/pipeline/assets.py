@@ -41,6 +41,7 @@ from eval_pipeline.defs.resources import (
 from eval_pipeline.episodes.records import RawRecord
 from eval_pipeline.llm.judge import configured_rubrics, judge_partition, judge_summary
 from eval_pipeline.redaction import redact, redact_tree
+from eval_pipeline.regression.aggregates import summary_columns
 from eval_pipeline.regression.findings import VerdictCounts, partition_findings
 from eval_pipeline.regression.lifecycle import with_lifecycle
 from eval_pipeline.regression.source_health import TRAILING_DAYS
@@ -56,12 +57,12 @@ from eval_pipeline.scoring.episodes import score_records
 from eval_pipeline.warehouse.assertions import check_inputs, write_checks
 from eval_pipeline.warehouse.baselines import days_to_look_back, write_baselines, write_history_baselines, write_scores
 from eval_pipeline.warehouse.connection import Warehouse
-from eval_pipeline.warehouse.findings import write_findings
+from eval_pipeline.warehouse.findings import scores_in_parts, task_summaries, write_findings
 from eval_pipeline.warehouse.health import source_counts
 from eval_pipeline.warehouse.ingest import load_episodes
 from eval_pipeline.warehouse.judge import judge_inputs, write_judgements
 from eval_pipeline.warehouse.llm_cache import cached_answers
-from eval_pipeline.warehouse.partitions import read_days, read_partition
+from eval_pipeline.warehouse.partitions import read_partition
 from eval_pipeline.warehouse.replays import recorded_steps, write_dry_replays, write_live_replays
 from eval_pipeline.warehouse.reports import report_inputs, write_report_row
 from eval_pipeline.warehouse.rewards import write_rewards
@@ -471,14 +472,13 @@ def regression_findings(
     cfg, wh, outbox = eval_config.load(), warehouse.get(), alerts.outbox()
 
     def find(day: date) -> DayMetadata:
-        today = read_partition(wh, "scores", day, config.agent_id)
-        trailing = read_days(
-            wh, "scores", day - timedelta(days=cfg.statistics.trailing_days), day - timedelta(days=1), config.agent_id
-        )
+        today = task_summaries(wh, day, day, config.agent_id, summary_columns())
+        first, last = day - timedelta(days=cfg.statistics.trailing_days), day - timedelta(days=1)
+        trailing = task_summaries(wh, first, last, config.agent_id, summary_columns())
         counts = None if config.agent_id else source_counts(wh, day, TRAILING_DAYS)  # the source is judged whole
-        issues = read_partition(wh, "issues", day, config.agent_id)
         yesterday = read_partition(wh, "findings", day - timedelta(days=1), config.agent_id)
-        found = with_lifecycle(partition_findings(today, trailing, counts, day, cfg, issues), yesterday, day)
+        scored_parts = scores_in_parts(wh, day, config.agent_id)
+        found = with_lifecycle(partition_findings(scored_parts, today, trailing, counts, day, cfg), yesterday, day)
         write_findings(wh, day, found, config.agent_id)
         # announced by the alert sensor, or by `eval-pipeline run` itself; a re-run replaces the day's batch
         batch = f"{day}-{config.agent_id or 'all-agents'}"
