@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-import re
 from datetime import date, timedelta
 from pathlib import Path
 from typing import Any
@@ -41,10 +40,8 @@ from eval_pipeline.viewer.links import day_url, episode_url
 from eval_pipeline.warehouse.viewer import Filters
 
 FLAKIEST_TASKS = 10
-UNTASKED_NAMED = 20  # episodes without a task id named in the report's note
 ANSWER_CHARS = 2000  # of an agent's answer shown in a report
 TREND_DAYS = 30  # partitions the trend charts cover
-WORST_EPISODES = 50
 CATEGORY_SCORES = ("avg_weighted_score", "avg_correctness", "avg_safety")
 CALIBRATION_FILE = "calibration-{day}.md"
 
@@ -64,6 +61,9 @@ def build_report(data: ReportData, context: RunContext) -> Report:
     """The day's document, every text in it redacted: each rendering (JSON, Markdown, HTML, the summary row, the
     Dagster metadata) shows only what it holds."""
     day, scores, findings, secret_patterns = data.day, data.scores, data.findings, context.secret_patterns
+    figures = {level: rows.drop(columns="level") for level, rows in scores.figures.groupby("level")}
+    (whole_day,) = figures["day"].itertuples()  # the grand total: one row, even for a day without episodes
+    by_agent = figures.get("agent", figures["day"].iloc[:0]).set_index("agent_id")
     viewer = context.viewer_url
 
     def url(episode_id: str | None, agent_id: str) -> str | None:
@@ -72,35 +72,35 @@ def build_report(data: ReportData, context: RunContext) -> Report:
             return None
         return episode_url(viewer, day, episode_id) if episode_id else day_url(viewer, day, Filters(agent=agent_id))
 
-    counts = VerdictCounts.of(scores)
+    counts = _counts(whole_day)
     critical = int((findings["severity"] == "critical").sum())
     warning = int((findings["severity"] == "warning").sum())
     summary: Summary = {
         "total_episodes": int(sum(data.status_counts.values())),
         **_verdicts(counts),
         "running": int(data.status_counts.get("running", 0)),
-        "avg_weighted_score": _number(scores["weighted_score"].mean()),
+        "avg_weighted_score": _number(whole_day.weighted_score),
         "alerts": critical + warning,
         "critical_alerts": critical,
         "warning_alerts": warning,
         "quarantined": data.quarantined,
-        "baselines_from": _baselines_from(scores),
+        "baselines_from": scores.baselines_from,
         "superseded": data.superseded,
         "replays": {"live": data.live_replays, "reused": data.reused_replays, "called": data.live_replays - data.reused_replays},
         "agent_id": data.agent_id,
-        "without_task_id": len(untasked := _without_task_id(scores)),
+        "without_task_id": scores.without_task_id,
     }
     agents = []
-    for agent_id, group in scores.groupby("agent_id", sort=True):
-        agent_findings = findings[findings["agent_id"] == agent_id]
+    for agent in by_agent.itertuples():
+        agent_findings = findings[findings["agent_id"] == agent.Index]
         agents.append(
             {
-                "agent_id": agent_id,
-                "episodes": len(group),
-                **_verdicts(VerdictCounts.of(group)),
-                "avg_weighted_score": _number(group["weighted_score"].mean()),
-                "avg_cost_delta_pct": _number(group["cost_delta_pct"].mean(), 1),
-                "avg_latency_delta_pct": _number(group["latency_delta_pct"].mean(), 1),
+                "agent_id": agent.Index,
+                "episodes": int(agent.episodes),
+                **_verdicts(_counts(agent)),
+                "avg_weighted_score": _number(agent.weighted_score),
+                "avg_cost_delta_pct": _number(agent.cost_delta_pct, 1),
+                "avg_latency_delta_pct": _number(agent.latency_delta_pct, 1),
                 "critical_alerts": int((agent_findings["severity"] == "critical").sum()),
                 "warning_alerts": int((agent_findings["severity"] == "warning").sum()),
             }
@@ -129,14 +129,14 @@ def build_report(data: ReportData, context: RunContext) -> Report:
         }
         for f in ordered_findings.itertuples()
     ]
-    regressions = _regressions(alerts, scores)
+    regressions = _regressions(alerts, scores.finding_episodes, by_agent)
     gone = resolved(findings, data.previous_findings)
     resolved_alerts = [
         {"severity": f.severity, "agent_id": f.agent_id, "task_id": f.task_id if isinstance(f.task_id, str) else None,
          "dimension": f.dimension, "since": _day(f.since), "message": f.message}
         for f in gone.itertuples()
     ]  # fmt: skip
-    issues_of = _issues_by_episode(data.issues, secret_patterns)
+    issues_of = _issues_by_episode(scores.shown_issues, secret_patterns)
     episodes = [
         {
             "episode_id": s.episode_id,
@@ -154,7 +154,7 @@ def build_report(data: ReportData, context: RunContext) -> Report:
             "final_output": _answer(getattr(s, "final_output", None), secret_patterns),
             "url": url(s.episode_id, s.agent_id),
         }
-        for s in _worst_first(scores).head(WORST_EPISODES).itertuples()
+        for s in scores.shown.itertuples()
     ]
     judgements, pairwise = data.judgements, data.pairwise
     judge = None
@@ -182,56 +182,56 @@ def build_report(data: ReportData, context: RunContext) -> Report:
         "summary": summary,
         "agents": agents,
         "previous_summary": data.previous_summary,
-        "trend": _trend(data.trend, day, set(scores["agent_id"])),
-        "score_histogram": _histogram(scores["weighted_score"]),
-        "categories": _categories(scores),
+        "trend": _trend(data.trend, day, set(by_agent.index)),
+        "score_histogram": _histogram(scores.weighted_scores),
+        "categories": _categories(figures.get("category", figures["day"].iloc[:0]), scores.failed_on),
         "trials": _trials(data.pass_at_k, data.task_trials),
         "balance": context.balance,
         "calibration": calibration_sample(data.failed_trials, day, context.calibration_size, secret_patterns),
         "judge": judge,
-        "labels": label_summary(data.labels, scores, judgements),
+        "labels": label_summary(data.labels, scores.labeled, judgements),
         "alerts": alerts,
         "regressions": regressions,
         "resolved": resolved_alerts,
         "episodes": episodes,
-        "notes": [*context.notes, *_untasked_note(untasked)],
+        "notes": [*context.notes, *_untasked_note(scores.without_task_id, scores.untasked_named)],
     }
     return redact_tree(report, secret_patterns)
 
 
-def _without_task_id(scores: pd.DataFrame) -> list[str]:
-    """The episodes recorded without `metadata.task_id`, whose task was derived from their first user message."""
-    derived = scores["task_id"].astype(str).str.startswith(DERIVED_TASK_PREFIX)
-    return sorted(scores.loc[derived, "episode_id"])
-
-
-def _untasked_note(episode_ids: list[str]) -> list[str]:
-    if not episode_ids:
+def _untasked_note(count: int, named: list[str]) -> list[str]:
+    if not count:
         return []
-    unnamed = len(episode_ids) - UNTASKED_NAMED
-    named = ", ".join(episode_ids[:UNTASKED_NAMED]) + (f" and {unnamed} more" if unnamed > 0 else "")
+    unnamed = count - len(named)
+    listed = ", ".join(named) + (f" and {unnamed} more" if unnamed > 0 else "")
     return [
-        f"{len(episode_ids)} episode(s) had no metadata.task_id, so each was grouped under a task derived from its first "
-        f"user message ({DERIVED_TASK_PREFIX}…): {named}"
+        f"{count} episode(s) had no metadata.task_id, so each was grouped under a task derived from its first "
+        f"user message ({DERIVED_TASK_PREFIX}…): {listed}"
     ]
 
 
-def _regressions(alerts: list[dict[str, Any]], scores: pd.DataFrame) -> list[Regression]:
+def _counts(figures: Any) -> VerdictCounts:
+    """The verdict counts of one row of `DayScores.figures`."""
+    return VerdictCounts(
+        int(figures.episodes), int(figures.passed), int(figures.failed), int(figures.without_verdict),
+        int(figures.without_baseline),
+    )  # fmt: skip
+
+
+def _regressions(alerts: list[dict[str, Any]], found: pd.DataFrame, by_agent: pd.DataFrame) -> list[Regression]:
     """The findings grouped per agent, task, dimension and severity (a per-agent finding is a group of its own), in
-    the alerts' order: each group states its worst trial's value, limit, baseline's own value and message, in units."""
-    task_of = dict(zip(scores["episode_id"], scores["task_id"], strict=False))
+    the alerts' order: each group states its worst trial's value, limit, baseline's own value and message, in units.
+
+    `found`: `DayScores.finding_episodes`; `by_agent`: the day's figures per agent."""
     groups: dict[tuple[str, str | None, str, str], list[dict[str, Any]]] = {}
     for alert in alerts:
-        task = task_of.get(alert["episode_id"]) if alert["episode_id"] else None
+        episode = alert["episode_id"]
+        task = found.at[episode, "task_id"] if episode is not None and episode in found.index else None
         groups.setdefault((alert["agent_id"], task, alert["dimension"], alert["severity"]), []).append(alert)
-    trials = scores.groupby(["agent_id", "task_id"]).size()
-    by_episode = scores.drop_duplicates("episode_id").set_index("episode_id")  # looked up per group, not scanned
-    return [_regression(group, task, trials, scores, by_episode) for (_, task, _, _), group in groups.items()]
+    return [_regression(group, task, found, by_agent) for (_, task, _, _), group in groups.items()]
 
 
-def _regression(
-    group: list[dict[str, Any]], task: str | None, trials: pd.Series, scores: pd.DataFrame, by_episode: pd.DataFrame
-) -> Regression:
+def _regression(group: list[dict[str, Any]], task: str | None, found: pd.DataFrame, by_agent: pd.DataFrame) -> Regression:
     first, dimension = group[0], judged_as(group[0]["dimension"])
     above = dimension is None or dimension.direction is Direction.ABOVE
     worst = (max if above else min)(group, key=lambda f: 0 if f["value"] is None else f["value"])
@@ -240,10 +240,13 @@ def _regression(
     if dimension is not None and dimension.measure is not None:  # a percent change: the baseline's ms or $
         column = dimension.measure.baseline_column()
         if worst["episode_id"] is not None:
-            found = worst["episode_id"] in by_episode.index
-            baseline = _number(by_episode.at[worst["episode_id"], column], 6) if found else None
+            known = worst["episode_id"] in found.index
+            baseline = _number(found.at[worst["episode_id"], column], 6) if known else None
         elif first["dimension"] == dimension.name:  # a per-agent mean against the baselines: their mean
-            baseline = _number(scores.loc[scores["agent_id"] == first["agent_id"], column].mean(), 6)
+            known = first["agent_id"] in by_agent.index
+            baseline = _number(by_agent.at[first["agent_id"], column], 6) if known else None
+    named = [f["episode_id"] for f in group if f["episode_id"] is not None and f["episode_id"] in found.index]
+    trials = int(found.at[named[0], "trials"]) if task is not None and named else 0  # the group's episodes share a task
     episodes = sorted(f["episode_id"] for f in group if f["episode_id"] is not None)
     return {
         "severity": first["severity"],
@@ -253,7 +256,7 @@ def _regression(
         "task_id": task,
         "dimension": first["dimension"],
         "trials_flagged": len(episodes),
-        "trials": int(trials.get((first["agent_id"], task), 0)) if task is not None else 0,
+        "trials": trials,
         "value": worst["value"],
         "threshold": worst["threshold"],
         "baseline_value": baseline,
@@ -262,13 +265,6 @@ def _regression(
         "message": worst["message"],
         "episodes": episodes,
     }
-
-
-def _baselines_from(scores: pd.DataFrame) -> dict[str, int]:
-    """Episodes compared with a baseline, by where it came from (`baseline_origin`, where the warehouse read it)."""
-    if "baseline_origin" not in scores:
-        return {}
-    return {str(origin): int(n) for origin, n in scores["baseline_origin"].value_counts().sort_index().items()}
 
 
 def _verdicts(counts: VerdictCounts) -> Verdicts:
@@ -285,14 +281,6 @@ def _verdicts(counts: VerdictCounts) -> Verdicts:
 def _names(value: Any) -> list[str]:
     """A tool sequence as a list; none (no baseline) as an empty one."""
     return [str(name) for name in value] if isinstance(value, list | tuple | np.ndarray) else []
-
-
-def _worst_first(scores: pd.DataFrame) -> pd.DataFrame:
-    """Failed episodes first, then those without a verdict (no baseline yet: their grade still speaks), then the
-    passed ones; each by weighted score, then by issue score, lowest first."""
-    verdict_order = scores["passed"].astype("boolean").map({False: 0, True: 2}).astype("Float64").fillna(1)
-    ordered = scores.assign(_verdict=verdict_order)
-    return ordered.sort_values(["_verdict", "weighted_score", "issue_score", "episode_id"], na_position="first")
 
 
 def _issues_by_episode(issues: pd.DataFrame, secret_patterns: tuple[str, ...]) -> dict[str, list[dict[str, str | None]]]:
@@ -318,9 +306,9 @@ def _answer(text: Any, secret_patterns: tuple[str, ...]) -> str | None:
     return excerpt(text, secret_patterns, ANSWER_CHARS)
 
 
-def _histogram(scores: pd.Series, bins: int = 10) -> list[int]:
-    """Counts of weighted scores in `bins` equal bins of 0..1 (1.0 in the last)."""
-    counts = np.histogram(scores.dropna().clip(0, 1), bins=bins, range=(0, 1))[0]
+def _histogram(scores: np.ndarray, bins: int = 10) -> list[int]:
+    """Counts of weighted scores in `bins` equal bins of 0..1 (1.0 in the last); NaN (no score) left out."""
+    counts = np.histogram(np.clip(scores[~np.isnan(scores)], 0, 1), bins=bins, range=(0, 1))[0]
     return [int(c) for c in counts]
 
 
@@ -339,36 +327,25 @@ def _trend(trend: pd.DataFrame, day: date, agents: set[str]) -> Trend:
     return {"days": days, "agents": series}
 
 
-def _categories(scores: pd.DataFrame) -> list[dict[str, Any]]:
-    """Per `metadata.category`: episodes, pass rate, mean scores and what its failed episodes failed on (episodes
-    without one under "(none)")."""
-    rows = []
-    for category, group in scores.assign(category=scores["category"].fillna("(none)")).groupby("category", sort=True):
-        rows.append(
-            {
-                "category": category,
-                "episodes": len(group),
-                **_verdicts(VerdictCounts.of(group)),
-                "avg_weighted_score": _number(group["weighted_score"].mean()),
-                "avg_correctness": _number(group["correctness"].mean()),
-                "avg_safety": _number(group["safety"].mean()),
-                "failed_on": _failed_on(group),
-            }
-        )
-    return rows
-
-
-def _failed_on(scores: pd.DataFrame) -> dict[str, int]:
-    """How many failed episodes failed on each critical finding (by the name findings carry), most first; one that
-    failed on none (a weighted score below the pass threshold, a failed case, a low recorded reward) counts under
-    its verdict's reason, without its figures."""
-    counted: dict[str, int] = {}
-    failed = scores[scores["passed"].astype("boolean").eq(False).fillna(False)]
-    for critical, reason in zip(failed["critical_findings"], failed["verdict_reason"], strict=False):
-        names = _names(critical) or [re.sub(r"\s*[\d.].*$", "", str(reason)) or "verdict"]
-        for name in names:
-            counted[name] = counted.get(name, 0) + 1
-    return dict(sorted(counted.items(), key=lambda item: (-item[1], item[0])))
+def _categories(figures: pd.DataFrame, failed_on: pd.DataFrame) -> list[dict[str, Any]]:
+    """Per `metadata.category` (`figures`: its rows of `DayScores.figures`, episodes without one under "(none)"):
+    episodes, pass rate, mean scores and what its failed episodes failed on: each critical finding (by the name
+    findings carry), most first; one that failed on none (a weighted score below the pass threshold, a failed case, a
+    low recorded reward) counts under its verdict's reason, without its figures."""
+    failed = {category: dict(zip(rows["name"], rows["failed"].astype(int), strict=True))
+              for category, rows in failed_on.groupby("category")}  # fmt: skip
+    return [
+        {
+            "category": row.category,
+            "episodes": int(row.episodes),
+            **_verdicts(_counts(row)),
+            "avg_weighted_score": _number(row.weighted_score),
+            "avg_correctness": _number(row.correctness),
+            "avg_safety": _number(row.safety),
+            "failed_on": failed.get(row.category, {}),
+        }
+        for row in figures.itertuples()
+    ]
 
 
 def _trials(pass_at_k: pd.DataFrame, task_trials: pd.DataFrame) -> Trials:

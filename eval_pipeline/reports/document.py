@@ -13,10 +13,42 @@ from dataclasses import dataclass
 from datetime import date
 from typing import Any, TypedDict
 
+import numpy as np
 import pandas as pd
 
 from eval_pipeline.regression.agreement import LabelSummary
 from eval_pipeline.reports.calibration import CalibrationSample
+from eval_pipeline.scoring.dimensions import dimensions
+
+WORST_EPISODES = 50  # episodes the report shows one by one, worst first
+UNTASKED_NAMED = 20  # episodes without a task id named in the report's note
+
+
+def reported_means() -> list[str]:
+    """The `scores` columns the report averages per agent, per category and over the day: the weighted score, the
+    scores its tables show, and each percent change's baseline measure (a per-agent finding's baseline value)."""
+    measures = [d.measure.baseline_column() for d in dimensions() if d.measure is not None]
+    return ["weighted_score", "correctness", "safety", "cost_delta_pct", "latency_delta_pct", *measures]
+
+
+@dataclass(frozen=True)
+class DayScores:
+    """The day's current `scores` as the report reads them: figures per agent, per category and for the whole day,
+    and only the episodes it shows one by one or that its findings name, so a report of a million episodes holds
+    about as much as one of a thousand (but for one float per episode, the histogram's)."""
+
+    figures: pd.DataFrame  # per `level` "agent" (by agent_id), "category" (none as "(none)") and "day" (one row):
+    # episodes, passed, failed, without_verdict, without_baseline, and the mean of each of `reported_means()`
+    failed_on: pd.DataFrame  # category, name, failed: failed episodes per critical finding or verdict reason
+    baselines_from: dict[str, int]  # episodes compared with a baseline, by where it came from
+    without_task_id: int  # episodes whose task was derived, their task id missing
+    untasked_named: list[str]  # the first UNTASKED_NAMED of them by id
+    weighted_scores: np.ndarray  # every episode's weighted score, NaN for none
+    shown: pd.DataFrame  # the WORST_EPISODES worst episodes, worst first: `scores` rows with category and final output
+    shown_issues: pd.DataFrame  # `issues` (episode_id, check, severity, detail) of the shown episodes
+    finding_episodes: pd.DataFrame  # by episode_id, of the episodes the findings name: task_id, trials (its task's
+    # episodes that day) and each percent change's baseline measure
+    labeled: pd.DataFrame  # episode_id, passed: the verdicts of the episodes people labeled
 
 
 @dataclass(frozen=True)
@@ -24,14 +56,13 @@ class ReportData:
     """Everything the warehouse holds for one day's report (frames are rows of the tables they name)."""
 
     day: date
-    scores: pd.DataFrame  # `scores`, with the episode's category and the replayed final output
+    scores: DayScores
     findings: pd.DataFrame
     previous_findings: pd.DataFrame  # the day before's, to tell new, persisting and resolved apart
     status_counts: dict[str, int]  # episodes per status, superseded runs' left out
     superseded: int  # episodes of case-set runs a later run of their agent that day superseded (kept, not counted)
     quarantined: int
     judgements: pd.DataFrame
-    issues: pd.DataFrame  # `issues`: what the deterministic checks found in each episode
     pairwise: pd.DataFrame  # `pairwise_judgements`
     pass_at_k: pd.DataFrame
     task_trials: pd.DataFrame

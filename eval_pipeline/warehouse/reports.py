@@ -7,10 +7,13 @@ from dataclasses import dataclass
 from datetime import date, timedelta
 from pathlib import Path
 
+import duckdb
+import numpy as np
 import pandas as pd
 
 from eval_pipeline import jsonout
-from eval_pipeline.reports.document import Report, ReportData
+from eval_pipeline.episodes.model import DERIVED_TASK_PREFIX
+from eval_pipeline.reports.document import UNTASKED_NAMED, WORST_EPISODES, DayScores, Report, ReportData, reported_means
 from eval_pipeline.warehouse.connection import Warehouse, replace_partition
 from eval_pipeline.warehouse.labels import day_labels
 from eval_pipeline.warehouse.rows import one_row
@@ -21,16 +24,11 @@ def report_inputs(warehouse: Warehouse, day: date, trend_days: int, agent_id: st
     alone, whoever else shares the warehouse); `agent_daily` over the `trend_days` partitions ending on `day`."""
     mine = "($agent IS NULL OR agent_id = $agent)"
     with warehouse.connect(read_only=True) as con:
-        params = {"day": day, "agent": agent_id}
-        scores = con.execute(
-            "SELECT s.*, e.category, r.final_output, o.origin AS baseline_origin "
-            "FROM current_scores s JOIN episodes e USING (episode_id, partition_date) "
-            "LEFT JOIN replays r USING (episode_id, partition_date) "
-            "LEFT JOIN (SELECT agent_id, task_id, episode_id, arg_max(origin, established_at) AS origin FROM baselines "
-            "GROUP BY ALL) o ON o.episode_id = s.baseline_episode_id AND o.agent_id = s.agent_id AND o.task_id = s.task_id "
-            "WHERE s.partition_date = $day AND ($agent IS NULL OR s.agent_id = $agent)",
-            params,
-        ).df()
+        params: dict[str, object] = {"day": day, "agent": agent_id}
+        labels = day_labels(con, day)
+        findings = con.execute(f"SELECT * FROM findings WHERE partition_date = $day AND {mine}", params).df()
+        found = findings["episode_id"].dropna().unique().tolist()
+        scores = day_scores(con, f"({_DAY_SCORES})", f"({_DAY_ISSUES})", params, found, labels["episode_id"].tolist())
         trend = con.execute(
             f"SELECT * FROM agent_daily WHERE partition_date BETWEEN $first AND $day AND {mine} ORDER BY ALL",
             {**params, "first": day - timedelta(days=trend_days - 1)},
@@ -39,7 +37,6 @@ def report_inputs(warehouse: Warehouse, day: date, trend_days: int, agent_id: st
         previous_summary = json.loads(previous[0]) if previous and previous[0] else None
         if previous_summary is not None and previous_summary.get("agent_id") != agent_id:
             previous_summary = None  # a day reported for other agents is no yardstick
-        findings = con.execute(f"SELECT * FROM findings WHERE partition_date = $day AND {mine}", params).df()
         previous_findings = con.execute(f"SELECT * FROM findings WHERE partition_date = $day - 1 AND {mine}", params).df()
         superseded = f"SELECT episode_id FROM scores WHERE partition_date = $day AND superseded AND {mine}"
         statuses = con.execute(
@@ -56,14 +53,10 @@ def report_inputs(warehouse: Warehouse, day: date, trend_days: int, agent_id: st
             params,
         )
         judgements = con.execute(f"SELECT * FROM judgements WHERE partition_date = $day AND {mine}", params).df()
-        issues = con.execute(
-            f'SELECT episode_id, "check", severity, detail FROM issues WHERE partition_date = $day AND {mine}', params
-        ).df()
         pairwise = con.execute(f"SELECT * FROM pairwise_judgements WHERE partition_date = $day AND {mine}", params).df()
         pass_at_k = con.execute(f"SELECT * FROM pass_at_k WHERE partition_date = $day AND {mine}", params).df()
         task_trials = con.execute(f"SELECT * FROM task_trials WHERE partition_date = $day AND {mine}", params).df()
         failed_trials = con.execute(_FAILED_TRIALS, params).df()
-        labels = day_labels(con, day)
     return ReportData(
         day=day,
         scores=scores,
@@ -73,7 +66,6 @@ def report_inputs(warehouse: Warehouse, day: date, trend_days: int, agent_id: st
         superseded=int(superseded_count),
         quarantined=int(quarantined),
         judgements=judgements,
-        issues=issues,
         pairwise=pairwise,
         pass_at_k=pass_at_k,
         task_trials=task_trials,
@@ -85,6 +77,108 @@ def report_inputs(warehouse: Warehouse, day: date, trend_days: int, agent_id: st
         agent_id=agent_id,
         labels=labels,
     )
+
+
+# The day's current scores (one agent's when $agent is set) with the episode's category, its replayed answer and
+# where its baseline came from; the queries below read only the columns and rows they need of it.
+_DAY_SCORES = """
+SELECT s.*, e.category, r.final_output, o.origin AS baseline_origin
+FROM current_scores s JOIN episodes e USING (episode_id, partition_date)
+LEFT JOIN replays r USING (episode_id, partition_date)
+LEFT JOIN (SELECT agent_id, task_id, episode_id, arg_max(origin, established_at) AS origin FROM baselines GROUP BY ALL) o
+    ON o.episode_id = s.baseline_episode_id AND o.agent_id = s.agent_id AND o.task_id = s.task_id
+WHERE s.partition_date = $day AND ($agent IS NULL OR s.agent_id = $agent)
+"""
+_DAY_ISSUES = """
+SELECT episode_id, "check", severity, detail FROM issues WHERE partition_date = $day AND ($agent IS NULL OR agent_id = $agent)
+"""
+_VERDICT_COUNTS = """count(*) AS episodes, count(*) FILTER (passed) AS passed, count(*) FILTER (NOT passed) AS failed,
+    count(*) FILTER (passed IS NULL) AS without_verdict, count(*) FILTER (baseline_episode_id IS NULL) AS without_baseline"""
+# A failed episode counts under each of its critical findings, else under its verdict's reason without its figures
+_FAILED_ON = """
+SELECT category, name, count(*) AS failed FROM (
+    SELECT coalesce(category, '(none)') AS category, unnest(
+        CASE WHEN len(coalesce(critical_findings, [])) > 0 THEN critical_findings
+             ELSE [coalesce(nullif(regexp_replace(coalesce(verdict_reason, 'None'), $figures, ''), ''), 'verdict')] END
+    ) AS name
+    FROM {scores} WHERE passed = false
+) GROUP BY ALL ORDER BY failed DESC, name
+"""
+# Failed first, then without a verdict (no baseline yet: the grade still speaks), then passed; lowest scores first
+_WORST_FIRST = """
+SELECT * FROM {scores}
+ORDER BY CASE WHEN NOT passed THEN 0 WHEN passed THEN 2 ELSE 1 END, weighted_score NULLS FIRST, issue_score NULLS FIRST,
+         episode_id
+LIMIT $shown
+"""
+
+
+def day_scores(
+    con: duckdb.DuckDBPyConnection,
+    scores: str,
+    issues: str,
+    params: dict[str, object],
+    found: list[str],
+    labeled: list[str],
+) -> DayScores:
+    """What the report reads of the day's scores (`scores`: a relation of `_DAY_SCORES` rows, `issues`: of
+    `_DAY_ISSUES` rows, each a table name or a parenthesized query over `params`): figures and the few episodes it
+    shows, never every episode (see `DayScores`). `found`: the episodes the day's findings name; `labeled`: those
+    people labeled."""
+    means = ", ".join(f'avg("{column}")::DOUBLE AS "{column}"' for column in reported_means())
+    figures = con.execute(
+        f"""
+        SELECT CASE WHEN grouping(agent_id) = 0 THEN 'agent' WHEN grouping(category) = 0 THEN 'category' ELSE 'day' END
+                   AS level, agent_id, category, {_VERDICT_COUNTS}, {means}
+        FROM (SELECT * REPLACE (coalesce(category, '(none)') AS category) FROM {scores})
+        GROUP BY GROUPING SETS ((agent_id), (category), ())
+        ORDER BY level, agent_id, category
+        """,
+        params,
+    ).df()
+    failed_on = con.execute(_FAILED_ON.format(scores=scores), {**params, "figures": r"\s*[\d.].*$"}).df()
+    origins = con.execute(
+        f"SELECT baseline_origin, count(*) FROM {scores} WHERE baseline_origin IS NOT NULL GROUP BY ALL ORDER BY 1", params
+    ).fetchall()
+    untasked = f"SELECT episode_id FROM {scores} WHERE starts_with(task_id, $prefix)"
+    untasked_params = {**params, "prefix": DERIVED_TASK_PREFIX}
+    without_task_id = one_row(con, f"SELECT count(*) FROM ({untasked})", untasked_params)[0]
+    named = con.execute(f"{untasked} ORDER BY episode_id LIMIT $named", {**untasked_params, "named": UNTASKED_NAMED})
+    weighted = con.execute(f"SELECT weighted_score::DOUBLE AS w FROM {scores}", params).df()["w"]
+    shown = con.execute(_WORST_FIRST.format(scores=scores), {**params, "shown": WORST_EPISODES}).df()
+    shown_issues = con.execute(
+        f"SELECT * FROM {issues} WHERE list_contains($shown, episode_id)", {**params, "shown": shown["episode_id"].tolist()}
+    ).df()
+    measures = ", ".join(f's."{column}"' for column in reported_means()[5:])
+    return DayScores(
+        figures=figures,
+        failed_on=failed_on,
+        baselines_from={str(origin): int(n) for origin, n in origins},
+        without_task_id=int(without_task_id),
+        untasked_named=[row[0] for row in named.fetchall()],
+        weighted_scores=weighted.to_numpy(dtype=float, na_value=np.nan),
+        shown=shown,
+        shown_issues=shown_issues,
+        finding_episodes=_of_episodes(
+            con,
+            f"""
+            SELECT s.episode_id, s.task_id, coalesce(t.trials, 0) AS trials, {measures}
+            FROM {scores} s SEMI JOIN episode_ids USING (episode_id)
+            LEFT JOIN (SELECT agent_id, task_id, count(*) AS trials FROM {scores} GROUP BY ALL) t USING (agent_id, task_id)
+            """,
+            params,
+            found,
+        ).set_index("episode_id"),
+        labeled=_of_episodes(
+            con, f"SELECT episode_id, passed FROM {scores} SEMI JOIN episode_ids USING (episode_id)", params, labeled
+        ),
+    )
+
+
+def _of_episodes(con: duckdb.DuckDBPyConnection, sql: str, params: dict[str, object], ids: list[str]) -> pd.DataFrame:
+    """`sql` over the table `episode_ids` (one column, episode_id) holding `ids`: DuckDB reads this frame by its name."""
+    episode_ids = pd.DataFrame({"episode_id": pd.Series(ids, dtype=object)})  # noqa: F841
+    return con.execute(sql, params).df()
 
 
 # Trials that failed their case, with what a person needs to check the grader's call.

@@ -4,6 +4,7 @@ aggregate regressions with their CIs."""
 from dataclasses import replace
 from datetime import date, timedelta
 
+import duckdb
 import pandas as pd
 
 from eval_pipeline.capture.cases import CaseSpec, balance
@@ -11,9 +12,10 @@ from eval_pipeline.config import EvalConfig
 from eval_pipeline.regression.findings import FINDING_COLUMNS, with_verdicts
 from eval_pipeline.reports.calibration import render_calibration
 from eval_pipeline.reports.daily import build_report, render_markdown
-from eval_pipeline.reports.document import ReportData, RunContext
+from eval_pipeline.reports.document import DayScores, ReportData, RunContext
 from eval_pipeline.scoring.assessments import ISSUE_COLUMNS
 from eval_pipeline.scoring.episodes import score_episodes
+from eval_pipeline.warehouse.reports import day_scores
 from eval_pipeline_tests.scoring.frames import frame
 
 DAY = date(2026, 11, 2)
@@ -21,6 +23,14 @@ ISSUES = pd.DataFrame(columns=ISSUE_COLUMNS)
 
 
 NO_ISSUES = pd.DataFrame(columns=["episode_id", "check", "severity", "detail"])
+
+
+def read_as_the_warehouse_does(scores: pd.DataFrame, findings: pd.DataFrame) -> DayScores:
+    """`scores` rows (with category and final output) read by the warehouse's own report queries."""
+    with duckdb.connect() as con:
+        con.register("day_scores", scores.assign(baseline_origin=None))
+        con.register("day_issues", NO_ISSUES)
+        return day_scores(con, "day_scores", "day_issues", {}, findings["episode_id"].dropna().tolist(), [])
 
 
 def test_categories_trials_and_aggregate_regressions_are_reported():
@@ -54,8 +64,9 @@ def test_categories_trials_and_aggregate_regressions_are_reported():
     cases = [CaseSpec(id=f"c{n}", input="x", metadata={"category": "billing" if n < 8 else "auth", "negative": n == 0})
              for n in range(10)]  # fmt: skip
     data = ReportData(
-        day=DAY, scores=scores, findings=findings, previous_findings=findings.iloc[:0], status_counts={"success": 3},
-        superseded=0, quarantined=0, judgements=empty, issues=NO_ISSUES, pairwise=pairwise, pass_at_k=pass_at_k,
+        day=DAY, scores=read_as_the_warehouse_does(scores, findings), findings=findings,
+        previous_findings=findings.iloc[:0], status_counts={"success": 3},
+        superseded=0, quarantined=0, judgements=empty, pairwise=pairwise, pass_at_k=pass_at_k,
         task_trials=task_trials,
         failed_trials=failed, trend=pd.DataFrame(columns=["partition_date", "agent_id"]), previous_summary=None,
         labels=pd.DataFrame(),
@@ -105,8 +116,8 @@ def test_the_trend_shows_the_days_agents_from_their_first_day_with_data():
     nothing = pd.DataFrame(columns=["agent_id", "task_id", "trials", "passes", "flakiness", "k"])
     no_findings = pd.DataFrame(columns=FINDING_COLUMNS)
     data = ReportData(
-        day=DAY, scores=scores, findings=no_findings, previous_findings=no_findings,
-        status_counts={"success": 2}, superseded=0, quarantined=0, judgements=empty, issues=NO_ISSUES,
+        day=DAY, scores=read_as_the_warehouse_does(scores, no_findings), findings=no_findings,
+        previous_findings=no_findings, status_counts={"success": 2}, superseded=0, quarantined=0, judgements=empty,
         pairwise=empty.assign(preferred=None, agree=None), pass_at_k=nothing, task_trials=nothing,
         failed_trials=pd.DataFrame(columns=["episode_id", "agent_id", "task_id", "trial", "hint", "input", "output"]),
         trend=trend, previous_summary=None, labels=pd.DataFrame(),
