@@ -24,11 +24,15 @@ WORST_EPISODES = 50  # episodes the report shows one by one, worst first
 UNTASKED_NAMED = 20  # episodes without a task id named in the report's note
 
 
+def baseline_measures() -> list[str]:
+    """The `scores` column of each percent change's baseline measure (ms, $): what a regression shows its baseline in."""
+    return [d.measure.baseline_column() for d in dimensions() if d.measure is not None]
+
+
 def reported_means() -> list[str]:
     """The `scores` columns the report averages per agent, per category and over the day: the weighted score, the
-    scores its tables show, and each percent change's baseline measure (a per-agent finding's baseline value)."""
-    measures = [d.measure.baseline_column() for d in dimensions() if d.measure is not None]
-    return ["weighted_score", "correctness", "safety", "cost_delta_pct", "latency_delta_pct", *measures]
+    scores its tables show, and the baseline measures (a per-agent finding's baseline value is their mean)."""
+    return ["weighted_score", "correctness", "safety", "cost_delta_pct", "latency_delta_pct", *baseline_measures()]
 
 
 @dataclass(frozen=True)

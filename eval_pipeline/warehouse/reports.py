@@ -13,7 +13,15 @@ import pandas as pd
 
 from eval_pipeline import jsonout
 from eval_pipeline.episodes.model import DERIVED_TASK_PREFIX
-from eval_pipeline.reports.document import UNTASKED_NAMED, WORST_EPISODES, DayScores, Report, ReportData, reported_means
+from eval_pipeline.reports.document import (
+    UNTASKED_NAMED,
+    WORST_EPISODES,
+    DayScores,
+    Report,
+    ReportData,
+    baseline_measures,
+    reported_means,
+)
 from eval_pipeline.warehouse.connection import Warehouse, replace_partition
 from eval_pipeline.warehouse.labels import day_labels
 from eval_pipeline.warehouse.rows import one_row
@@ -143,19 +151,19 @@ def day_scores(
     untasked = f"SELECT episode_id FROM {scores} WHERE starts_with(task_id, $prefix)"
     untasked_params = {**params, "prefix": DERIVED_TASK_PREFIX}
     without_task_id = one_row(con, f"SELECT count(*) FROM ({untasked})", untasked_params)[0]
-    named = con.execute(f"{untasked} ORDER BY episode_id LIMIT $named", {**untasked_params, "named": UNTASKED_NAMED})
+    named = con.execute(f"{untasked} ORDER BY episode_id LIMIT $named", {**untasked_params, "named": UNTASKED_NAMED}).fetchall()
     weighted = con.execute(f"SELECT weighted_score::DOUBLE AS w FROM {scores}", params).df()["w"]
     shown = con.execute(_WORST_FIRST.format(scores=scores), {**params, "shown": WORST_EPISODES}).df()
     shown_issues = con.execute(
         f"SELECT * FROM {issues} WHERE list_contains($shown, episode_id)", {**params, "shown": shown["episode_id"].tolist()}
     ).df()
-    measures = ", ".join(f's."{column}"' for column in reported_means()[5:])
+    measures = ", ".join(f's."{column}"' for column in baseline_measures())
     return DayScores(
         figures=figures,
         failed_on=failed_on,
         baselines_from={str(origin): int(n) for origin, n in origins},
         without_task_id=int(without_task_id),
-        untasked_named=[row[0] for row in named.fetchall()],
+        untasked_named=[row[0] for row in named],
         weighted_scores=weighted.to_numpy(dtype=float, na_value=np.nan),
         shown=shown,
         shown_issues=shown_issues,
