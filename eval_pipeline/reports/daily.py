@@ -91,8 +91,8 @@ def build_report(data: ReportData, context: RunContext) -> Report:
         "without_task_id": scores.without_task_id,
     }
     agents = []
+    alerts_of = findings.groupby(["agent_id", "severity"]).size()  # looked up per agent, not filtered per agent
     for agent in by_agent.itertuples():
-        agent_findings = findings[findings["agent_id"] == agent.Index]
         agents.append(
             {
                 "agent_id": agent.Index,
@@ -101,8 +101,8 @@ def build_report(data: ReportData, context: RunContext) -> Report:
                 "avg_weighted_score": _number(agent.weighted_score),
                 "avg_cost_delta_pct": _number(agent.cost_delta_pct, 1),
                 "avg_latency_delta_pct": _number(agent.latency_delta_pct, 1),
-                "critical_alerts": int((agent_findings["severity"] == "critical").sum()),
-                "warning_alerts": int((agent_findings["severity"] == "warning").sum()),
+                "critical_alerts": int(alerts_of.get((agent.Index, "critical"), 0)),
+                "warning_alerts": int(alerts_of.get((agent.Index, "warning"), 0)),
             }
         )
     ordered_findings = findings.assign(
