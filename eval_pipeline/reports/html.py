@@ -60,10 +60,13 @@ def worst_shown(episodes: list[dict[str, Any]], limit: int = WORST_SHOWN) -> lis
 def _findings_of(report: Report) -> Callable[[Regression], list[dict[str, Any]]]:
     """A regression's findings, one per trial, as the alerts list holds them."""
 
+    numbered: dict[tuple[str | None, str, str], list[tuple[int, dict[str, Any]]]] = {}
+    for position, finding in enumerate(report["alerts"]):  # indexed once: a day may have tens of thousands of groups
+        numbered.setdefault((finding["episode_id"], finding["dimension"], finding["severity"]), []).append((position, finding))
+
     def findings(group: Regression) -> list[dict[str, Any]]:
-        trials = set(group["episodes"])
-        return [f for f in report["alerts"] if f["episode_id"] in trials and f["dimension"] == group["dimension"]
-                and f["severity"] == group["severity"]]  # fmt: skip
+        keys = {(episode, group["dimension"], group["severity"]) for episode in group["episodes"]}
+        return [finding for _, finding in sorted((pair for key in keys for pair in numbered.get(key, [])), key=lambda p: p[0])]
 
     return findings
 
