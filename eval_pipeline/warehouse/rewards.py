@@ -9,6 +9,7 @@ from datetime import date
 import pandas as pd
 
 from eval_pipeline.warehouse.connection import Warehouse, clear_partition, insert_rows
+from eval_pipeline.warehouse.replays import candidate_parts
 
 _REWARD_INPUTS = """
 SELECT s.* EXCLUDE (critical_findings), e.category, e.model, coalesce(s.critical_findings, []) AS critical_findings,
@@ -21,9 +22,9 @@ LEFT JOIN (
     SELECT partition_date, episode_id, count(*) FILTER (severity = 'critical') AS critical_issues,
            count(*) FILTER (severity = 'error') AS error_issues, count(*) FILTER (severity = 'warning') AS warning_issues,
            list(DISTINCT "check" ORDER BY "check") FILTER (severity = 'critical') AS critical_checks
-    FROM issues WHERE partition_date BETWEEN $first AND $last GROUP BY ALL
+    FROM issues WHERE partition_date BETWEEN $first AND $last AND hash(episode_id) % $parts = $part GROUP BY ALL
 ) i USING (partition_date, episode_id)
-WHERE s.partition_date BETWEEN $first AND $last
+WHERE s.partition_date BETWEEN $first AND $last AND hash(s.episode_id) % $parts = $part
 ORDER BY s.partition_date, s.episode_id
 """
 
@@ -32,10 +33,11 @@ def reward_inputs_frame(warehouse: Warehouse, first: date, last: date) -> pd.Dat
     """The scored episodes of `first`..`last` (inclusive): every `scores` column (each registered dimension's
     among them), their issues per severity, the checks that raised a critical one, and what a benchmark
     groups and grades them by (task, category, model, case verdict, `metadata.reward`)."""
-    return warehouse.read_frame(_REWARD_INPUTS, {"first": first, "last": last})
+    return warehouse.read_frame(_REWARD_INPUTS, {"first": first, "last": last, "parts": 1, "part": 0})
 
 
 REWARD_BATCH_ROWS = 10_000  # scored episodes whose rewards are computed and written at a time
+REWARD_PART_EPISODES = 50_000  # scored episodes DuckDB joins and orders at a time
 
 
 def write_rewards(
@@ -43,14 +45,17 @@ def write_rewards(
 ) -> tuple[int, int]:
     """Replace `day`'s rows of the rewards `names` (all of the day's rows when None) with `rewards_of` each batch of
     REWARD_BATCH_ROWS of the day's scored episodes (as `reward_inputs_frame` reads them), in one transaction; return
-    how many episodes and rows. The batches are read on a second connection while the first writes."""
+    how many episodes and rows. DuckDB gathers parts of about REWARD_PART_EPISODES (by episode hash) at a time; the
+    batches are read on a second connection while the first writes."""
     episodes = written = 0
     with warehouse.transaction() as con, closing(con.cursor()) as reader:
         clear_partition(con, "rewards", day, within=("reward_name", names) if names is not None else None)
-        inputs = reader.sql(_REWARD_INPUTS, params={"first": day, "last": day}).to_arrow_reader(REWARD_BATCH_ROWS)
-        for batch in inputs:
-            scored = batch.to_pandas()
-            episodes, written = episodes + len(scored), written + insert_rows(con, "rewards", rewards_of(scored))
+        parts = candidate_parts(reader, day, None, REWARD_PART_EPISODES)
+        for part in range(parts):
+            in_part = {"first": day, "last": day, "parts": parts, "part": part}
+            for batch in reader.sql(_REWARD_INPUTS, params=in_part).to_arrow_reader(REWARD_BATCH_ROWS):
+                scored = batch.to_pandas()
+                episodes, written = episodes + len(scored), written + insert_rows(con, "rewards", rewards_of(scored))
     return episodes, written
 
 
