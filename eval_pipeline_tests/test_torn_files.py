@@ -137,8 +137,10 @@ def collecting(directory):
 
 
 def test_a_torn_collector_day_file_then_an_export_is_stored_intact_and_loads(project_env, capsys):
-    today = datetime.now(UTC).date()
-    start_ns = int((datetime.now(UTC).timestamp() - 3600) * 1e9)  # an hour ago: the trace is complete
+    now = datetime.now(UTC)
+    today, midnight = now.date(), now.replace(hour=0, minute=0, second=0, microsecond=0)
+    # up to an hour ago, but today: an episode's day is its start's (this failed in CI run between 00:00 and 01:00 UTC)
+    start_ns = int(max(now.timestamp() - 3600, midnight.timestamp()) * 1e9)
     day_file = project_env / "episodes" / "otlp" / f"{today}.jsonl"
     day_file.parent.mkdir(parents=True)
     first, second = (json.dumps(export(trace, start_ns), separators=(",", ":")) for trace in ("a" * 32, "b" * 32))
