@@ -317,13 +317,17 @@ def _trend(trend: pd.DataFrame, day: date, agents: set[str]) -> Trend:
     value (or None) per day: another agent sharing the warehouse is not this day's, and empty days say nothing."""
     trend = trend[trend["agent_id"].isin(agents)]
     window = [(day - timedelta(days=offset)).isoformat() for offset in range(TREND_DAYS - 1, -1, -1)]
-    seen = set(trend["partition_date"].map(_day))
+    trend_days = trend["partition_date"].map(_day)
+    seen = set(trend_days)
     days = window[next((n for n, d in enumerate(window) if d in seen), len(window) - 1) :]
     metrics = ("pass_rate", "mean_weighted_score", "mean_cost_delta_pct", "mean_latency_delta_pct")
-    series: dict[str, dict[str, list[float | None]]] = {}
-    for agent_id, group in trend.groupby("agent_id", sort=True):
-        by_day = group.assign(day=group["partition_date"].map(_day)).set_index("day")
-        series[str(agent_id)] = {m: [_number(by_day[m].get(d)) if d in by_day.index else None for d in days] for m in metrics}
+    by_agent: dict[str, dict[str, tuple[Any, ...]]] = {}  # one pass over the rows: a day may have thousands of agents
+    for agent_id, trend_day, *figures in zip(trend["agent_id"], trend_days, *(trend[m] for m in metrics), strict=True):
+        by_agent.setdefault(str(agent_id), {})[trend_day] = tuple(figures)
+    series = {
+        agent_id: {m: [_number(by_day[d][n]) if d in by_day else None for d in days] for n, m in enumerate(metrics)}
+        for agent_id, by_day in sorted(by_agent.items())
+    }
     return {"days": days, "agents": series}
 
 
