@@ -322,7 +322,8 @@ def _trend(trend: pd.DataFrame, day: date, agents: set[str]) -> Trend:
     days = window[next((n for n, d in enumerate(window) if d in seen), len(window) - 1) :]
     metrics = ("pass_rate", "mean_weighted_score", "mean_cost_delta_pct", "mean_latency_delta_pct")
     by_agent: dict[str, dict[str, tuple[Any, ...]]] = {}  # one pass over the rows: a day may have thousands of agents
-    for agent_id, trend_day, *figures in zip(trend["agent_id"], trend_days, *(trend[m] for m in metrics), strict=True):
+    rows = zip(trend["agent_id"], trend_days, *(trend[m] for m in metrics), strict=True) if len(trend) else ()
+    for agent_id, trend_day, *figures in rows:
         by_agent.setdefault(str(agent_id), {})[trend_day] = tuple(figures)
     series = {
         agent_id: {m: [_number(by_day[d][n]) if d in by_day else None for d in days] for n, m in enumerate(metrics)}
