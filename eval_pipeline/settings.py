@@ -22,6 +22,7 @@ from eval_pipeline.errors import UserInputError
 
 if TYPE_CHECKING:
     from eval_pipeline.warehouse.connection import Warehouse
+    from eval_pipeline.warehouse.lake import Lake
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 
@@ -59,6 +60,8 @@ class Settings(BaseModel):
     llm_api_key: SecretStr | None  # a secret: never print it
     judge_model: str | None  # the LLM judge is off without it
     duckdb_memory: str | None  # DuckDB's memory_limit per connection (past it, DuckDB spills); None: DuckDB's own
+    lake_catalog: SecretStr | None  # EVAL_WAREHOUSE=ducklake:...: a DuckLake warehouse; its catalog may hold a password
+    lake_data_path: str | None  # EVAL_WAREHOUSE_DATA: the lake's Parquet files, a shared directory or an s3:// URL
 
     @property
     def source_is_store(self) -> bool:
@@ -89,6 +92,7 @@ class Settings(BaseModel):
             duckdb_memory=_amount("EVAL_DUCKDB_MEMORY_LIMIT", env["EVAL_DUCKDB_MEMORY_LIMIT"])
             if env.get("EVAL_DUCKDB_MEMORY_LIMIT")
             else None,
+            **_lake(env, cwd),
         )
 
     def as_environment(self) -> dict[str, str]:
@@ -103,6 +107,8 @@ class Settings(BaseModel):
             "EVAL_VIEWER_BASE_URL": self.viewer_base_url,
         }
         optional = {
+            "EVAL_WAREHOUSE": self.lake_catalog.get_secret_value() if self.lake_catalog else None,
+            "EVAL_WAREHOUSE_DATA": self.lake_data_path,
             "EVAL_CONFIG": self.config_path,
             "EVAL_HISTORY_START": self.history_start,
             "EVAL_DUCKDB_MEMORY_LIMIT": self.duckdb_memory,
@@ -113,7 +119,15 @@ class Settings(BaseModel):
         """The warehouse these settings name, held to their memory limit."""
         from eval_pipeline.warehouse.connection import Warehouse
 
-        return Warehouse(self.duckdb_path, memory_limit=self.duckdb_memory)
+        return Warehouse(self.duckdb_path, memory_limit=self.duckdb_memory, lake=self.lake())
+
+    def lake(self) -> Lake | None:
+        """The DuckLake warehouse EVAL_WAREHOUSE names; None for the single file at EVAL_DUCKDB_PATH."""
+        from eval_pipeline.warehouse.lake import Lake
+
+        if self.lake_catalog is None or self.lake_data_path is None:
+            return None
+        return Lake.parse(self.lake_catalog.get_secret_value(), self.lake_data_path)
 
     def partition_start(self, today: date) -> date:
         """The first daily partition: EVAL_HISTORY_START, else the first day the warehouse has evaluated, else a
@@ -123,8 +137,26 @@ class Settings(BaseModel):
 
         if self.history_start:
             return self.history_start
-        first = first_evaluated_day(self.warehouse()) if self.duckdb_path.exists() else None
+        warehouse = self.warehouse()
+        first = first_evaluated_day(warehouse) if warehouse.exists() else None
         return first or today - timedelta(days=DEFAULT_HISTORY_DAYS)
+
+
+def _lake(env: Mapping[str, str], cwd: Path) -> dict[str, SecretStr | str | None]:
+    """EVAL_WAREHOUSE and EVAL_WAREHOUSE_DATA: a DuckLake warehouse, or (unset) the single DuckDB file."""
+    from eval_pipeline.warehouse.lake import Lake
+
+    setting, data = env.get("EVAL_WAREHOUSE") or "", env.get("EVAL_WAREHOUSE_DATA") or ""
+    if not setting:
+        if data:
+            raise SettingsError("EVAL_WAREHOUSE_DATA is set without EVAL_WAREHOUSE=ducklake:<catalog>: it names a lake's data")
+        return {"lake_catalog": None, "lake_data_path": None}
+    data = data if "://" in data else _absolute(data, cwd) + "/" if data else ""
+    try:
+        Lake.parse(setting, data)
+    except ValueError as exc:
+        raise SettingsError(f"EVAL_WAREHOUSE / EVAL_WAREHOUSE_DATA: {exc}") from None
+    return {"lake_catalog": SecretStr(setting), "lake_data_path": data}
 
 
 def _absolute(value: str, cwd: Path) -> str:

@@ -22,6 +22,7 @@ from pathlib import Path
 import psycopg2
 from psycopg2 import sql
 
+from eval_pipeline.warehouse.lake import Lake
 from eval_pipeline_tests.test_ui import free_port
 
 USER = "eval"
@@ -62,6 +63,12 @@ class PostgresServer:
                 cursor.execute(statement)
         finally:
             connection.close()
+
+
+def lake_on(server: PostgresServer, db_name: str, root: Path) -> Lake:
+    """A DuckLake warehouse whose catalog is database `db_name` of `server`, its data under `root/lake`."""
+    catalog = f"postgres:host={server.host} port={server.port} user={server.user} password={server.password} dbname={db_name}"
+    return Lake(catalog=catalog, data_path=f"{root / 'lake'}/")
 
 
 def postgres_bin_dir() -> Path | None:

@@ -7,20 +7,29 @@ from pathlib import Path
 
 import duckdb
 
+from eval_pipeline.warehouse.lake import Lake
+
 CLOCKS = {"established_at", "created_at", "scored_at", "loaded_at", "quarantined_at", "computed_at", "judged_at",
           "applied_at", "labelled_at", "finding_id", "run_id"}  # fmt: skip  # when or by which run a row was written
 
 Row = list[object]
 
 
-def warehouse_rows(root: Path) -> dict[str, list[Row]]:
-    """Every table's and view's rows of `root/eval.duckdb` in a stable order, as JSON has them: the clock columns left
-    out, `root` replaced by ROOT."""
-    with duckdb.connect(str(root / "eval.duckdb"), read_only=True) as con:
-        names = [row[0] for row in con.execute("SELECT table_name FROM information_schema.tables ORDER BY 1").fetchall()]
+def warehouse_rows(root: Path, lake: Lake | None = None) -> dict[str, list[Row]]:
+    """Every table's and view's rows of `root/eval.duckdb` (or of `lake`) in a stable order, as JSON has them: the
+    clock columns left out, `root` replaced by ROOT."""
+    with duckdb.connect(":memory:" if lake else str(root / "eval.duckdb"), read_only=not lake) as con:
+        if lake:
+            lake.attach(con, read_only=True)
+        ours = "table_catalog = current_database() AND table_schema = 'main'"  # not a lake's catalog's own tables
+        names = [
+            row[0] for row in con.execute(f"SELECT table_name FROM information_schema.tables WHERE {ours} ORDER BY 1").fetchall()
+        ]
         tables = {}
         for name in names:
-            query = "SELECT column_name FROM information_schema.columns WHERE table_name = ? ORDER BY ordinal_position"
+            query = (
+                f"SELECT column_name FROM information_schema.columns WHERE {ours} AND table_name = ? ORDER BY ordinal_position"
+            )
             columns = [row[0] for row in con.execute(query, [name]).fetchall() if row[0] not in CLOCKS]
             quoted = ", ".join(f'"{column}"' for column in columns)
             rows = con.execute(f"SELECT {quoted} FROM {name}").fetchall()

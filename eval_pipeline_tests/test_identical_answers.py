@@ -21,6 +21,7 @@ import pytest
 from benchmarks.run_throughput import Shape, write_days
 from eval_pipeline.cli import main
 from eval_pipeline.episodes.samples import SAMPLE_DAYS
+from eval_pipeline_tests.postgres import lake_on
 from eval_pipeline_tests.snapshots import Row, warehouse_rows
 
 pytestmark = pytest.mark.slow
@@ -75,19 +76,26 @@ SMALL_PARTS = {
 }
 
 
-@pytest.mark.parametrize("parts", ["configured", "small"])
-def test_every_table_holds_the_answers_of_before(sample_root, parts, monkeypatch):
-    """With the configured part sizes, and with parts so small that every day is split many times: the answers are
-    the same, as memory bounded by design needs (no step may depend on seeing a whole day at once)."""
+@pytest.mark.parametrize("parts", ["configured", "small", "lake"])
+def test_every_table_holds_the_answers_of_before(sample_root, parts, monkeypatch, request):
+    """With the configured part sizes, with parts so small that every day is split many times, and in a DuckLake
+    warehouse (its catalog on a real Postgres): the answers are the same, as memory bounded by design needs (no step
+    may depend on seeing a whole day at once) and as either backend must."""
     if parts == "small":
         for name, size in SMALL_PARTS.items():
             monkeypatch.setattr(name, size)
+    lake = None
+    if parts == "lake":
+        lake = lake_on(request.getfixturevalue("postgres_server"), request.getfixturevalue("postgres_db"), sample_root)
+        monkeypatch.setenv("EVAL_WAREHOUSE", f"ducklake:{lake.catalog}")
+        monkeypatch.setenv("EVAL_WAREHOUSE_DATA", lake.data_path)
     write_days(sample_root / "generated", GENERATED_DAYS, GENERATED_SHAPE, seed=7, regression_rate=0.2)
     for day_file in (sample_root / "generated").iterdir():  # beside the sample files of the same days
         day_file.rename(sample_root / "episodes" / f"generated-{day_file.name}")
     first, last = SAMPLE_DAYS[0].isoformat(), SAMPLE_DAYS[-1].isoformat()
     assert main(["run", "--start", first, "--end", last, "--fail-on", "never"]) == 0
-    actual = warehouse_rows(sample_root)
+    actual = warehouse_rows(sample_root, lake)
+    assert not (sample_root / "eval.duckdb").exists() or lake is None
     assert {"scores", "findings", "rewards", "pass_at_k", "quarantine", "issues"} <= {
         name for name, rows in actual.items() if rows
     }

@@ -131,9 +131,10 @@ def with_store_url(settings: Settings, url: str | None) -> Settings:
 def existing_warehouse(settings: Settings, first: str = "run `eval-pipeline run` first") -> Warehouse:
     """The warehouse, or a usage error saying what to do `first` when there is none yet."""
 
-    if not settings.duckdb_path.exists():
-        raise UsageError(f"no warehouse at {settings.duckdb_path}; {first}")
-    return settings.warehouse()
+    warehouse = settings.warehouse()
+    if not warehouse.exists():
+        raise UsageError(f"no warehouse at {warehouse.shown}; {first}")
+    return warehouse
 
 
 def obey_interrupts() -> None:

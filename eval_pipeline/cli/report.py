@@ -29,7 +29,8 @@ def _run(args: argparse.Namespace, settings: Settings) -> int:
         raise UsageError("give a day (--date D) or a saved JSON report (FILE.json), one of them")
     if args.saved is not None:
         return emit(_rendered(args.saved, args.format), args.output)
-    rows = report_rows(settings.warehouse(), [args.date]) if settings.duckdb_path.exists() else None
+    warehouse = settings.warehouse()
+    rows = report_rows(warehouse, [args.date]) if warehouse.exists() else None
     if rows is None or rows.empty:
         raise UsageError(f"no report for {args.date}; run `eval-pipeline run --date {args.date}` first")
     row = rows.iloc[0]

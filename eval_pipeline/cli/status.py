@@ -25,7 +25,8 @@ def _run(args: argparse.Namespace, settings: Settings) -> int:
 
     settings = with_store_url(settings, args.store_url)
     print(f"episode source   {settings.episode_source}")
-    print(f"warehouse        {settings.duckdb_path}")
+    warehouse = settings.warehouse()
+    print(f"warehouse        {warehouse.shown}")
     print(f"reports          {settings.reports_dir}")
     print(f"config           {settings.config_path or '(built-in defaults)'}")
     print(f"DAGSTER_HOME     {settings.dagster_home}")
@@ -45,8 +46,8 @@ def _run(args: argparse.Namespace, settings: Settings) -> int:
     for day, count in health.get("episodes_per_day", {}).items():
         print(f"  {day}  {count} records")
     evaluated: set[str] = set()
-    if settings.duckdb_path.exists():
-        counts = partition_counts(settings.warehouse())
+    if warehouse.exists():
+        counts = partition_counts(warehouse)
         evaluated = {f"{day:%Y-%m-%d}" for day in counts["partition_date"]}
         print_table(
             counts.fillna(0).astype({c: int for c in counts.columns if c != "partition_date"}), "partitions in the warehouse"

@@ -25,15 +25,19 @@ from eval_pipeline.scoring.checks import Check
 from eval_pipeline.settings import Settings
 from eval_pipeline.viewer.links import day_url, episode_url, report_url
 from eval_pipeline.warehouse.connection import Warehouse
+from eval_pipeline.warehouse.lake import Lake
 
 
 class WarehouseResource(dg.ConfigurableResource):
     duckdb_path: str
     lock_timeout_seconds: float = 300.0
     memory_limit: str | None = None  # DuckDB's own when None
+    lake: str = ""  # EVAL_WAREHOUSE=ducklake:...; bound to the variable, as its catalog may hold a password
+    lake_data_path: str = ""
 
     def get(self) -> Warehouse:
-        return Warehouse(Path(self.duckdb_path), self.lock_timeout_seconds, self.memory_limit)
+        lake = Lake.parse(self.lake, self.lake_data_path) if self.lake else None
+        return Warehouse(Path(self.duckdb_path), self.lock_timeout_seconds, self.memory_limit, lake)
 
 
 class EpisodeSourceResource(dg.ConfigurableResource):
@@ -195,7 +199,12 @@ def resources_for(settings: Settings) -> dict[str, dg.ConfigurableResource]:
     """Every resource, bound to the settings (secrets to their variables)."""
     duckdb_path = str(settings.duckdb_path)
     return {
-        "warehouse": WarehouseResource(duckdb_path=duckdb_path, memory_limit=settings.duckdb_memory),
+        "warehouse": WarehouseResource(
+            duckdb_path=duckdb_path,
+            memory_limit=settings.duckdb_memory,
+            lake=_as_given("EVAL_WAREHOUSE", settings.lake_catalog.get_secret_value()) if settings.lake_catalog else "",
+            lake_data_path=settings.lake_data_path or "",
+        ),
         "episode_source": EpisodeSourceResource(
             location=_as_given("EVAL_EPISODE_SOURCE", settings.episode_source),
             index_path=source_index_path(duckdb_path),

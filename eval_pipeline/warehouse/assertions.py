@@ -44,7 +44,7 @@ def check_inputs(warehouse: Warehouse, day: date, agent_id: str | None = None) -
     in Arrow batches of CHECK_BATCH_ROWS, so neither DuckDB nor the checks hold a whole day's trajectories; the
     connection stays open until the last is read."""
     params: dict[str, object] = {"day": day, "agent": agent_id}
-    with warehouse.connect(read_only=warehouse.path.exists()) as con:
+    with warehouse.connect(read_only=warehouse.exists()) as con:
         parts = candidate_parts(con, day, agent_id, CHECK_PART_EPISODES)
         for part in range(parts):
             reader = con.sql(_CHECK_INPUTS, params={**params, "parts": parts, "part": part}).to_arrow_reader(CHECK_BATCH_ROWS)

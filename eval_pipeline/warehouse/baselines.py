@@ -15,14 +15,13 @@ next day). A row snapshots what scoring compares, so a lookup never scans episod
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from contextlib import closing
 from datetime import date, timedelta
 
 import pandas as pd
 
 from eval_pipeline.episodes.records import RawRecord
 from eval_pipeline.warehouse.assertions import issues_in_part
-from eval_pipeline.warehouse.connection import Warehouse, clear_partition, insert_rows
+from eval_pipeline.warehouse.connection import Warehouse, clear_partition, insert_rows, second_cursor
 from eval_pipeline.warehouse.ingest import canonical_episodes
 from eval_pipeline.warehouse.replays import candidate_parts
 from eval_pipeline.warehouse.rows import one_row
@@ -261,7 +260,7 @@ def write_scores(
     its own episode only, so the parts give the rows the whole day would. They are read on a second connection
     while the first writes."""
     written = 0
-    with warehouse.transaction() as con, closing(con.cursor()) as reader:
+    with warehouse.transaction() as con, second_cursor(con) as reader:
         clear_partition(con, "scores", day, agent_id)
         parts = candidate_parts(reader, day, agent_id, SCORE_PART_EPISODES)
         for part in range(parts):

@@ -9,23 +9,30 @@ With EVAL_DUCKDB_MEMORY_LIMIT, each connection holds DuckDB to it: past it DuckD
 sorts, joins and windows to `<warehouse>.tmp`. Unset, DuckDB's own limit applies (80 % of RAM): the steps
 that still read a whole day (scores, findings, the report) need an ordered aggregate or a result in one
 piece, which DuckDB cannot spill, so a low limit would fail a large day instead of slowing it.
+
+With a `Lake` (EVAL_WAREHOUSE=ducklake:...), the warehouse is a DuckLake instead (`lake.py`): no file lock, any
+number of writers on any host; `in_session` retries a day's work whose commit another writer won.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import closing, contextmanager
 from datetime import date
 from pathlib import Path
+from typing import TypeVar
 
 import duckdb
 import pandas as pd
 from filelock import FileLock, Timeout
 
 from eval_pipeline.errors import InfrastructureError
+from eval_pipeline.warehouse.lake import Lake, with_conflict_retries
 from eval_pipeline.warehouse.rows import one_row
 from eval_pipeline.warehouse.schema import MIGRATIONS, migrate, schema_version
 from eval_pipeline.warehouse.transactions import atomically
+
+T = TypeVar("T")
 
 
 class WarehouseBusy(InfrastructureError):
@@ -33,12 +40,24 @@ class WarehouseBusy(InfrastructureError):
 
 
 class Warehouse:
-    def __init__(self, path: Path, lock_timeout_seconds: float = 300.0, memory_limit: str | None = None):
-        self.path = Path(path)
+    def __init__(
+        self, path: Path, lock_timeout_seconds: float = 300.0, memory_limit: str | None = None, lake: Lake | None = None
+    ):
+        self.path = Path(path)  # the single file; with a lake, only where this host keeps its local state beside it
+        self.lake = lake
         self.lock_timeout_seconds = lock_timeout_seconds
         self.memory_limit = memory_limit
         self._migrated = False
         self._session: duckdb.DuckDBPyConnection | None = None
+
+    @property
+    def shown(self) -> str:
+        """Where the warehouse is, as logs and `status` may say it (a lake's catalog password hidden)."""
+        return self.lake.shown if self.lake else str(self.path)
+
+    def exists(self) -> bool:
+        """Whether there is a warehouse to read yet (a lake's catalog is made by its first attach)."""
+        return self.lake is not None or self.path.exists()
 
     @contextmanager
     def session(self) -> Iterator[None]:
@@ -57,10 +76,38 @@ class Warehouse:
             finally:
                 self._session = None
 
+    def rerun_on_conflict(self, what: str, work: Callable[[], T], *, one_connection: bool = True) -> T:
+        """`work` (which replaces what it writes, so a rerun writes the same rows), on one connection unless it waits
+        on something else between its reads and writes (an LLM); on a lake, run again from its start while another
+        writer's commit wins, with jittered backoff."""
+
+        def attempt() -> T:
+            if not one_connection:
+                return work()
+            with self.session():
+                return work()
+
+        return with_conflict_retries(what, attempt) if self.lake and self._session is None else attempt()
+
     @contextmanager
     def connect(self, *, read_only: bool = False) -> Iterator[duckdb.DuckDBPyConnection]:
         if self._session is not None:
             yield self._session
+            return
+        with self._turn():
+            if not self._migrated and (not read_only or not self.exists() or self._version() < len(MIGRATIONS)):
+                self._migrate()
+            con = self._open(read_only)
+            try:
+                yield con
+            finally:
+                con.close()
+
+    @contextmanager
+    def _turn(self) -> Iterator[None]:
+        """The file's lock: DuckDB admits one process per file. A lake needs none."""
+        if self.lake is not None:
+            yield
             return
         self.path.parent.mkdir(parents=True, exist_ok=True)
         lock = FileLock(f"{self.path}.lock", timeout=self.lock_timeout_seconds)
@@ -71,22 +118,32 @@ class Warehouse:
                 f"warehouse busy: {self.path} was held by another process for over {self.lock_timeout_seconds:.0f}s"
             ) from None
         try:
-            if not self._migrated and (not read_only or not self.path.exists() or schema_version(self.path) < len(MIGRATIONS)):
-                with closing(self._open(read_only=False)) as con:  # bring an older warehouse up to date first
-                    migrate(con)
-                self._migrated = True
-            con = self._open(read_only)
-            try:
-                con.execute("SET TimeZone = 'UTC'")
-                yield con
-            finally:
-                con.close()
+            yield
         finally:
             lock.release()
 
+    def _version(self) -> int:
+        return schema_version(self.path) if self.lake is None else 0  # a lake's version is read by `migrate` itself
+
+    def _migrate(self) -> None:
+        """Bring an older (or new) warehouse up to date first; on a lake, two first writers may race to it."""
+
+        def migrated() -> None:
+            with closing(self._open(read_only=False)) as con:
+                migrate(con)
+
+        with_conflict_retries("migrating the warehouse", migrated) if self.lake else migrated()
+        self._migrated = True
+
     def _open(self, read_only: bool) -> duckdb.DuckDBPyConnection:
         limit: dict[str, str | bool | int | float | list[str]] = {"memory_limit": self.memory_limit} if self.memory_limit else {}
-        return duckdb.connect(str(self.path), read_only=read_only, config=limit)
+        if self.lake is None:
+            con = duckdb.connect(str(self.path), read_only=read_only, config=limit)
+        else:
+            con = duckdb.connect(config=limit)
+            self.lake.attach(con, read_only=read_only)
+        con.execute("SET TimeZone = 'UTC'")
+        return con
 
     @contextmanager
     def transaction(self) -> Iterator[duckdb.DuckDBPyConnection]:
@@ -95,8 +152,17 @@ class Warehouse:
             yield con
 
     def read_frame(self, sql: str, params: list | dict | None = None) -> pd.DataFrame:
-        with self.connect(read_only=self.path.exists()) as con:
+        with self.connect(read_only=self.exists()) as con:
             return con.execute(sql, params or []).df()
+
+
+@contextmanager
+def second_cursor(con: duckdb.DuckDBPyConnection) -> Iterator[duckdb.DuckDBPyConnection]:
+    """Another cursor on `con`'s database (to read while `con` writes), closed after. A cursor starts in the
+    process's default database, so it is pointed at the one `con` uses: a lake is an attached one."""
+    with closing(con.cursor()) as cursor:
+        cursor.execute(f'USE "{one_row(con, "SELECT current_database()")[0]}"')
+        yield cursor
 
 
 def clear_partition(

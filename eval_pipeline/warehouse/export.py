@@ -28,6 +28,6 @@ ORDER BY e.task_id, e.episode_id
 
 
 def export_inputs(warehouse: Warehouse, day: date, agent_id: str | None = None) -> list[dict]:
-    with warehouse.connect(read_only=warehouse.path.exists()) as con:
+    with warehouse.connect(read_only=warehouse.exists()) as con:
         episodes = con.sql(_EPISODES, params={"day": day, "agent": agent_id}).to_arrow_table().to_pylist()
     return [{**episode, "metadata": json.loads(episode["metadata"] or "{}")} for episode in episodes]

@@ -23,7 +23,7 @@ ORDER BY episode_id
 def scores_in_parts(warehouse: Warehouse, day: date, agent_id: str | None) -> Iterator[tuple[pd.DataFrame, pd.DataFrame]]:
     """The day's `scores` rows (one agent's, when scoped) with the `issues` rows of the same episodes, in parts of
     about FINDING_PART_EPISODES episodes (by a hash of their ids), so a day's findings never hold the whole day."""
-    with warehouse.connect(read_only=warehouse.path.exists()) as con:
+    with warehouse.connect(read_only=warehouse.exists()) as con:
         parts = candidate_parts(con, day, agent_id, FINDING_PART_EPISODES)
         for part in range(parts):
             in_part: dict[str, object] = {"day": day, "agent": agent_id, "parts": parts, "part": part}

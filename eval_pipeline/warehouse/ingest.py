@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterable, Iterator
-from contextlib import closing
 from dataclasses import dataclass
 from datetime import date
 from itertools import islice
@@ -24,7 +23,7 @@ import pyarrow.compute as pc
 
 from eval_pipeline.episodes.model import DERIVED_TASK_PREFIX, EpisodeStatus, StepType
 from eval_pipeline.episodes.records import EARLIEST_DAY, ISO_TIMESTAMP, RawRecord, latest_day
-from eval_pipeline.warehouse.connection import Warehouse, clear_partition
+from eval_pipeline.warehouse.connection import Warehouse, clear_partition, second_cursor
 from eval_pipeline.warehouse.rows import one_row
 
 BATCH_ROWS = 5_000  # records parsed and written at a time: what a day's ingest holds in memory
@@ -400,7 +399,7 @@ def load_episodes(
     params = {"day": day, "agent": agent_id, "earliest": EARLIEST_DAY, "latest": latest_day()}
     read = 0
     day_records = records()  # a store answers (into its spool) before the warehouse is opened and locked
-    with warehouse.transaction() as con, closing(con.cursor()) as scratch:
+    with warehouse.transaction() as con, second_cursor(con) as scratch:
         for table in ("episodes", "episode_steps", "quarantine"):
             clear_partition(con, table, day, agent_id)
         con.execute(_TEMP_TABLES)

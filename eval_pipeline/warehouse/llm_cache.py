@@ -7,6 +7,7 @@ import json
 import duckdb
 import pandas as pd
 
+from eval_pipeline.llm.asking import CACHE_COLUMNS
 from eval_pipeline.warehouse.connection import Warehouse
 
 
@@ -30,8 +31,14 @@ def cached_answers(warehouse: Warehouse, keys: list[str]) -> dict[str, dict]:
 
 def store_answers(con: duckdb.DuckDBPyConnection, new_cache: pd.DataFrame) -> None:
     """Add the new answers (`asking.CACHE_COLUMNS`, one row per key); a fresh sample (`run --no-cache`) replaces the
-    one stored under its key. Call inside `Warehouse.transaction()`, with the rows the answers made."""
-    if len(new_cache):
-        con.register("_new_cache", new_cache)
-        con.execute("INSERT OR REPLACE INTO llm_cache BY NAME SELECT * FROM _new_cache")
-        con.unregister("_new_cache")
+    one stored under its key. Call inside `Warehouse.transaction()`, with the rows the answers made.
+
+    MERGE rather than a unique key: a lake warehouse has no unique keys."""
+    if not len(new_cache):
+        return
+    updated = ", ".join(f"{column} = fresh.{column}" for column in CACHE_COLUMNS if column != "cache_key")
+    con.execute(
+        f"""MERGE INTO llm_cache USING (SELECT * FROM new_cache) AS fresh ON llm_cache.cache_key = fresh.cache_key
+        WHEN MATCHED THEN UPDATE SET {updated}, created_at = current_timestamp
+        WHEN NOT MATCHED THEN INSERT BY NAME"""
+    )

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from contextlib import closing
 from datetime import date
 
 import pandas as pd
 
-from eval_pipeline.warehouse.connection import Warehouse, clear_partition, insert_rows
+from eval_pipeline.warehouse.connection import Warehouse, clear_partition, insert_rows, second_cursor
 from eval_pipeline.warehouse.replays import candidate_parts
 
 _REWARD_INPUTS = """
@@ -48,7 +47,7 @@ def write_rewards(
     how many episodes and rows. DuckDB gathers parts of about REWARD_PART_EPISODES (by episode hash) at a time; the
     batches are read on a second connection while the first writes."""
     episodes = written = 0
-    with warehouse.transaction() as con, closing(con.cursor()) as reader:
+    with warehouse.transaction() as con, second_cursor(con) as reader:
         clear_partition(con, "rewards", day, within=("reward_name", names) if names is not None else None)
         parts = candidate_parts(reader, day, None, REWARD_PART_EPISODES)
         for part in range(parts):

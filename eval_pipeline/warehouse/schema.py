@@ -195,7 +195,7 @@ MIGRATIONS: list[str] = [
         judged_at TIMESTAMPTZ DEFAULT current_timestamp
     );
     CREATE TABLE llm_cache (
-        cache_key VARCHAR PRIMARY KEY,
+        cache_key VARCHAR NOT NULL,  -- one row per key, kept so by MERGE: a lake has no unique keys
         model VARCHAR,
         answer JSON,
         prompt_tokens BIGINT,
@@ -316,7 +316,7 @@ MIGRATIONS: list[str] = [
     # 10: a case-set agent's earlier run of a day, superseded by its later one (`--recapture`): kept, compared by
     # its label, but no longer what the day's verdict, findings, trials and trend count
     f"""
-    ALTER TABLE scores ADD COLUMN superseded BOOLEAN DEFAULT false;
+    ALTER TABLE scores ADD COLUMN superseded BOOLEAN DEFAULT 'false';  -- a lake adds a column with a literal default only
     CREATE OR REPLACE VIEW agent_daily AS
     SELECT {_AGENT_DAILY_COLUMNS}
     FROM scores s WHERE NOT s.superseded GROUP BY s.partition_date, s.agent_id;

@@ -137,12 +137,14 @@ def _materialized(context: dg.AssetExecutionContext, metadata: dict | None = Non
         yield dg.MaterializeResult(asset_key=key, metadata=metadata)
 
 
-def _in_session(warehouse: Warehouse, work: Callable[[date], DayMetadata]) -> Callable[[date], DayMetadata]:
-    """One warehouse connection for all of a day's reads and writes."""
+def _in_session(
+    warehouse: Warehouse, work: Callable[[date], DayMetadata], *, one_connection: bool = True
+) -> Callable[[date], DayMetadata]:
+    """One warehouse connection for all of a day's reads and writes (not while the day waits on an LLM), and the
+    whole day again when a lake's other writer committed first."""
 
     def run(day: date) -> DayMetadata:
-        with warehouse.session():
-            return work(day)
+        return warehouse.rerun_on_conflict(f"{work.__name__} of {day}", lambda: work(day), one_connection=one_connection)
 
     return run
 
@@ -238,7 +240,7 @@ def episodes(
             "quarantine": {"records_read": counts.records_read, "dagster/row_count": counts.quarantined},
         }
 
-    _each_day(context, load)
+    _each_day(context, _in_session(wh, load))
     yield from _materialized(context)
 
 
@@ -270,7 +272,7 @@ def baselines(
         return {"baselines": {"dagster/row_count": from_runs + from_history, "from_history": from_history,
                               "days_looked_back": len(earlier)}}  # fmt: skip
 
-    _each_day(context, establish)
+    _each_day(context, _in_session(wh, establish))
     return dg.MaterializeResult(metadata={"policy": policy, "lookback_days": cfg.baseline.lookback_days})
 
 
@@ -291,7 +293,11 @@ def replays(
 ) -> dg.MaterializeResult:
     wh = warehouse.get()
     if replay.mode == "dry":
-        _each_day(context, lambda day: {"replays": {"dagster/row_count": write_dry_replays(wh, day, config.agent_id)}})
+
+        def dry(day: date) -> DayMetadata:
+            return {"replays": {"dagster/row_count": write_dry_replays(wh, day, config.agent_id)}}
+
+        _each_day(context, _in_session(wh, dry))
         return dg.MaterializeResult(metadata={"mode": "dry"})
     if replay.mode != "live":
         raise dg.Failure(f"EVAL_REPLAY_MODE must be dry or live, not {replay.mode!r}")
@@ -317,7 +323,7 @@ def replays(
             }
         }
 
-    _each_day(context, live)
+    _each_day(context, _in_session(wh, live, one_connection=False))
     return dg.MaterializeResult(metadata={"mode": "live", "candidate_model": replay.candidate_model})
 
 
@@ -366,7 +372,7 @@ def judgements(
             "pairwise_judgements": {"dagster/row_count": len(outcome.pairwise)},
         }  # fmt: skip
 
-    _each_day(context, judge_day)
+    _each_day(context, _in_session(wh, judge_day, one_connection=False))
     yield from _materialized(context, {"judge_model": judge.model, "rubrics": ", ".join(r.name for r in rubrics)})
 
 

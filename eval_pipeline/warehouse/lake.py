@@ -1,0 +1,135 @@
+"""The warehouse as a DuckLake: a catalog in Postgres, the data as Parquet files on a path every host shares.
+
+Several processes on several hosts may write at once; each day's writes are one transaction. DuckLake finds
+conflicts at COMMIT ("Transaction conflict - attempting to insert into table ... but another transaction has
+deleted from it"), even between writers of different days, and then the transaction is gone: the day's whole
+work is retried with jittered backoff (`with_conflict_retries`), and a writer that exhausts its retries fails
+with nothing of the day written.
+
+The extensions come from the pinned wheels (`duckdb-extension-ducklake`, `duckdb-extension-postgres-scanner`),
+loaded by path: no network, no DuckDB extension directory.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from importlib import import_module
+from pathlib import Path
+from typing import TypeVar
+
+import duckdb
+
+from eval_pipeline.errors import InfrastructureError
+
+T = TypeVar("T")
+
+SCHEME = "ducklake:"
+ATTACHED_AS = "warehouse"
+_CONFLICT = "conflict"  # DuckLake's commit-time error: "Transaction conflict - ..."
+
+
+class LakeUnavailable(InfrastructureError):
+    """The lake's extensions are not installed, or its catalog cannot be attached."""
+
+
+class ConflictRetriesExhausted(InfrastructureError):
+    """Other writers kept committing first; nothing of this work was written."""
+
+
+@dataclass(frozen=True)
+class Lake:
+    """Where a DuckLake warehouse lives: `catalog` follows `ducklake:` (`postgres:host=... dbname=...`, or a DuckDB
+    file for a single host), `data_path` is a directory every writer shares or an object store URL (`s3://...`)."""
+
+    catalog: str
+    data_path: str
+
+    @classmethod
+    def parse(cls, setting: str, data_path: str) -> Lake:
+        if not setting.startswith(SCHEME) or not setting[len(SCHEME) :].strip():
+            raise ValueError(f"expected {SCHEME}<catalog>, e.g. {SCHEME}postgres:host=db.internal dbname=eval")
+        if not data_path:
+            raise ValueError("a lake needs a data path every writer shares: a directory or an s3:// URL")
+        return cls(catalog=setting[len(SCHEME) :].strip(), data_path=data_path)
+
+    @property
+    def shown(self) -> str:
+        """The location as logs and `status` may show it: a password in the catalog's connection string hidden."""
+        return f"{SCHEME}{_without_password(self.catalog)} (data {self.data_path})"
+
+    def attach(self, con: duckdb.DuckDBPyConnection, *, read_only: bool) -> None:
+        """Load the extensions, attach the lake (its catalog is created on the first attach) and make it the default."""
+        modules = ["duckdb_extension_postgres_scanner"] if self.catalog.startswith("postgres:") else []
+        for module in [*modules, "duckdb_extension_ducklake"]:
+            con.execute(f"LOAD {_literal(str(_extension_file(module)))}")
+        options = f"DATA_PATH {_literal(self.data_path)}" + (", READ_ONLY" if read_only else "")
+        try:
+            con.execute(f"ATTACH {_literal(SCHEME + self.catalog)} AS {ATTACHED_AS} ({options})")
+        except duckdb.Error as exc:
+            raise LakeUnavailable(f"cannot attach the warehouse lake {self.shown}: {_without_password(str(exc))}") from None
+        con.execute(f"USE {ATTACHED_AS}")
+
+
+def is_conflict(error: BaseException) -> bool:
+    """Whether `error` is a commit another writer won: the work is worth retrying from its start."""
+    return isinstance(error, duckdb.TransactionException) and _CONFLICT in str(error).lower()
+
+
+@dataclass(frozen=True)
+class ConflictBackoff:
+    attempts: int = 8
+    base_seconds: float = 0.2
+    max_seconds: float = 10.0
+
+    def delay(self, attempt: int) -> float:
+        """Full jitter: writers that collided spread out instead of colliding again."""
+        return random.uniform(0, min(self.max_seconds, self.base_seconds * 2**attempt))
+
+
+def with_conflict_retries(
+    what: str,
+    work: Callable[[], T],
+    backoff: ConflictBackoff = ConflictBackoff(),
+    on_retry: Callable[[int, str], None] | None = None,
+    sleep: Callable[[float], None] = time.sleep,
+) -> T:
+    """Run `work` (which must write all it writes in transactions that replace, so a rerun writes the same rows);
+    run it again from the start while another writer's commit wins."""
+    for attempt in range(backoff.attempts):
+        try:
+            return work()
+        except duckdb.TransactionException as exc:
+            if not is_conflict(exc):
+                raise
+            if attempt + 1 == backoff.attempts:
+                raise ConflictRetriesExhausted(
+                    f"{what}: other writers' commits conflicted {backoff.attempts} times; nothing of it was written ({exc})"
+                ) from exc
+            if on_retry:
+                on_retry(attempt + 1, str(exc))
+            sleep(backoff.delay(attempt))
+    raise AssertionError("unreachable")
+
+
+def _extension_file(module: str) -> Path:
+    """The extension binary a pinned wheel ships for this DuckDB."""
+    try:
+        package = import_module(module)
+    except ImportError:
+        raise LakeUnavailable(f"the lake needs the Python package {module.replace('_', '-')} (pip install it)") from None
+    found = sorted(Path(next(iter(package.__path__))).glob(f"extensions/v{duckdb.__version__}/*.duckdb_extension"))
+    if not found:
+        raise LakeUnavailable(f"{module} ships no extension for duckdb {duckdb.__version__}: pin the same version of both")
+    return found[0]
+
+
+def _literal(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
+
+
+def _without_password(message: str) -> str:
+    return re.sub(r"(password\s*=\s*)\S+", r"\1***", message)
