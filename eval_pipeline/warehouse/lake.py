@@ -12,6 +12,7 @@ loaded by path: no network, no DuckDB extension directory.
 
 from __future__ import annotations
 
+import logging
 import random
 import re
 import time
@@ -26,6 +27,7 @@ import duckdb
 from eval_pipeline.errors import InfrastructureError
 
 T = TypeVar("T")
+_log = logging.getLogger(__name__)
 
 SCHEME = "ducklake:"
 ATTACHED_AS = "warehouse"
@@ -94,11 +96,10 @@ def with_conflict_retries(
     what: str,
     work: Callable[[], T],
     backoff: ConflictBackoff = ConflictBackoff(),
-    on_retry: Callable[[int, str], None] | None = None,
     sleep: Callable[[float], None] = time.sleep,
 ) -> T:
     """Run `work` (which must write all it writes in transactions that replace, so a rerun writes the same rows);
-    run it again from the start while another writer's commit wins."""
+    run it again from the start while another writer's commit wins. Each rerun is logged as a warning."""
     for attempt in range(backoff.attempts):
         try:
             return work()
@@ -109,9 +110,11 @@ def with_conflict_retries(
                 raise ConflictRetriesExhausted(
                     f"{what}: other writers' commits conflicted {backoff.attempts} times; nothing of it was written ({exc})"
                 ) from exc
-            if on_retry:
-                on_retry(attempt + 1, str(exc))
-            sleep(backoff.delay(attempt))
+            delay = backoff.delay(attempt)
+            _log.warning(
+                "%s: another writer committed first; rerun %d of %d in %.2fs", what, attempt + 1, backoff.attempts - 1, delay
+            )
+            sleep(delay)
     raise AssertionError("unreachable")
 
 

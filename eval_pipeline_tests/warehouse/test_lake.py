@@ -1,0 +1,132 @@
+"""The warehouse as a DuckLake with its catalog on a real Postgres: writers of different days at once, conflicts."""
+
+from __future__ import annotations
+
+import logging
+import multiprocessing
+from datetime import date, timedelta
+from multiprocessing.queues import SimpleQueue
+from multiprocessing.synchronize import Barrier
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from eval_pipeline.settings import Settings, SettingsError
+from eval_pipeline.warehouse.connection import Warehouse
+from eval_pipeline.warehouse.lake import ConflictBackoff, ConflictRetriesExhausted, Lake, with_conflict_retries
+from eval_pipeline.warehouse.schema import MIGRATIONS
+from eval_pipeline_tests.postgres import lake_on
+
+pytestmark = pytest.mark.slow
+
+DAY = date(2026, 11, 1)
+LOCAL = Path("unused.duckdb")  # a lake warehouse keeps nothing in its file
+
+
+@pytest.fixture
+def lake(postgres_server, postgres_db, tmp_path) -> Lake:
+    return lake_on(postgres_server, postgres_db, tmp_path)
+
+
+def _replace_reports(warehouse: Warehouse, day: date, summary: str) -> None:
+    with warehouse.transaction() as con:
+        con.execute("DELETE FROM reports WHERE partition_date = ?", [day])
+        con.execute("INSERT INTO reports (partition_date, summary) VALUES (?, to_json(?::VARCHAR))", [day, summary])
+
+
+def _write_days(lake: Lake, first: int, rounds: int, together: Barrier, reruns: SimpleQueue) -> None:
+    """A writer process: its own day, replaced `rounds` times, each a whole transaction rerun while others win;
+    it tells how many reruns it logged."""
+    logged: list[logging.LogRecord] = []
+    handler = logging.Handler()
+    handler.emit = logged.append  # type: ignore[method-assign]
+    logging.getLogger("eval_pipeline.warehouse.lake").addHandler(handler)
+    warehouse = Warehouse(LOCAL, lake=lake)
+    day = DAY + timedelta(days=first)
+    warehouse.rerun_on_conflict("warming up", lambda: None)  # the extensions loaded and the schema read, then all at once
+    together.wait(60)
+    for round_ in range(rounds):
+        warehouse.rerun_on_conflict(f"day {day}", lambda round_=round_: _replace_reports(warehouse, day, f"round {round_}"))
+    reruns.put(sum("another writer committed first" in record.getMessage() for record in logged))
+
+
+def test_the_tables_are_made_and_versioned_once_in_the_lake(lake, tmp_path):
+    for _ in range(2):
+        with Warehouse(tmp_path / "unused.duckdb", lake=lake).connect(read_only=True) as con:
+            tables = {
+                row[0]
+                for row in con.execute(
+                    "SELECT table_name FROM duckdb_tables() WHERE database_name = current_database()"
+                ).fetchall()
+            }
+            versions = con.execute("SELECT version FROM schema_version ORDER BY 1").fetchall()
+    assert {"episodes", "scores", "findings", "reports", "llm_cache", "labels"} <= tables
+    assert versions == [(v,) for v in range(1, len(MIGRATIONS) + 1)]
+    assert not (tmp_path / "unused.duckdb").exists()
+
+
+def test_writers_of_different_days_at_once_all_land(lake):
+    """Four processes replace their own day 5 times each: DuckLake reports conflicts at commit even between days, and
+    every one of them is rerun until it lands; the table ends with exactly one row per day, the last round's."""
+    Warehouse(LOCAL, lake=lake).rerun_on_conflict("migrating", lambda: None)  # the schema, before the race
+    context = multiprocessing.get_context("spawn")
+    together, reruns = context.Barrier(4), context.SimpleQueue()
+    writers = [context.Process(target=_write_days, args=(lake, first, 5, together, reruns)) for first in range(4)]
+    for writer in writers:
+        writer.start()
+    for writer in writers:
+        writer.join(120)
+    assert [writer.exitcode for writer in writers] == [0, 0, 0, 0]
+    assert sum(reruns.get() for _ in writers) > 0  # they did collide: the reruns are what made every day land
+    with Warehouse(LOCAL, lake=lake).connect(read_only=True) as con:
+        rows = con.execute("SELECT partition_date, summary ->> '$' FROM reports ORDER BY 1").fetchall()
+    assert rows == [(DAY + timedelta(days=first), "round 4") for first in range(4)]
+
+
+def test_a_writer_that_keeps_losing_fails_loudly_with_nothing_written(lake):
+    """Another writer commits between this one's writes and its COMMIT, every time: after its attempts it raises,
+    and nothing of its day is in the lake."""
+    warehouse, other = Warehouse(LOCAL, lake=lake), Warehouse(LOCAL, lake=lake)
+    _replace_reports(other, DAY, "before")
+    attempts = []
+
+    def losing() -> None:
+        attempts.append(1)
+        with warehouse.transaction() as con:
+            con.execute("DELETE FROM reports WHERE partition_date = ?", [DAY + timedelta(days=1)])
+            con.execute("INSERT INTO reports (partition_date, summary) VALUES (?, to_json('mine'))", [DAY + timedelta(days=1)])
+            _replace_reports(other, DAY, f"theirs {len(attempts)}")  # commits first
+
+    with pytest.raises(ConflictRetriesExhausted, match="conflicted 3 times; nothing of it was written"):
+        with_conflict_retries("the losing day", losing, ConflictBackoff(attempts=3, base_seconds=0.01), sleep=lambda _: None)
+    assert len(attempts) == 3
+    with warehouse.connect(read_only=True) as con:
+        assert con.execute("SELECT partition_date, summary ->> '$' FROM reports").fetchall() == [(DAY, "theirs 3")]
+
+
+def test_a_failed_transaction_in_the_lake_rolls_back(lake):
+    warehouse = Warehouse(LOCAL, lake=lake)
+    _replace_reports(warehouse, DAY, "{}")
+    with pytest.raises(RuntimeError), warehouse.transaction() as con:
+        con.execute("DELETE FROM reports")
+        raise RuntimeError("crash mid-partition")
+    with warehouse.connect(read_only=True) as con:
+        assert con.execute("SELECT count(*) FROM reports").fetchone() == (1,)
+        with pytest.raises(duckdb.Error, match=r"read-only|read only"):  # a reader cannot write by mistake
+            con.execute("DELETE FROM reports")
+
+
+def test_the_settings_name_a_lake_and_never_show_its_password(tmp_path):
+    environ = {"EVAL_WAREHOUSE": "ducklake:postgres:host=db port=5432 password=s3cret dbname=eval",
+               "EVAL_WAREHOUSE_DATA": "lake-data"}  # fmt: skip
+    settings = Settings.from_environment(environ, cwd=tmp_path)
+    warehouse = settings.warehouse()
+    assert warehouse.lake == Lake("postgres:host=db port=5432 password=s3cret dbname=eval", f"{tmp_path / 'lake-data'}/")
+    assert "s3cret" not in warehouse.shown and "password=***" in warehouse.shown
+    assert "s3cret" not in repr(settings)
+    assert settings.as_environment()["EVAL_WAREHOUSE"] == environ["EVAL_WAREHOUSE"]  # a child process gets it whole
+    with pytest.raises(SettingsError, match="EVAL_WAREHOUSE"):
+        Settings.from_environment({"EVAL_WAREHOUSE": "ducklake:postgres:dbname=eval"}, cwd=tmp_path)  # no data path
+    with pytest.raises(SettingsError, match="EVAL_WAREHOUSE_DATA is set without"):
+        Settings.from_environment({"EVAL_WAREHOUSE_DATA": "s3://bucket/lake/"}, cwd=tmp_path)
