@@ -34,13 +34,13 @@ def _run(args: argparse.Namespace, settings: Settings) -> int:
         case_set=beside_config(settings.config_path, config.review.case_set),
     )
     pages = Pages(tuple(config.policies.secret_patterns), settings.viewer_base_url, config.statistics)
-    viewer = Viewer(settings.duckdb_path, settings.reports_dir, pages, token, review)
+    viewer = Viewer(settings.warehouse(), settings.reports_dir, pages, token, review)
     try:
         server = ViewerServer((args.host, args.port), viewer)
     except OSError as exc:
         raise UsageError(f"cannot listen on {args.host}:{args.port}: {exc}") from None
     where = f"http://{args.host}:{server.server_address[1]}/"
-    return serve_until_stopped(server, f"viewer on {where} over {settings.duckdb_path}{' (token required)' if token else ''}")
+    return serve_until_stopped(server, f"viewer on {where} over {viewer.warehouse.shown}{' (token required)' if token else ''}")
 
 
 COMMAND = Command(

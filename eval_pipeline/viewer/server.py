@@ -43,9 +43,9 @@ from eval_pipeline.viewer.links import COMPARE_PREFIX, REPORTS_PREFIX, compare_p
 from eval_pipeline.viewer.pages import LabelForm, Pages, ReviewSettings, Visitor
 from eval_pipeline.viewer.promote import promote_episode
 from eval_pipeline.viewer.queues import QUEUE_BY_NAME, QueueKind
-from eval_pipeline.warehouse.connection import WarehouseBusy
+from eval_pipeline.warehouse.connection import Warehouse, WarehouseBusy
 from eval_pipeline.warehouse.labels import Label, LabelVerdict, UnknownEpisode, record_label
-from eval_pipeline.warehouse.viewer import Filters, NoWarehouse, Verdict, read_only
+from eval_pipeline.warehouse.viewer import Filters, NoWarehouse, Verdict, existing, read_only
 
 TOKEN_COOKIE = "eval_ui_token"
 SESSION_COOKIE = "eval_ui_session"  # a random id per browser; its CSRF token is derived from it
@@ -102,7 +102,7 @@ class Viewer:
     """What every request needs: where the warehouse and the reports are, how to render, the token (None: loopback
     only), the review settings, and the key that derives each session's CSRF token (new with every start)."""
 
-    duckdb_path: Path
+    warehouse: Warehouse
     reports_dir: Path
     pages: Pages
     token: str | None
@@ -111,7 +111,7 @@ class Viewer:
 
     def page(self, path: str, query: dict[str, list[str]], visitor: Visitor) -> str:
         """The page at `path`, read on a connection closed before this returns."""
-        with read_only(self.duckdb_path) as con:
+        with read_only(self.warehouse) as con:
             if path == "/":
                 return self.pages.days(con)
             if match := _DAY.match(path):
@@ -332,11 +332,9 @@ class _Handler(BaseHTTPRequestHandler):
             return self._send(
                 HTTPStatus.BAD_REQUEST, body=viewer.pages.label_again(day, kind, form, csrf, "Label not recorded", str(exc))
             )
-        if not viewer.duckdb_path.exists():
-            raise NoWarehouse(f"no warehouse at {viewer.duckdb_path}")
         retried = lambda delay: print(f"label: warehouse busy, retrying in {delay:.2f}s", file=sys.stderr, flush=True)  # noqa: E731
         try:
-            record_label(viewer.duckdb_path, label, on_retry=retried)
+            record_label(existing(viewer.warehouse), label, on_retry=retried)
         except UnknownEpisode as exc:
             return self._send(
                 HTTPStatus.NOT_FOUND, body=viewer.pages.label_again(day, kind, form, csrf, "Label not recorded", str(exc))
@@ -350,7 +348,7 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _promote(self, day: date, episode_id: str) -> None:
         viewer = self.server.viewer
-        with read_only(viewer.duckdb_path) as con:
+        with read_only(viewer.warehouse) as con:
             case = promote_episode(con, day, episode_id, viewer.review.case_set, viewer.pages.secret_patterns)
         if case is None:
             raise NotFound(f"no episode {episode_id!r} on {day}")

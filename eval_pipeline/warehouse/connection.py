@@ -50,6 +50,10 @@ class Warehouse:
         self._migrated = False
         self._session: duckdb.DuckDBPyConnection | None = None
 
+    def waiting_at_most(self, seconds: float) -> Warehouse:
+        """The same warehouse, its openers waiting at most `seconds` for the file's lock."""
+        return Warehouse(self.path, seconds, self.memory_limit, self.lake)
+
     @property
     def shown(self) -> str:
         """Where the warehouse is, as logs and `status` may say it (a lake's catalog password hidden)."""

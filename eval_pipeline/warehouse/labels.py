@@ -12,7 +12,6 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import date
-from pathlib import Path
 from typing import Literal
 
 import duckdb
@@ -43,14 +42,14 @@ class Label:
     note: str | None
 
 
-def record_label(path: Path, label: Label, on_retry: Callable[[float], None] = lambda _: None) -> None:
+def record_label(warehouse: Warehouse, label: Label, on_retry: Callable[[float], None] = lambda _: None) -> None:
     """Write `label`, replacing the same reviewer's earlier label of the episode in the same queue; `on_retry` hears
     each pause. `WarehouseBusy` when every attempt found the warehouse held; `UnknownEpisode` (nothing written) when
     the day has no such episode."""
     key = {"reviewer": label.reviewer, "queue": label.queue, "episode": label.episode_id, "day": label.day}
     for delay in (*LABEL_RETRY_DELAYS, None):
         try:
-            with Warehouse(path, lock_timeout_seconds=LOCK_WAIT_SECONDS).transaction() as con:
+            with warehouse.waiting_at_most(LOCK_WAIT_SECONDS).transaction() as con:
                 con.execute(
                     "DELETE FROM labels WHERE reviewer = $reviewer AND queue = $queue AND episode_id = $episode "
                     "AND partition_date = $day",
@@ -68,7 +67,7 @@ def record_label(path: Path, label: Label, on_retry: Callable[[float], None] = l
             return
         except (WarehouseBusy, duckdb.IOException) as exc:
             if delay is None:
-                raise WarehouseBusy(f"warehouse busy: {path} stayed held; the label was not recorded") from exc
+                raise WarehouseBusy(f"warehouse busy: {warehouse.shown} stayed held; the label was not recorded") from exc
             on_retry(delay)
             time.sleep(delay)
 

@@ -10,7 +10,6 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import date, timedelta
-from pathlib import Path
 from typing import Any, Literal
 
 import duckdb
@@ -28,21 +27,26 @@ class NoWarehouse(InfrastructureError):
     """There is no warehouse file yet: nothing has run."""
 
 
+def existing(warehouse: Warehouse) -> Warehouse:
+    """`warehouse`, or `NoWarehouse` when nothing has run yet."""
+    if not warehouse.exists():
+        raise NoWarehouse(f"no warehouse at {warehouse.shown} yet: run `eval-pipeline demo` or `eval-pipeline run` first")
+    return warehouse
+
+
 @contextmanager
-def read_only(path: Path) -> Iterator[duckdb.DuckDBPyConnection]:
+def read_only(warehouse: Warehouse) -> Iterator[duckdb.DuckDBPyConnection]:
     """A read-only connection for one page; `WarehouseBusy` when a writer holds the file past `BUSY_WAIT_SECONDS`,
     whether it took our lock (a run) or not (a `duckdb` shell writing to it)."""
-    if not path.exists():
-        raise NoWarehouse(f"no warehouse at {path} yet: run `eval-pipeline demo` or `eval-pipeline run` first")
     opened = False
     try:
-        with Warehouse(path, lock_timeout_seconds=BUSY_WAIT_SECONDS).connect(read_only=True) as con:
+        with existing(warehouse).waiting_at_most(BUSY_WAIT_SECONDS).connect(read_only=True) as con:
             opened = True
             yield con
     except duckdb.IOException as exc:
         if opened:
             raise
-        raise WarehouseBusy(f"warehouse busy: another process is writing to {path}") from exc
+        raise WarehouseBusy(f"warehouse busy: another process is writing to {warehouse.shown}") from exc
 
 
 @dataclass(frozen=True)
