@@ -15,14 +15,29 @@ def _hold(path, seconds, ready):
         time.sleep(seconds)
 
 
-def test_tables_are_created_and_versioned_once(tmp_path):
-    warehouse = Warehouse(tmp_path / "eval.duckdb")
+def test_tables_are_created_and_versioned_once(warehouse):
     for _ in range(2):
-        with Warehouse(warehouse.path).connect() as con:
-            tables = {row[0] for row in con.execute("SELECT table_name FROM information_schema.tables").fetchall()}
-            versions = con.execute("SELECT version FROM schema_version").fetchall()
-    assert {"episodes", "episode_steps", "quarantine", "baselines", "replays", "scores", "findings", "reports"} <= tables
+        with Warehouse(warehouse.path, lake=warehouse.lake).connect() as con:
+            tables = {
+                row[0]
+                for row in con.execute(
+                    "SELECT table_name FROM duckdb_tables() WHERE database_name = current_database()"
+                ).fetchall()
+            }
+            versions = con.execute("SELECT version FROM schema_version ORDER BY 1").fetchall()
+    assert {
+        "episodes",
+        "episode_steps",
+        "quarantine",
+        "baselines",
+        "replays",
+        "scores",
+        "findings",
+        "reports",
+        "llm_cache",
+    } <= tables
     assert versions == [(v,) for v in range(1, len(MIGRATIONS) + 1)]
+    assert warehouse.path.exists() == (warehouse.lake is None)  # a lake keeps nothing in the file
 
 
 def test_a_second_process_waits_then_reports_busy(tmp_path):
@@ -44,8 +59,7 @@ def test_a_second_process_waits_then_reports_busy(tmp_path):
         holder.join(30)
 
 
-def test_a_failed_transaction_rolls_back(tmp_path):
-    warehouse = Warehouse(tmp_path / "eval.duckdb")
+def test_a_failed_transaction_rolls_back(warehouse):
     with warehouse.transaction() as con:
         con.execute("INSERT INTO reports (partition_date, summary) VALUES (DATE '2026-11-01', '{}')")
     with pytest.raises(RuntimeError), warehouse.transaction() as con:
@@ -53,6 +67,8 @@ def test_a_failed_transaction_rolls_back(tmp_path):
         raise RuntimeError("crash mid-partition")
     with warehouse.connect(read_only=True) as con:
         assert con.execute("SELECT count(*) FROM reports").fetchone() == (1,)
+        with pytest.raises(duckdb.Error, match=r"read-only|read only"):  # a reader cannot write by mistake
+            con.execute("DELETE FROM reports")
 
 
 def test_an_older_warehouse_is_migrated_in_place_even_by_a_reader(tmp_path):

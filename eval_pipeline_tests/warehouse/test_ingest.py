@@ -49,11 +49,6 @@ def records(*items: str | dict) -> list[RawRecord]:
     ]
 
 
-@pytest.fixture
-def warehouse(tmp_path) -> Warehouse:
-    return Warehouse(tmp_path / "eval.duckdb")
-
-
 def rows(warehouse: Warehouse, sql: str, params=None):
     with warehouse.connect(read_only=True) as con:
         return con.execute(sql, params or []).fetchall()

@@ -9,13 +9,11 @@ from multiprocessing.queues import SimpleQueue
 from multiprocessing.synchronize import Barrier
 from pathlib import Path
 
-import duckdb
 import pytest
 
 from eval_pipeline.settings import Settings, SettingsError
 from eval_pipeline.warehouse.connection import Warehouse
 from eval_pipeline.warehouse.lake import ConflictBackoff, ConflictRetriesExhausted, Lake, with_conflict_retries
-from eval_pipeline.warehouse.schema import MIGRATIONS
 from eval_pipeline_tests.postgres import lake_on
 
 pytestmark = pytest.mark.slow
@@ -49,21 +47,6 @@ def _write_days(lake: Lake, first: int, rounds: int, together: Barrier, reruns: 
     for round_ in range(rounds):
         warehouse.rerun_on_conflict(f"day {day}", lambda round_=round_: _replace_reports(warehouse, day, f"round {round_}"))
     reruns.put(sum("another writer committed first" in record.getMessage() for record in logged))
-
-
-def test_the_tables_are_made_and_versioned_once_in_the_lake(lake, tmp_path):
-    for _ in range(2):
-        with Warehouse(tmp_path / "unused.duckdb", lake=lake).connect(read_only=True) as con:
-            tables = {
-                row[0]
-                for row in con.execute(
-                    "SELECT table_name FROM duckdb_tables() WHERE database_name = current_database()"
-                ).fetchall()
-            }
-            versions = con.execute("SELECT version FROM schema_version ORDER BY 1").fetchall()
-    assert {"episodes", "scores", "findings", "reports", "llm_cache", "labels"} <= tables
-    assert versions == [(v,) for v in range(1, len(MIGRATIONS) + 1)]
-    assert not (tmp_path / "unused.duckdb").exists()
 
 
 def test_writers_of_different_days_at_once_all_land(lake):
@@ -103,18 +86,6 @@ def test_a_writer_that_keeps_losing_fails_loudly_with_nothing_written(lake):
     assert len(attempts) == 3
     with warehouse.connect(read_only=True) as con:
         assert con.execute("SELECT partition_date, summary ->> '$' FROM reports").fetchall() == [(DAY, "theirs 3")]
-
-
-def test_a_failed_transaction_in_the_lake_rolls_back(lake):
-    warehouse = Warehouse(LOCAL, lake=lake)
-    _replace_reports(warehouse, DAY, "{}")
-    with pytest.raises(RuntimeError), warehouse.transaction() as con:
-        con.execute("DELETE FROM reports")
-        raise RuntimeError("crash mid-partition")
-    with warehouse.connect(read_only=True) as con:
-        assert con.execute("SELECT count(*) FROM reports").fetchone() == (1,)
-        with pytest.raises(duckdb.Error, match=r"read-only|read only"):  # a reader cannot write by mistake
-            con.execute("DELETE FROM reports")
 
 
 def test_the_settings_name_a_lake_and_never_show_its_password(tmp_path):
