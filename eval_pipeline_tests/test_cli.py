@@ -11,11 +11,18 @@ import pytest
 from eval_pipeline.cli import main
 from eval_pipeline.episodes.model import Episode
 from eval_pipeline.episodes.samples import write_samples
+from eval_pipeline_tests.postgres import lake_on
 
 pytestmark = pytest.mark.slow
 
 
-def test_demo_then_query_report_and_status(project_env, capsys):
+@pytest.mark.parametrize("backend", ["file", "lake"])
+def test_demo_then_query_report_and_status(project_env, capsys, backend, request, monkeypatch):
+    lake = None
+    if backend == "lake":  # the same commands on a DuckLake warehouse, its catalog on a real Postgres
+        lake = lake_on(request.getfixturevalue("postgres_server"), request.getfixturevalue("postgres_db"), project_env)
+        monkeypatch.setenv("EVAL_WAREHOUSE", f"ducklake:{lake.catalog}")
+        monkeypatch.setenv("EVAL_WAREHOUSE_DATA", lake.data_path)
     assert main(["demo", "--last-day", "2026-11-03"]) == 0
     out = capsys.readouterr().out
     assert "2026-11-02" in out and "18 critical, 9 warning" in out and "/runs/" in out
@@ -42,7 +49,12 @@ def test_demo_then_query_report_and_status(project_env, capsys):
 
     assert main(["status"]) == 0
     status = capsys.readouterr().out
-    assert str(project_env / "eval.duckdb") in status and "2026-11-03" in status
+    assert "2026-11-03" in status
+    if lake is None:
+        assert str(project_env / "eval.duckdb") in status
+    else:
+        assert "password=*** dbname=" in status and lake.data_path in status and not (project_env / "eval.duckdb").exists()
+        assert f"password={lake.catalog.split('password=')[1].split()[0]}" not in status
     with dg.DagsterInstance.from_config(str(project_env / "dagster_home")) as instance:  # status reads it without Dagster
         run = instance.get_runs(limit=1)[0]
     assert f"latest run       {run.run_id} {run.job_name} partition 2026-11-01...2026-11-03: SUCCESS\n" in status
