@@ -140,8 +140,8 @@ def _materialized(context: dg.AssetExecutionContext, metadata: dict | None = Non
 def _in_session(
     warehouse: Warehouse, work: Callable[[date], DayMetadata], *, one_connection: bool = True
 ) -> Callable[[date], DayMetadata]:
-    """One warehouse connection for all of a day's reads and writes (not while the day waits on an LLM), and the
-    whole day again when a lake's other writer committed first."""
+    """One warehouse connection for all of a day's reads and writes (not while the day waits on an LLM or a source:
+    the file's lock would be held meanwhile), and the whole day again when a lake's other writer committed first."""
 
     def run(day: date) -> DayMetadata:
         return warehouse.rerun_on_conflict(f"{work.__name__} of {day}", lambda: work(day), one_connection=one_connection)
@@ -240,7 +240,7 @@ def episodes(
             "quarantine": {"records_read": counts.records_read, "dagster/row_count": counts.quarantined},
         }
 
-    _each_day(context, _in_session(wh, load))
+    _each_day(context, _in_session(wh, load, one_connection=False))
     yield from _materialized(context)
 
 
@@ -272,7 +272,7 @@ def baselines(
         return {"baselines": {"dagster/row_count": from_runs + from_history, "from_history": from_history,
                               "days_looked_back": len(earlier)}}  # fmt: skip
 
-    _each_day(context, _in_session(wh, establish))
+    _each_day(context, _in_session(wh, establish, one_connection=False))
     return dg.MaterializeResult(metadata={"policy": policy, "lookback_days": cfg.baseline.lookback_days})
 
 
