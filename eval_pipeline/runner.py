@@ -27,12 +27,12 @@ from filelock import FileLock, Timeout
 
 from eval_pipeline.alerts.delivery import alerts_directory
 from eval_pipeline.alerts.messages import run_failure_alert
-from eval_pipeline.alerts.outbox import AlertOutbox
 from eval_pipeline.config import load_config
 from eval_pipeline.defs.pipeline.jobs import EVALUATE_JOB
 from eval_pipeline.errors import InfrastructureError
 from eval_pipeline.run_health import fail_dead_runs, process_alive, run_partitions
 from eval_pipeline.settings import Settings, ensure_dagster_home
+from eval_pipeline.warehouse.alerts import open_outbox
 
 SCOPED_STEPS = (
     "capture",
@@ -244,7 +244,7 @@ class RunInterrupted(KeyboardInterrupt):
 def _announce_failure(settings: Settings, run_id: str, job_name: str, span: str, message: str, patterns: list[str]) -> None:
     """The run-failure alert, put in the outbox (the daemon's sensor puts the same id there: it goes out once)."""
     alert = run_failure_alert(run_id, job_name, span, message)
-    AlertOutbox(alerts_directory(settings.duckdb_path)).enqueue([alert], f"run-failed-{run_id}", patterns)
+    open_outbox(settings.warehouse(), alerts_directory(settings.duckdb_path)).enqueue([alert], f"run-failed-{run_id}", patterns)
 
 
 def _canceled(instance: dg.DagsterInstance, run_id: str) -> str | None:

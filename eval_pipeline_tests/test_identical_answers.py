@@ -96,6 +96,16 @@ def test_every_table_holds_the_answers_of_before(sample_root, parts, monkeypatch
     assert main(["run", "--start", first, "--end", last, "--fail-on", "never"]) == 0
     actual = warehouse_rows(sample_root, lake)
     assert not (sample_root / "eval.duckdb").exists() or lake is None
+    # where alerts wait for delivery is the backend's own (files beside the single file, a lake's tables): each was
+    # sent once, to the file that stands in for a webhook here
+    sent = [
+        i for line in (sample_root / "alerts" / "alerts.jsonl").read_text().splitlines() for i in json.loads(line)["finding_ids"]
+    ]
+    delivered = [row[0] for row in actual.pop("alerts_delivered")]
+    assert len(sent) == len(set(sent)) > 0 and sorted(delivered) == (sorted(sent) if lake else [])
+    assert actual.pop("alert_outbox") == [] and actual.pop("alert_delivery_lease") == [
+        [None, "1970-01-01 00:00:00+00:00"]
+    ]  # free
     assert {"scores", "findings", "rewards", "pass_at_k", "quarantine", "issues"} <= {
         name for name, rows in actual.items() if rows
     }

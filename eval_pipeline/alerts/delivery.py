@@ -16,7 +16,7 @@ import httpx
 
 from eval_pipeline import jsonout
 from eval_pipeline.alerts.messages import MessageLinks, group_key, slack_message
-from eval_pipeline.alerts.outbox import Alert, AlertOutbox, DeliveryReport
+from eval_pipeline.alerts.outbox import Alert, DeliveryReport, Outbox
 from eval_pipeline.durable import append_lines
 from eval_pipeline.retry import Backoff, RetriesExhausted, with_retries
 
@@ -108,7 +108,7 @@ def _within(seconds: float, work: Callable[[], None], abandon: Callable[[], None
 
 
 def deliver_pending(
-    outbox: AlertOutbox,
+    outbox: Outbox,
     webhook_url: str | None,
     links: MessageLinks,
     secret_patterns: Iterable[str],
@@ -133,7 +133,7 @@ def deliver_pending(
     return outbox.deliver(send, group_key)
 
 
-def destination(outbox: AlertOutbox, webhook_url: str | None) -> str:
+def destination(outbox: Outbox, webhook_url: str | None) -> str:
     """Where alerts go, said without the URL (it carries a token)."""
     return "the webhook" if webhook_url else f"{outbox.directory / FALLBACK_FILE} (no EVAL_ALERT_WEBHOOK_URL)"
 

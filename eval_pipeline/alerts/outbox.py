@@ -1,4 +1,5 @@
-"""The alert outbox and the delivered ledger: files beside the warehouse, never DuckDB.
+"""The alert outbox and the delivered ledger: files beside the warehouse, never DuckDB (a lake warehouse keeps
+them in its tables instead, `warehouse/alerts.py`, for every host to share).
 
 A run that finds regressions puts them in the outbox (one file per run and day); whoever
 delivers (the alert sensor under the daemon, or `eval-pipeline run` itself) sends what the
@@ -15,7 +16,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from filelock import FileLock
 
@@ -31,6 +32,52 @@ class DeliveryReport:
     delivered: int
     pending: int
     errors: list[str]
+
+
+class Outbox(Protocol):
+    """Where alerts wait until delivered, and the record of which were."""
+
+    directory: Path  # this host's: where alerts are written when no webhook is configured
+
+    def enqueue(self, alerts: Iterable[Alert], name: str, secret_patterns: Iterable[str]) -> int: ...
+
+    def pending(self) -> list[Alert]: ...
+
+    def deliver(self, send: Callable[[list[Alert]], None], group_key: Callable[[Alert], Any]) -> DeliveryReport: ...
+
+
+def first_of_each(alerts: Iterable[Alert], delivered: set[str]) -> list[Alert]:
+    """The alerts not yet delivered, each id once (its first), in the order given."""
+    seen: set[str] = set()
+    kept = []
+    for alert in alerts:
+        if alert["alert_id"] not in delivered and alert["alert_id"] not in seen:
+            seen.add(alert["alert_id"])
+            kept.append(alert)
+    return kept
+
+
+def send_in_groups(
+    pending: list[Alert],
+    send: Callable[[list[Alert]], None],
+    group_key: Callable[[Alert], Any],
+    record: Callable[[list[Alert]], None],
+) -> DeliveryReport:
+    """Send `pending` one group at a time; `record` each group once `send` returns. A group whose send fails is kept
+    for the next attempt, and its error reported."""
+    groups: dict[Any, list[Alert]] = {}
+    for alert in pending:
+        groups.setdefault(group_key(alert), []).append(alert)
+    delivered, errors = 0, []
+    for group in groups.values():
+        try:
+            send(group)
+        except Exception as exc:  # kept for the next attempt, and reported
+            errors.append(str(exc))
+            continue
+        record(group)
+        delivered += len(group)
+    return DeliveryReport(delivered=delivered, pending=len(pending) - delivered, errors=errors)
 
 
 class AlertOutbox:
@@ -56,13 +103,8 @@ class AlertOutbox:
 
     def pending(self) -> list[Alert]:
         """Undelivered alerts, oldest batch first, each id once."""
-        delivered, seen, alerts = self.delivered_ids(), set(), []
-        for path in sorted(self.pending_dir.glob("*.json"), key=lambda p: p.stat().st_mtime_ns):
-            for alert in json.loads(path.read_text()):
-                if alert["alert_id"] not in delivered and alert["alert_id"] not in seen:
-                    seen.add(alert["alert_id"])
-                    alerts.append(alert)
-        return alerts
+        batches = sorted(self.pending_dir.glob("*.json"), key=lambda p: p.stat().st_mtime_ns)
+        return first_of_each((alert for path in batches for alert in json.loads(path.read_text())), self.delivered_ids())
 
     def deliver(self, send: Callable[[list[Alert]], None], group_key: Callable[[Alert], Any]) -> DeliveryReport:
         """Send pending alerts one group at a time; record each group once `send` returns.
@@ -71,20 +113,9 @@ class AlertOutbox:
         """
         self.directory.mkdir(parents=True, exist_ok=True)
         with self._lock:
-            groups: dict[Any, list[Alert]] = {}
-            for alert in self.pending():
-                groups.setdefault(group_key(alert), []).append(alert)
-            delivered, errors = 0, []
-            for group in groups.values():
-                try:
-                    send(group)
-                except Exception as exc:  # kept for the next attempt, and reported
-                    errors.append(str(exc))
-                    continue
-                self._record(group)
-                delivered += len(group)
+            report = send_in_groups(self.pending(), send, group_key, self._record)
             self._drop_delivered_batches()
-            return DeliveryReport(delivered=delivered, pending=sum(map(len, groups.values())) - delivered, errors=errors)
+            return report
 
     def _record(self, alerts: list[Alert]) -> None:
         now = datetime.now(UTC).isoformat()

@@ -284,9 +284,9 @@ def _progress(text: str) -> Iterator[Progress | None]:
 def _deliver_alerts(settings: Settings, secret_patterns: list[str]) -> None:
     from eval_pipeline.alerts.delivery import alerts_directory, deliver_pending, destination
     from eval_pipeline.alerts.messages import MessageLinks
-    from eval_pipeline.alerts.outbox import AlertOutbox
+    from eval_pipeline.warehouse.alerts import open_outbox
 
-    outbox = AlertOutbox(alerts_directory(settings.duckdb_path))
+    outbox = open_outbox(settings.warehouse(), alerts_directory(settings.duckdb_path))
     links = MessageLinks(ui_base_url=settings.ui_base_url, viewer_base_url=settings.viewer_base_url)
     report = deliver_pending(outbox, settings.alert_webhook_url, links, secret_patterns)
     if report.delivered:

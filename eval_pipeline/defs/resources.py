@@ -11,7 +11,7 @@ import dagster as dg
 from eval_pipeline import plugins
 from eval_pipeline.alerts.delivery import alerts_directory, deliver_pending
 from eval_pipeline.alerts.messages import MessageLinks
-from eval_pipeline.alerts.outbox import AlertOutbox, DeliveryReport
+from eval_pipeline.alerts.outbox import DeliveryReport, Outbox
 from eval_pipeline.capture.cases import CaseSetError, CaseSpec, load_case_set
 from eval_pipeline.config import EvalConfig, JudgeConfig, Price, beside_config, load_config
 from eval_pipeline.episodes.files import FileSource
@@ -24,6 +24,7 @@ from eval_pipeline.scoring.cases import Case, CasesError, load_cases
 from eval_pipeline.scoring.checks import Check
 from eval_pipeline.settings import Settings
 from eval_pipeline.viewer.links import day_url, episode_url, report_url
+from eval_pipeline.warehouse.alerts import open_outbox
 from eval_pipeline.warehouse.connection import Warehouse
 from eval_pipeline.warehouse.lake import Lake
 
@@ -138,13 +139,14 @@ class ViewerResource(dg.ConfigurableResource):
 class AlertsResource(dg.ConfigurableResource):
     """Where regressions are announced. The webhook URL is a secret: it only ever comes from the environment."""
 
-    directory: str  # the outbox and the delivered ledger, beside the warehouse
+    warehouse: WarehouseResource  # a lake keeps the outbox and the ledger in its tables, for every host
+    directory: str  # else the outbox and the delivered ledger are files here, beside the warehouse
     webhook_url: str = ""  # empty: alerts go to the log and a file in `directory`
     ui_base_url: str  # Dagster's webserver: a message links to its run
     viewer_base_url: str  # the episode viewer: a message links to its day
 
-    def outbox(self) -> AlertOutbox:
-        return AlertOutbox(Path(self.directory))
+    def outbox(self) -> Outbox:
+        return open_outbox(self.warehouse.get(), Path(self.directory))
 
     def deliver(self, secret_patterns: list[str]) -> DeliveryReport:
         links = MessageLinks(ui_base_url=self.ui_base_url, viewer_base_url=self.viewer_base_url)
@@ -198,13 +200,14 @@ def _as_given(name: str, resolved: str) -> dg.EnvVar | str:
 def resources_for(settings: Settings) -> dict[str, dg.ConfigurableResource]:
     """Every resource, bound to the settings (secrets to their variables)."""
     duckdb_path = str(settings.duckdb_path)
+    warehouse = WarehouseResource(
+        duckdb_path=duckdb_path,
+        memory_limit=settings.duckdb_memory,
+        lake=_as_given("EVAL_WAREHOUSE", settings.lake_catalog.get_secret_value()) if settings.lake_catalog else "",
+        lake_data_path=settings.lake_data_path or "",
+    )
     return {
-        "warehouse": WarehouseResource(
-            duckdb_path=duckdb_path,
-            memory_limit=settings.duckdb_memory,
-            lake=_as_given("EVAL_WAREHOUSE", settings.lake_catalog.get_secret_value()) if settings.lake_catalog else "",
-            lake_data_path=settings.lake_data_path or "",
-        ),
+        "warehouse": warehouse,
         "episode_source": EpisodeSourceResource(
             location=_as_given("EVAL_EPISODE_SOURCE", settings.episode_source),
             index_path=source_index_path(duckdb_path),
@@ -223,6 +226,7 @@ def resources_for(settings: Settings) -> dict[str, dg.ConfigurableResource]:
             base_url=_from_env("OPENAI_BASE_URL"), api_key=_from_env("OPENAI_API_KEY"), model=_from_env("EVAL_JUDGE_MODEL")
         ),
         "alerts": AlertsResource(
+            warehouse=warehouse,
             directory=str(alerts_directory(settings.duckdb_path)),
             webhook_url=_from_env("EVAL_ALERT_WEBHOOK_URL"),
             ui_base_url=settings.ui_base_url,

@@ -369,6 +369,26 @@ MIGRATIONS: list[str] = [
         note VARCHAR
     );
     """,
+    # 16: a lake's alert outbox, its delivered ledger and the deliverer's lease, which every host of the lake shares
+    # (`warehouse/alerts.py`); a single-file warehouse keeps its outbox in files beside it, and these stay empty
+    """
+    CREATE TABLE alert_outbox (
+        batch VARCHAR NOT NULL,       -- a day's findings or a failed run; enqueued again, it replaces its alerts
+        position INTEGER NOT NULL,
+        alert_id VARCHAR NOT NULL,
+        alert JSON NOT NULL,          -- redacted as it was put in
+        enqueued_at TIMESTAMPTZ NOT NULL
+    );
+    CREATE TABLE alerts_delivered (
+        alert_id VARCHAR NOT NULL,
+        delivered_at TIMESTAMPTZ NOT NULL
+    );
+    CREATE TABLE alert_delivery_lease (  -- one row: who delivers until when (a lake lets one of two takers commit)
+        holder VARCHAR,
+        expires_at TIMESTAMPTZ NOT NULL
+    );
+    INSERT INTO alert_delivery_lease VALUES (NULL, TIMESTAMPTZ '1970-01-01 00:00:00+00');
+    """,
 ]
 
 

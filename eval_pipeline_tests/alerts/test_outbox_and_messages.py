@@ -1,10 +1,16 @@
 import threading
 import time
+from collections.abc import Callable
+
+import pytest
 
 from eval_pipeline.alerts.delivery import deliver_pending
 from eval_pipeline.alerts.messages import MessageLinks, group_key, run_failure_alert, slack_message
-from eval_pipeline.alerts.outbox import AlertOutbox
+from eval_pipeline.alerts.outbox import AlertOutbox, Outbox
 from eval_pipeline.retry import Backoff
+from eval_pipeline.warehouse.alerts import WarehouseOutbox, open_outbox
+from eval_pipeline.warehouse.connection import Warehouse
+from eval_pipeline_tests.postgres import lake_on
 
 FAST = Backoff(attempts=2, base_seconds=0.01, max_seconds=0.02)
 LEAK = "sk-live-" + "Ab3" * 10
@@ -19,8 +25,27 @@ def finding(finding_id: str, agent: str = "support-bot", day: str = "2026-11-02"
     }  # fmt: skip
 
 
-def test_each_alert_is_sent_once_and_a_failure_keeps_it(tmp_path):
-    outbox = AlertOutbox(tmp_path)
+@pytest.fixture(params=["files", "lake"])
+def outbox_of(request, tmp_path) -> Callable[[], Outbox]:
+    """Opens one warehouse's outbox, anew each call as another process would: files beside a single-file warehouse,
+    or the tables of a lake whose catalog is on the session's Postgres."""
+    lake = None
+    if request.param == "lake":
+        lake = lake_on(request.getfixturevalue("postgres_server"), request.getfixturevalue("postgres_db"), tmp_path)
+    return lambda: open_outbox(Warehouse(tmp_path / "eval.duckdb", lake=lake), tmp_path)
+
+
+def stored(outbox: Outbox) -> list[str]:
+    """The batches the outbox holds, as stored (JSON text)."""
+    if isinstance(outbox, AlertOutbox):
+        return [path.read_text() for path in sorted(outbox.pending_dir.glob("*.json"))]
+    assert isinstance(outbox, WarehouseOutbox)
+    with outbox.warehouse.connect(read_only=True) as con:
+        return [text for (text,) in con.execute("SELECT alert FROM alert_outbox ORDER BY batch, position").fetchall()]
+
+
+def test_each_alert_is_sent_once_and_a_failure_keeps_it(outbox_of):
+    outbox = outbox_of()
     outbox.enqueue([finding("f1"), finding("f2", agent="billing-bot")], "2026-11-02-all", [])
     sent, failures = [], [1]  # the billing-bot group fails once
 
@@ -36,11 +61,11 @@ def test_each_alert_is_sent_once_and_a_failure_keeps_it(tmp_path):
     assert (second.delivered, second.pending) == (1, 0)
     assert outbox.deliver(flaky, group_key).delivered == 0  # nothing is repeated
     assert sorted(sent) == ["f1", "f2"]
-    assert list(outbox.pending_dir.glob("*.json")) == []  # delivered batches are cleared
+    assert stored(outbox) == []  # delivered batches are cleared
 
 
-def test_a_rerun_replaces_the_days_batch_and_delivered_ids_stay_delivered(tmp_path):
-    outbox = AlertOutbox(tmp_path)
+def test_a_rerun_replaces_the_days_batch_and_delivered_ids_stay_delivered(outbox_of):
+    outbox = outbox_of()
     outbox.enqueue([finding("f1")], "day", [])
     outbox.deliver(lambda alerts: None, group_key)
     outbox.enqueue([finding("f1"), finding("f3")], "day", [])  # the re-run finds f1 again, and f3
@@ -77,11 +102,11 @@ def test_slack_markup_in_the_data_is_escaped_and_only_the_messages_links_are_mar
     )
 
 
-def test_the_outbox_holds_alerts_redacted(tmp_path):
-    outbox = AlertOutbox(tmp_path)
+def test_the_outbox_holds_alerts_redacted(outbox_of):
+    outbox = outbox_of()
     outbox.enqueue([finding("f1", message=f"tools [lookup, {LEAK}]", agent=f"bot {LEAK}")], "day", ["lookup"])
-    stored = (outbox.pending_dir / "day.json").read_text()
-    assert LEAK not in stored and "sk-\\u2026[redacted]" in stored and "lookup" not in stored  # the extra pattern too
+    text = "".join(stored(outbox))
+    assert LEAK not in text and "sk-\\u2026[redacted]" in text and "lookup" not in text  # the extra pattern too
 
 
 def test_large_groups_list_twenty_and_count_the_rest():
@@ -97,8 +122,8 @@ def test_run_failures_travel_alone():
     assert "run failed" in slack_message([failure], LINKS, [])["text"]
 
 
-def test_webhook_delivery_retries_then_keeps_alerts_for_later(tmp_path, webhook):
-    outbox = AlertOutbox(tmp_path)
+def test_webhook_delivery_retries_then_keeps_alerts_for_later(outbox_of, webhook):
+    outbox = outbox_of()
     outbox.enqueue([finding("f1")], "day", [])
     webhook.fail_next = 5  # more than one delivery's attempts
     report = deliver_pending(outbox, webhook.url, LINKS, [], FAST)
@@ -130,16 +155,16 @@ def test_without_a_webhook_alerts_go_to_a_file_and_the_log(tmp_path, caplog):
     assert "no EVAL_ALERT_WEBHOOK_URL" in caplog.text
 
 
-def test_two_deliverers_never_send_the_same_alert(tmp_path):
-    """The sensor and a CLI run deliver under one lock: the second finds nothing left to send."""
-    AlertOutbox(tmp_path).enqueue([finding("f1"), finding("f2", agent="billing-bot")], "day", [])
+def test_two_deliverers_never_send_the_same_alert(outbox_of):
+    """The sensor and a CLI run deliver one at a time (a lock, or a lake's lease): the second finds nothing left."""
+    outbox_of().enqueue([finding("f1"), finding("f2", agent="billing-bot")], "day", [])
     sent: list[str] = []
 
     def slow_send(alerts):
         time.sleep(0.2)
         sent.extend(a["alert_id"] for a in alerts)
 
-    threads = [threading.Thread(target=AlertOutbox(tmp_path).deliver, args=(slow_send, group_key)) for _ in range(2)]
+    threads = [threading.Thread(target=outbox_of().deliver, args=(slow_send, group_key)) for _ in range(2)]
     for thread in threads:
         thread.start()
     for thread in threads:
