@@ -21,8 +21,9 @@ from eval_pipeline.episodes.files import iter_file_records
 from eval_pipeline.episodes.records import RawRecord
 
 
-def captures_directory(duckdb_path: Path) -> Path:
-    return duckdb_path.parent / "captures"
+def captures_directory(shared: Path) -> Path:
+    """Where captured runs are kept: under the warehouse's `shared_directory`, which every host of a lake sees."""
+    return shared / "captures"
 
 
 def agent_directory(directory: Path, day: date, agent_id: str) -> Path:

@@ -55,6 +55,14 @@ class Warehouse:
         return Warehouse(self.path, seconds, self.memory_limit, self.lake)
 
     @property
+    def shared_directory(self) -> Path:
+        """Where files that belong with the warehouse go (captured runs): beside the single file, or in a lake's data
+        directory, which every host shares (a lake on object storage: beside the file, on this host only)."""
+        if self.lake is not None and "://" not in self.lake.data_path:
+            return Path(self.lake.data_path)
+        return self.path.parent
+
+    @property
     def shown(self) -> str:
         """Where the warehouse is, as logs and `status` may say it (a lake's catalog password hidden)."""
         return self.lake.shown if self.lake else str(self.path)

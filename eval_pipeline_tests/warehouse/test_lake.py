@@ -95,6 +95,7 @@ def test_the_settings_name_a_lake_and_never_show_its_password(tmp_path):
     warehouse = settings.warehouse()
     assert warehouse.lake == Lake("postgres:host=db port=5432 password=s3cret dbname=eval", f"{tmp_path / 'lake-data'}/")
     assert "s3cret" not in warehouse.shown and "password=***" in warehouse.shown
+    assert warehouse.shared_directory == tmp_path / "lake-data"  # captured runs go where every host sees them
     assert "s3cret" not in repr(settings)
     assert settings.as_environment()["EVAL_WAREHOUSE"] == environ["EVAL_WAREHOUSE"]  # a child process gets it whole
     with pytest.raises(SettingsError, match="EVAL_WAREHOUSE"):

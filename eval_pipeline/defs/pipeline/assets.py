@@ -167,7 +167,7 @@ def capture(context: dg.AssetExecutionContext, config: RunScope, warehouse: Ware
         agents = [(spec, capture_agent(spec, eval_config.relative)) for spec in chosen]
     except SchemaError as exc:
         raise dg.Failure(str(exc)) from None
-    directory = captures_directory(Path(warehouse.duckdb_path))
+    directory = captures_directory(warehouse.get().shared_directory)
     grader, timeout = anchored(settings.grader, eval_config.relative), settings.grader_timeout_seconds
     revision = source_revision(eval_config.relative("."))
     run_id = context.run.run_id.split("-")[0]  # one id for every agent and day this Dagster run captures
@@ -226,7 +226,7 @@ def episodes(
 ) -> Iterator[dg.MaterializeResult]:
     cfg = eval_config.load()
     source, wh = episode_source.open(cfg), warehouse.get()
-    captures = captures_directory(Path(warehouse.duckdb_path))
+    captures = captures_directory(wh.shared_directory)
     undated_day = date.fromisoformat(config.undated_day) if config.undated_day else None
 
     def load(day: date) -> DayMetadata:
