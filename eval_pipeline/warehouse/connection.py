@@ -11,7 +11,7 @@ that still read a whole day (scores, findings, the report) need an ordered aggre
 piece, which DuckDB cannot spill, so a low limit would fail a large day instead of slowing it.
 
 With a `Lake` (EVAL_WAREHOUSE=ducklake:...), the warehouse is a DuckLake instead (`lake.py`): no file lock, any
-number of writers on any host; `in_session` retries a day's work whose commit another writer won.
+number of writers on any host; `rerun_on_conflict` runs a day's work again when another writer's commit won.
 """
 
 from __future__ import annotations
@@ -152,7 +152,7 @@ class Warehouse:
         if self.lake is None:
             con = duckdb.connect(str(self.path), read_only=read_only, config=limit)
         else:
-            con = duckdb.connect(config=limit)
+            con = duckdb.connect(config={**limit, "temp_directory": f"{self.path}.tmp"})  # spills stay on this host
             self.lake.attach(con, read_only=read_only)
         con.execute("SET TimeZone = 'UTC'")
         return con
