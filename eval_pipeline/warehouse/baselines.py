@@ -215,7 +215,8 @@ SELECT c.*,
        coalesce(i.warning_issues, 0) AS warning_issues
 FROM candidates c
 LEFT JOIN ranked b ON b.candidate_id = c.episode_id AND b.rank = 1
-LEFT JOIN episodes e ON c.mode = 'live' AND e.partition_date = $day AND e.episode_id = c.episode_id
+LEFT JOIN episodes e ON e.partition_date = $day AND e.episode_id = c.episode_id  -- read for live replays only (an equi-join:
+                                                                                  -- DuckDB 1.5 loops over a mixed condition)
 LEFT JOIN (
     SELECT episode_id, avg(normalized) AS judge_score FROM judgements
     WHERE partition_date = $day AND status = 'judged' AND hash(episode_id) % $parts = $part GROUP BY episode_id
