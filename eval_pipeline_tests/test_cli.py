@@ -32,6 +32,10 @@ def test_demo_then_query_report_and_status(project_env, capsys, backend, request
 
     assert main(["query", "SELECT count(*) AS n FROM findings WHERE agent_id = 'billing-bot'", "--format", "json"]) == 0
     assert json.loads(capsys.readouterr().out) == [{"n": 0}]
+    assert main(["query", "SELECT count(*) AS n FROM scores", "--format", "json"]) == 0  # the data files are read
+    assert json.loads(capsys.readouterr().out)[0]["n"] > 100
+    assert main(["query", "DELETE FROM scores"]) != 0  # and never written
+    capsys.readouterr()
 
     assert main(["report", "--date", "2026-11-02"]) == 0
     assert "## Regression Alerts" in capsys.readouterr().out

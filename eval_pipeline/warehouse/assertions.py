@@ -47,7 +47,7 @@ def check_inputs(warehouse: Warehouse, day: date, agent_id: str | None = None) -
     with warehouse.connect(read_only=warehouse.exists()) as con:
         parts = candidate_parts(con, day, agent_id, CHECK_PART_EPISODES)
         for part in range(parts):
-            reader = con.execute(_CHECK_INPUTS, {**params, "parts": parts, "part": part}).fetch_record_batch(CHECK_BATCH_ROWS)
+            reader = con.execute(_CHECK_INPUTS, {**params, "parts": parts, "part": part}).to_arrow_reader(CHECK_BATCH_ROWS)
             for batch in reader:
                 yield from batch.to_pylist()  # nested rows straight to Python: twice as fast as via pandas
 

@@ -102,14 +102,16 @@ class Warehouse:
         return with_conflict_retries(what, attempt) if self.lake and self._session is None else attempt()
 
     @contextmanager
-    def connect(self, *, read_only: bool = False) -> Iterator[duckdb.DuckDBPyConnection]:
-        if self._session is not None:
+    def connect(self, *, read_only: bool = False, private: bool = False) -> Iterator[duckdb.DuckDBPyConnection]:
+        """A connection, closed after; a `private` one shares no settings with the process's others (a lake's
+        connections are otherwise cursors of one DuckDB instance), for users' SQL."""
+        if self._session is not None and not private:
             yield self._session
             return
         with self._turn():
             if not self._migrated and (not read_only or not self.exists() or self._version() < len(MIGRATIONS)):
                 self._migrate()
-            con = self._open(read_only)
+            con = self._open(read_only, private)
             try:
                 yield con
             finally:
@@ -147,13 +149,12 @@ class Warehouse:
         with_conflict_retries("migrating the warehouse", migrated) if self.lake else migrated()
         self._migrated = True
 
-    def _open(self, read_only: bool) -> duckdb.DuckDBPyConnection:
-        limit: dict[str, str | bool | int | float | list[str]] = {"memory_limit": self.memory_limit} if self.memory_limit else {}
+    def _open(self, read_only: bool, private: bool = False) -> duckdb.DuckDBPyConnection:
+        limit = {"memory_limit": self.memory_limit} if self.memory_limit else {}
         if self.lake is None:
-            con = duckdb.connect(str(self.path), read_only=read_only, config=limit)
-        else:
-            con = duckdb.connect(config={**limit, "temp_directory": f"{self.path}.tmp"})  # spills stay on this host
-            self.lake.attach(con, read_only=read_only)
+            con = duckdb.connect(str(self.path), read_only=read_only, config=dict(limit))
+        else:  # spills stay on this host, as the file's do
+            con = self.lake.connect({**limit, "temp_directory": f"{self.path}.tmp"}, read_only=read_only, private=private)
         con.execute("SET TimeZone = 'UTC'")
         return con
 

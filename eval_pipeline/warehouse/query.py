@@ -11,7 +11,7 @@ def run_read_only(warehouse: Warehouse, sql: str) -> pd.DataFrame:
     """Run one statement over the warehouse and nothing else: DuckDB's read-only mode refuses writes to it,
     and with external access off (and locked) the SQL cannot read or write other files either
     (`COPY ... TO`, `read_csv`, `ATTACH`, extensions)."""
-    with warehouse.connect(read_only=True) as con:
+    with warehouse.connect(read_only=True, private=True) as con:
         con.execute("SET enable_external_access = false")
         con.execute("SET lock_configuration = true")
         return con.execute(sql).df()

@@ -52,7 +52,7 @@ def write_rewards(
         parts = candidate_parts(reader, day, None, REWARD_PART_EPISODES)
         for part in range(parts):
             in_part = {"first": day, "last": day, "parts": parts, "part": part}
-            for batch in reader.execute(_REWARD_INPUTS, in_part).fetch_record_batch(REWARD_BATCH_ROWS):
+            for batch in reader.execute(_REWARD_INPUTS, in_part).to_arrow_reader(REWARD_BATCH_ROWS):
                 scored = batch.to_pandas()
                 episodes, written = episodes + len(scored), written + insert_rows(con, "rewards", rewards_of(scored))
     return episodes, written
