@@ -11,7 +11,7 @@ import pytest
 
 from eval_pipeline.cli import main
 from eval_pipeline.defs.alerting.sensors import regression_alerts
-from eval_pipeline.defs.resources import AlertsResource, EvalConfigResource
+from eval_pipeline.defs.resources import AlertsResource, EvalConfigResource, WarehouseResource
 from eval_pipeline_tests.browser import needs_chromium, page_width
 from eval_pipeline_tests.defs.graph import UI_URL, VIEWER_URL
 from eval_pipeline_tests.leaks import LEAKS
@@ -85,7 +85,12 @@ def test_slack_markup_is_escaped_in_every_alert(hostile_run, webhook):
         directory=str(root / "alerts"), webhook_url=webhook.url, ui_base_url=UI_URL, viewer_base_url=VIEWER_URL
     )
     context = dg.build_sensor_context(
-        instance=dg.DagsterInstance.ephemeral(), resources={"alerts": alerts, "eval_config": EvalConfigResource()}
+        instance=dg.DagsterInstance.ephemeral(),
+        resources={
+            "alerts": alerts,
+            "warehouse": WarehouseResource(duckdb_path=str(root / "eval.duckdb")),
+            "eval_config": EvalConfigResource(),
+        },
     )
     assert regression_alerts(context).skip_message.startswith("delivered 4 alert(s) to the webhook")
     assert _leaked(json.dumps(webhook.messages)) == []

@@ -126,7 +126,7 @@ def monitor_and_alert(sample_root: Path, run_id: str) -> None:
         assert not instance.get_runs(dg.RunsFilter(statuses=[DagsterRunStatus.STARTED]))  # the queue may move
         failure = instance.get_records_for_run(run_id, of_type=DagsterEventType.RUN_FAILURE).records[0]
         project = resources_for(settings_of(sample_root))  # the resources the daemon's sensor gets
-        resources = {name: project[name] for name in ("alerts", "eval_config")}
+        resources = {name: project[name] for name in ("alerts", "warehouse", "eval_config")}
         context = dg.build_run_status_sensor_context(
             sensor_name="run_failure_alerts",
             dagster_event=failure.event_log_entry.dagster_event,

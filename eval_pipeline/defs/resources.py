@@ -139,18 +139,18 @@ class ViewerResource(dg.ConfigurableResource):
 class AlertsResource(dg.ConfigurableResource):
     """Where regressions are announced. The webhook URL is a secret: it only ever comes from the environment."""
 
-    warehouse: WarehouseResource  # a lake keeps the outbox and the ledger in its tables, for every host
-    directory: str  # else the outbox and the delivered ledger are files here, beside the warehouse
+    directory: str  # the outbox and the delivered ledger as files, beside a single-file warehouse
     webhook_url: str = ""  # empty: alerts go to the log and a file in `directory`
     ui_base_url: str  # Dagster's webserver: a message links to its run
     viewer_base_url: str  # the episode viewer: a message links to its day
 
-    def outbox(self) -> Outbox:
-        return open_outbox(self.warehouse.get(), Path(self.directory))
+    def outbox(self, warehouse: WarehouseResource) -> Outbox:
+        """The warehouse's outbox: the files in `directory`, or a lake's tables (every host shares them)."""
+        return open_outbox(warehouse.get(), Path(self.directory))
 
-    def deliver(self, secret_patterns: list[str]) -> DeliveryReport:
+    def deliver(self, warehouse: WarehouseResource, secret_patterns: list[str]) -> DeliveryReport:
         links = MessageLinks(ui_base_url=self.ui_base_url, viewer_base_url=self.viewer_base_url)
-        return deliver_pending(self.outbox(), self.webhook_url or None, links, secret_patterns)
+        return deliver_pending(self.outbox(warehouse), self.webhook_url or None, links, secret_patterns)
 
 
 class JudgeResource(_LLMEndpoint):
@@ -226,7 +226,6 @@ def resources_for(settings: Settings) -> dict[str, dg.ConfigurableResource]:
             base_url=_from_env("OPENAI_BASE_URL"), api_key=_from_env("OPENAI_API_KEY"), model=_from_env("EVAL_JUDGE_MODEL")
         ),
         "alerts": AlertsResource(
-            warehouse=warehouse,
             directory=str(alerts_directory(settings.duckdb_path)),
             webhook_url=_from_env("EVAL_ALERT_WEBHOOK_URL"),
             ui_base_url=settings.ui_base_url,

@@ -7,7 +7,7 @@ import pytest
 
 from eval_pipeline.cli import main
 from eval_pipeline.defs.alerting.sensors import regression_alerts, run_failure_alerts
-from eval_pipeline.defs.resources import AlertsResource, EvalConfigResource
+from eval_pipeline.defs.resources import AlertsResource, EvalConfigResource, WarehouseResource
 from eval_pipeline.episodes.samples import LEAKED_KEY, write_samples
 from eval_pipeline.warehouse.connection import Warehouse
 from eval_pipeline_tests.defs.graph import GRAPH, UI_URL, VIEWER_URL, local_resources
@@ -83,6 +83,9 @@ def test_a_webhook_that_refuses_is_named_by_its_host_in_the_run_and_the_sensor_t
     alerts = AlertsResource(
         directory=str(project_env / "alerts"), webhook_url=url, ui_base_url=UI_URL, viewer_base_url=VIEWER_URL
     )
-    skipped = tick({"alerts": alerts, "eval_config": EvalConfigResource()}, dg.DagsterInstance.ephemeral())
+    warehouse = WarehouseResource(duckdb_path=str(project_env / "eval.duckdb"))
+    skipped = tick(
+        {"alerts": alerts, "warehouse": warehouse, "eval_config": EvalConfigResource()}, dg.DagsterInstance.ephemeral()
+    )
     assert skipped.endswith("webhook failed, retried next tick: alert webhook POST to 127.0.0.1 answered HTTP 403")
     assert "Xq7Wd9Lk2Mn4" not in printed.out + printed.err + skipped

@@ -5,6 +5,7 @@ import duckdb
 import pytest
 
 from eval_pipeline.warehouse.connection import Warehouse, WarehouseBusy
+from eval_pipeline.warehouse.partitions import PIPELINE_TABLES
 from eval_pipeline.warehouse.schema import MIGRATIONS
 
 
@@ -25,17 +26,7 @@ def test_tables_are_created_and_versioned_once(warehouse):
                 ).fetchall()
             }
             versions = con.execute("SELECT version FROM schema_version ORDER BY 1").fetchall()
-    assert {
-        "episodes",
-        "episode_steps",
-        "quarantine",
-        "baselines",
-        "replays",
-        "scores",
-        "findings",
-        "reports",
-        "llm_cache",
-    } <= tables
+    assert {*PIPELINE_TABLES, "llm_cache", "labels", "alert_outbox", "alerts_delivered", "alert_delivery_lease"} <= tables
     assert versions == [(v,) for v in range(1, len(MIGRATIONS) + 1)]
     assert warehouse.path.exists() == (warehouse.lake is None)  # a lake keeps nothing in the file
 

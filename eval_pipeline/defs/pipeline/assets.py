@@ -475,7 +475,7 @@ def regression_findings(
     alerts: AlertsResource,
     viewer: ViewerResource,
 ):
-    cfg, wh, outbox = eval_config.load(), warehouse.get(), alerts.outbox()
+    cfg, wh, outbox = eval_config.load(), warehouse.get(), alerts.outbox(warehouse)
 
     def find(day: date) -> DayMetadata:
         today = task_summaries(wh, day, day, config.agent_id, summary_columns())
