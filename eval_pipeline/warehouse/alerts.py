@@ -55,18 +55,17 @@ class WarehouseOutbox:
     def enqueue(self, alerts: Iterable[Alert], name: str, secret_patterns: Iterable[str]) -> int:
         """Put alerts under `name` (e.g. a day); the same name again replaces them, an empty batch removes them."""
         batch = redact_tree([dict(alert) for alert in alerts], secret_patterns)
-        given = {"batch": name, "ids": [alert["alert_id"] for alert in batch], "alerts": [jsonout.dumps(a) for a in batch]}
-
-        def write() -> None:
-            with self.warehouse.transaction() as con:
-                con.execute("DELETE FROM alert_outbox WHERE batch = $batch", {"batch": name})
-                con.execute(
-                    "INSERT INTO alert_outbox SELECT $batch, position, alert_id, alert::JSON, now() FROM "
-                    "(SELECT unnest(range(len($ids))) AS position, unnest($ids) AS alert_id, unnest($alerts) AS alert)",
-                    given,
-                )
-
-        self.warehouse.rerun_on_conflict(f"the alert batch {name}", write, one_connection=False)
+        given: dict[str, object] = {
+            "batch": name,
+            "ids": [a["alert_id"] for a in batch],
+            "alerts": [jsonout.dumps(a) for a in batch],
+        }
+        self._write(
+            f"the alert batch {name}",
+            ("DELETE FROM alert_outbox WHERE batch = $batch", {"batch": name}),
+            ("INSERT INTO alert_outbox SELECT $batch, position, alert_id, alert::JSON, now() FROM "
+             "(SELECT unnest(range(len($ids))) AS position, unnest($ids) AS alert_id, unnest($alerts) AS alert)", given),
+        )  # fmt: skip
         return len(batch)
 
     def pending(self) -> list[Alert]:
@@ -82,17 +81,20 @@ class WarehouseOutbox:
         on any host (the lease)."""
         with self._lease():
             report = send_in_groups(self.pending(), send, group_key, self._record)
-            self._write("dropping delivered alert batches", _DROP_DELIVERED_BATCHES, {})
+            self._write("dropping delivered alert batches", (_DROP_DELIVERED_BATCHES, {}))
             return report
 
     def _record(self, alerts: list[Alert]) -> None:
         ids = [alert["alert_id"] for alert in alerts]
-        self._write("recording delivered alerts", "INSERT INTO alerts_delivered SELECT unnest($ids), now()", {"ids": ids})
+        self._write("recording delivered alerts", ("INSERT INTO alerts_delivered SELECT unnest($ids), now()", {"ids": ids}))
 
-    def _write(self, what: str, sql: str, params: dict[str, object]) -> None:
+    def _write(self, what: str, *statements: tuple[str, dict[str, object]]) -> None:
+        """The statements in one transaction, run again while another writer's commit wins."""
+
         def write() -> None:
             with self.warehouse.transaction() as con:
-                con.execute(sql, params)
+                for sql, params in statements:
+                    con.execute(sql, params)
 
         self.warehouse.rerun_on_conflict(what, write, one_connection=False)
 
@@ -109,7 +111,7 @@ class WarehouseOutbox:
         try:
             yield
         finally:
-            self._write("freeing the alert delivery lease", _FREE, {"me": self.holder})
+            self._write("freeing the alert delivery lease", (_FREE, {"me": self.holder}))
 
     def _take(self) -> bool:
         try:

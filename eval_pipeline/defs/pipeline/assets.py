@@ -137,7 +137,7 @@ def _materialized(context: dg.AssetExecutionContext, metadata: dict | None = Non
         yield dg.MaterializeResult(asset_key=key, metadata=metadata)
 
 
-def _in_session(
+def _rerun_on_conflict(
     warehouse: Warehouse, work: Callable[[date], DayMetadata], *, one_connection: bool = True
 ) -> Callable[[date], DayMetadata]:
     """One warehouse connection for all of a day's reads and writes (not while the day waits on an LLM or a source:
@@ -240,7 +240,7 @@ def episodes(
             "quarantine": {"records_read": counts.records_read, "dagster/row_count": counts.quarantined},
         }
 
-    _each_day(context, _in_session(wh, load, one_connection=False))
+    _each_day(context, _rerun_on_conflict(wh, load, one_connection=False))
     yield from _materialized(context)
 
 
@@ -272,7 +272,7 @@ def baselines(
         return {"baselines": {"dagster/row_count": from_runs + from_history, "from_history": from_history,
                               "days_looked_back": len(earlier)}}  # fmt: skip
 
-    _each_day(context, _in_session(wh, establish, one_connection=False))
+    _each_day(context, _rerun_on_conflict(wh, establish, one_connection=False))
     return dg.MaterializeResult(metadata={"policy": policy, "lookback_days": cfg.baseline.lookback_days})
 
 
@@ -297,7 +297,7 @@ def replays(
         def dry(day: date) -> DayMetadata:
             return {"replays": {"dagster/row_count": write_dry_replays(wh, day, config.agent_id)}}
 
-        _each_day(context, _in_session(wh, dry))
+        _each_day(context, _rerun_on_conflict(wh, dry))
         return dg.MaterializeResult(metadata={"mode": "dry"})
     if replay.mode != "live":
         raise dg.Failure(f"EVAL_REPLAY_MODE must be dry or live, not {replay.mode!r}")
@@ -323,7 +323,7 @@ def replays(
             }
         }
 
-    _each_day(context, _in_session(wh, live, one_connection=False))
+    _each_day(context, _rerun_on_conflict(wh, live, one_connection=False))
     return dg.MaterializeResult(metadata={"mode": "live", "candidate_model": replay.candidate_model})
 
 
@@ -372,7 +372,7 @@ def judgements(
             "pairwise_judgements": {"dagster/row_count": len(outcome.pairwise)},
         }  # fmt: skip
 
-    _each_day(context, _in_session(wh, judge_day, one_connection=False))
+    _each_day(context, _rerun_on_conflict(wh, judge_day, one_connection=False))
     yield from _materialized(context, {"judge_model": judge.model, "rubrics": ", ".join(r.name for r in rubrics)})
 
 
@@ -413,7 +413,7 @@ def assertions(
             "issues": {"issues_by_check": _md(by_check, 30), "dagster/row_count": len(issues)},
         }
 
-    _each_day(context, _in_session(wh, assess_day))
+    _each_day(context, _rerun_on_conflict(wh, assess_day))
     yield from _materialized(context, {"cases_file": cfg.cases.path or "none", "checks": ", ".join(c.name for c in run_checks)})
 
 
@@ -455,7 +455,7 @@ def scores(context: dg.AssetExecutionContext, config: RunScope, warehouse: Wareh
             }
         }
 
-    _each_day(context, _in_session(wh, score))
+    _each_day(context, _rerun_on_conflict(wh, score))
     yield dg.MaterializeResult(metadata={"config_version": cfg.version})
     yield from tally.results()
 
@@ -504,7 +504,7 @@ def regression_findings(
             }
         }
 
-    per_day = [metadata["regression_findings"] for metadata in _each_day(context, _in_session(wh, find))]
+    per_day = [metadata["regression_findings"] for metadata in _each_day(context, _rerun_on_conflict(wh, find))]
     yield dg.MaterializeResult()
     counts = {day: (int(m["critical"]), int(m["warning"])) for day, m in zip(partition_days(context), per_day, strict=True)}
     yield checks.no_critical_regressions(counts)
@@ -530,7 +530,7 @@ def rewards(context: dg.AssetExecutionContext, config: RunScope, warehouse: Ware
         episodes, rows = write_rewards(wh, day, rewards_of, only)
         return {"rewards": {"episodes": episodes, "rewards": len(names), "dagster/row_count": rows}}
 
-    _each_day(context, _in_session(wh, compute))
+    _each_day(context, _rerun_on_conflict(wh, compute))
     return dg.MaterializeResult()
 
 
@@ -564,7 +564,7 @@ def pass_at_k(
             "task_trials": {"flaky_tasks": len(flaky), "flakiest_tasks": _md(flaky), "dagster/row_count": len(per_task)},
         }
 
-    _each_day(context, _in_session(wh, count))
+    _each_day(context, _rerun_on_conflict(wh, count))
     yield from _materialized(context)
 
 
@@ -626,5 +626,5 @@ def eval_report(
             }
         }
 
-    _each_day(context, _in_session(wh, report))
+    _each_day(context, _rerun_on_conflict(wh, report))
     return dg.MaterializeResult()
