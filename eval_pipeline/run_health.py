@@ -7,22 +7,26 @@ with `kill -9` would then stay STARTED for ever and, with one run at a time, hol
 `LocalProcessRunLauncher` answers run monitoring (dagster.yaml `run_monitoring`) from that pid, and
 `fail_dead_runs` applies the same rule where no daemon runs: before `eval-pipeline run` starts one.
 
-Both assume what the project's deployment is: one machine, where the daemon, the code server and
-the CLI see each other's processes.
+A pid means something only on its own machine, so every run is tagged with the host its process runs
+on (`HOST_TAG`: `eval-pipeline run` tags its runs, the launcher the runs it starts), and a run of
+another host is never judged here: that host's next run, or its daemon, judges it.
 """
 
 from __future__ import annotations
 
 import os
+import socket
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Self
 
 import dagster as dg
 from dagster import DagsterEventType, DagsterInstance, DagsterRun, DagsterRunStatus
-from dagster._core.launcher import CheckRunHealthResult, WorkerStatus
+from dagster._core.launcher import CheckRunHealthResult, LaunchRunContext, WorkerStatus
 from dagster._serdes import ConfigurableClassData
 
+HOST_TAG = "eval_pipeline/host"  # the machine a run's process runs on
+THIS_HOST = socket.gethostname()
 _START_SLACK_SECONDS = 2.0  # /proc's boot time is whole seconds: a process this much younger than its record is another
 
 
@@ -57,6 +61,9 @@ def process_alive(pid: int, since: float) -> bool:
 
 
 def worker_status(instance: DagsterInstance, run: DagsterRun) -> CheckRunHealthResult:
+    host = run.tags.get(HOST_TAG, THIS_HOST)
+    if host != THIS_HOST:
+        return CheckRunHealthResult(WorkerStatus.UNKNOWN, f"its process runs on {host}, not on this host")
     recorded = run_process(instance, run.run_id)
     if recorded is None:
         return CheckRunHealthResult(WorkerStatus.RUNNING, "no process recorded yet")
@@ -77,14 +84,19 @@ class LocalProcessRunLauncher(dg.DefaultRunLauncher):
     def supports_check_run_worker_health(self) -> bool:
         return True
 
+    def launch_run(self, context: LaunchRunContext) -> None:
+        self._instance.add_run_tags(context.dagster_run.run_id, {HOST_TAG: THIS_HOST})
+        super().launch_run(context)
+
     def check_run_worker_health(self, run: DagsterRun) -> CheckRunHealthResult:
         return worker_status(instance=self._instance, run=run)
 
 
 def fail_dead_runs(instance: DagsterInstance) -> list[DagsterRun]:
-    """Mark failed every STARTED run whose process has ended; return them (their failure alerts are the caller's)."""
+    """Mark failed every STARTED run of this host whose process has ended; return them (their failure alerts are the
+    caller's)."""
     failed = []
-    for run in instance.get_runs(dg.RunsFilter(statuses=[DagsterRunStatus.STARTED])):
+    for run in instance.get_runs(dg.RunsFilter(statuses=[DagsterRunStatus.STARTED], tags={HOST_TAG: THIS_HOST})):
         health = worker_status(instance, run)
         if health.status == WorkerStatus.FAILED:
             instance.report_run_failed(run, f"{health.msg}; marked failed before the next run started")

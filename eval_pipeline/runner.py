@@ -30,7 +30,7 @@ from eval_pipeline.alerts.messages import run_failure_alert
 from eval_pipeline.config import load_config
 from eval_pipeline.defs.pipeline.jobs import EVALUATE_JOB
 from eval_pipeline.errors import InfrastructureError
-from eval_pipeline.run_health import fail_dead_runs, process_alive, run_partitions
+from eval_pipeline.run_health import HOST_TAG, THIS_HOST, fail_dead_runs, process_alive, run_partitions
 from eval_pipeline.settings import Settings, ensure_dagster_home
 from eval_pipeline.warehouse.alerts import open_outbox
 
@@ -175,18 +175,20 @@ def run_days(settings: Settings, request: RunRequest, progress: Progress | None 
     `progress` hears of each step as it finishes.
 
     One run pays Dagster's per-run overhead once, and each asset walks the days oldest first,
-    so baselines flow forward as they would night after night. Runs of one warehouse take turns
-    (`_turn`), and Ctrl-C cancels the run (`RunInterrupted`) instead of failing it.
+    so baselines flow forward as they would night after night. Runs of one warehouse file take turns
+    (`_turn`); runs of a lake execute together, and only the steps that read earlier days wait for the
+    runs of earlier days (`day_order`). Ctrl-C cancels the run (`RunInterrupted`) instead of failing it.
     """
 
     first, last = min(request.days), max(request.days)
     agent_id = request.agent_id
-    tags = {"eval_pipeline/launched_by": "cli", **({"eval_pipeline/agent": agent_id} if agent_id else {})}
+    tags = {"eval_pipeline/launched_by": "cli", HOST_TAG: THIS_HOST, **({"eval_pipeline/agent": agent_id} if agent_id else {})}
     partition_key = first.isoformat() if first == last else None  # a range is named by its tags
     if partition_key is None:
         tags |= {"dagster/asset_partition_range_start": first.isoformat(), "dagster/asset_partition_range_end": last.isoformat()}
     patterns = load_config(settings.config_path).policies.secret_patterns
-    with _turn(settings.duckdb_path, first) as take_turn, warnings.catch_warnings():
+    turn = _no_turn() if settings.lake() else _turn(settings.duckdb_path, first)
+    with turn as take_turn, warnings.catch_warnings():
         warnings.simplefilter("ignore", category=dg.BetaWarning)
         warnings.simplefilter("ignore", category=dg.PreviewWarning)
         job = _definitions_for(settings).resolve_job_def(EVALUATE_JOB)
@@ -291,6 +293,11 @@ def _execute_cancelably(instance: dg.DagsterInstance, run_id: str, execute: Call
     if failure:
         raise failure[0]
     return outcome[0]
+
+
+@contextmanager
+def _no_turn() -> Iterator[Callable[[], None]]:
+    yield lambda: None
 
 
 @contextmanager

@@ -27,6 +27,7 @@ from eval_pipeline.capture.store import agent_directory, captured_records, captu
 from eval_pipeline.defs.loaded import CONFIG, PACKAGE_VERSION, SETTINGS
 from eval_pipeline.defs.partitions import daily_partitions, partition_days
 from eval_pipeline.defs.pipeline import checks
+from eval_pipeline.defs.pipeline.day_order import wait_for_earlier_days
 from eval_pipeline.defs.resources import (
     AlertsResource,
     EpisodeSourceResource,
@@ -257,6 +258,7 @@ def baselines(
     episode_source: EpisodeSourceResource,
     eval_config: EvalConfigResource,
 ) -> dg.MaterializeResult:
+    wait_for_earlier_days(context)
     cfg, wh = eval_config.load(), warehouse.get()
     policy, agent = cfg.baseline.policy, config.agent_id
 
@@ -475,6 +477,7 @@ def regression_findings(
     alerts: AlertsResource,
     viewer: ViewerResource,
 ):
+    wait_for_earlier_days(context)
     cfg, wh, outbox = eval_config.load(), warehouse.get(), alerts.outbox(warehouse)
 
     def find(day: date) -> DayMetadata:
@@ -588,6 +591,7 @@ def eval_report(
     replay: ReplayResource,
     judge: JudgeResource,
 ) -> dg.MaterializeResult:
+    wait_for_earlier_days(context)
     cfg, wh = eval_config.load(), warehouse.get()
     notes = [f"Replay mode: {replay.mode}."] + ([f"{judge.off_because}."] if judge.off_because else [])
     if config.agent_id:

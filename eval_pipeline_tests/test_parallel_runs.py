@@ -1,0 +1,114 @@
+"""Days evaluated at once by separate processes, as workers on several hosts would: each an `eval-pipeline run`
+of its own, all recording in one Dagster instance on Postgres and writing one DuckLake warehouse whose catalog is
+on Postgres (both on the session's throwaway server). Then once more, with one worker killed mid-day and its day run
+again."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import dagster as dg
+import pytest
+from dagster import DagsterEventType, DagsterRunStatus
+
+from eval_pipeline.episodes.samples import SAMPLE_DAYS
+from eval_pipeline.run_health import run_process
+from eval_pipeline_tests.postgres import PostgresServer, lake_on
+from eval_pipeline_tests.snapshots import warehouse_rows
+from eval_pipeline_tests.test_postgres_instance import write_postgres_instance
+from eval_pipeline_tests.test_run_faults import instance_of, serial_reference, start_run
+from eval_pipeline_tests.webhook_receiver import WebhookReceiver
+
+pytestmark = pytest.mark.slow
+
+DAYS = [day.isoformat() for day in SAMPLE_DAYS]
+ALERT_TABLES = ("alert_outbox", "alerts_delivered", "alert_delivery_lease")  # the file keeps its outbox in files
+
+
+def run_ids_by_process(root: Path, processes: list[subprocess.Popen]) -> dict[int, str]:
+    """Each process's run id, once every one of them executes its steps (its pid is in the event log)."""
+    deadline = time.monotonic() + 120
+    while True:
+        with instance_of(root) as instance:
+            runs = instance.get_runs(dg.RunsFilter(statuses=[DagsterRunStatus.STARTED]))
+            pids = {recorded[0]: run.run_id for run in runs if (recorded := run_process(instance, run.run_id))}
+        if all(process.pid in pids for process in processes):
+            return {process.pid: pids[process.pid] for process in processes}
+        ended = [process.communicate() for process in processes if process.poll() is not None]
+        assert not ended and time.monotonic() < deadline, f"a run ended before all executed: {ended}"
+        time.sleep(0.05)
+
+
+def rows_without_alert_tables(rows: dict) -> dict:
+    return {name: table for name, table in rows.items() if name not in ALERT_TABLES}
+
+
+def waited_steps(root: Path, run_id: str) -> set[str]:
+    """The steps of the run that waited (were retried later) for runs of earlier days."""
+    with instance_of(root) as instance:
+        records = instance.get_records_for_run(run_id, of_type=DagsterEventType.STEP_UP_FOR_RETRY).records
+    return {record.event_log_entry.step_key or "?" for record in records}
+
+
+def test_days_run_at_once_on_a_lake_then_with_a_worker_killed_and_rerun_equal_a_serial_file_run(
+    sample_root, postgres_server: PostgresServer, postgres_db, tmp_path, monkeypatch
+):
+    with WebhookReceiver() as serial_webhook:
+        monkeypatch.setenv("EVAL_ALERT_WEBHOOK_URL", serial_webhook.url)
+        serial = serial_reference(tmp_path, sample_root, DAYS)  # one day after the other, the single file
+    assert serial_webhook.finding_ids
+
+    for name, value in postgres_server.environment(postgres_db).items():
+        monkeypatch.setenv(name, value)
+    write_postgres_instance(sample_root / "dagster_home")
+    with postgres_server.database(f"{postgres_db}_lake") as lake_db, WebhookReceiver() as webhook:
+        lake = lake_on(postgres_server, lake_db, sample_root)
+        monkeypatch.setenv("EVAL_WAREHOUSE", f"ducklake:{lake.catalog}")
+        monkeypatch.setenv("EVAL_WAREHOUSE_DATA", lake.data_path)
+        monkeypatch.setenv("EVAL_ALERT_WEBHOOK_URL", webhook.url)
+
+        together = [start_run(sample_root, day) for day in DAYS]
+        run_ids = run_ids_by_process(sample_root, together)  # all three execute at once
+        for process in together:
+            assert process.wait(timeout=300) in (0, 1), process.communicate()  # 1: critical regressions, on purpose
+        waited = [waited_steps(sample_root, run_ids[process.pid]) for process in together]
+        assert waited[0] == set() and waited[2] >= {"baselines"}, waited  # only later days wait, for earlier ones
+        assert rows_without_alert_tables(warehouse_rows(sample_root, lake)) == rows_without_alert_tables(serial)
+
+        first, killed, last = (start_run(sample_root, day) for day in DAYS)  # again, and one worker dies
+        run_ids = run_ids_by_process(sample_root, [first, killed, last])
+        killed.kill()
+        killed.wait()
+        query = subprocess.run(
+            [sys.executable, "-m", "eval_pipeline.cli", "query", "SELECT count(*) AS episodes FROM episodes", "--format", "csv"],
+            cwd=sample_root, env=dict(os.environ), capture_output=True, text=True, timeout=120,
+        )  # fmt: skip
+        assert query.returncode == 0 and query.stdout.startswith("episodes\n"), query.stderr  # users read meanwhile
+
+        first_out, first_err = first.communicate(timeout=300)
+        assert first.returncode in (0, 1), first_err
+        last_out, last_err = last.communicate(timeout=300)
+        assert last.returncode == 3 and f"run {run_ids[killed.pid]} of {DAYS[1]} lost its process" in last_err, last_err
+        assert postgres_server.password not in first_out + first_err + last_out + last_err
+
+        rerun = subprocess.run(
+            [sys.executable, "-m", "eval_pipeline.cli", "run", "--start", DAYS[1], "--end", DAYS[2]],
+            cwd=sample_root, env=dict(os.environ), capture_output=True, text=True, timeout=300,
+        )  # fmt: skip
+        assert rerun.returncode in (0, 1), rerun.stderr
+
+        with instance_of(sample_root) as instance:
+            statuses = {run.run_id: run.status for run in instance.get_runs()}
+        assert statuses[run_ids[first.pid]] == DagsterRunStatus.SUCCESS
+        assert statuses[run_ids[killed.pid]] == DagsterRunStatus.FAILURE  # marked by the re-run, which announced it
+        assert statuses[run_ids[last.pid]] == DagsterRunStatus.FAILURE
+        assert not (sample_root / "eval.duckdb").exists()
+        assert rows_without_alert_tables(warehouse_rows(sample_root, lake)) == rows_without_alert_tables(serial)
+        failed_runs = sorted(i.removeprefix("run-failed:") for i in webhook.finding_ids if i.startswith("run-failed:"))
+        assert failed_runs == sorted(run_ids[process.pid] for process in (killed, last))  # each announced once
+        findings = [i for i in webhook.finding_ids if not i.startswith("run-failed:")]
+        assert sorted(findings) == sorted(serial_webhook.finding_ids)  # every finding's alert, once over both rounds
