@@ -25,6 +25,8 @@ from dagster import DagsterEventType, DagsterInstance, DagsterRun, DagsterRunSta
 from dagster._core.launcher import CheckRunHealthResult, LaunchRunContext, WorkerStatus
 from dagster._serdes import ConfigurableClassData
 
+from eval_pipeline.defs.pools import create_pools
+
 HOST_TAG = "eval_pipeline/host"  # the machine a run's process runs on
 THIS_HOST = socket.gethostname()
 _START_SLACK_SECONDS = 2.0  # /proc's boot time is whole seconds: a process this much younger than its record is another
@@ -85,6 +87,7 @@ class LocalProcessRunLauncher(dg.DefaultRunLauncher):
         return True
 
     def launch_run(self, context: LaunchRunContext) -> None:
+        create_pools(self._instance)  # before the run worker's first claim, which could race another run's
         self._instance.add_run_tags(context.dagster_run.run_id, {HOST_TAG: THIS_HOST})
         super().launch_run(context)
 
@@ -100,6 +103,7 @@ def fail_dead_runs(instance: DagsterInstance) -> list[DagsterRun]:
         health = worker_status(instance, run)
         if health.status == WorkerStatus.FAILED:
             instance.report_run_failed(run, f"{health.msg}; marked failed before the next run started")
+            instance.event_log_storage.free_concurrency_slots_for_run(run.run_id)  # else its pool slot stays taken
             failed.append(run)
     return failed
 

@@ -29,6 +29,7 @@ from eval_pipeline.alerts.delivery import alerts_directory
 from eval_pipeline.alerts.messages import run_failure_alert
 from eval_pipeline.config import load_config
 from eval_pipeline.defs.pipeline.jobs import EVALUATE_JOB
+from eval_pipeline.defs.pools import create_pools
 from eval_pipeline.errors import InfrastructureError
 from eval_pipeline.run_health import HOST_TAG, THIS_HOST, fail_dead_runs, process_alive, run_partitions
 from eval_pipeline.settings import Settings, ensure_dagster_home
@@ -198,6 +199,7 @@ def run_days(settings: Settings, request: RunRequest, progress: Progress | None 
         watcher = _StepWatcher(settings.dagster_home, run_id, steps, progress) if progress else None
         take_turn()
         with open_instance(settings) as instance:
+            create_pools(instance)
             for dead in fail_dead_runs(instance):  # nothing else frees the queue from them without a daemon
                 _announce_failure(settings, dead.run_id, dead.job_name, run_partitions(dead), "its process ended", patterns)
             if watcher:
@@ -219,6 +221,9 @@ def run_days(settings: Settings, request: RunRequest, progress: Progress | None 
             except KeyboardInterrupt:
                 raise RunInterrupted(first, last, _canceled(instance, run_id)) from None
             finally:
+                # a step stopped by Ctrl-C keeps its pool slot (Dagster frees it for failed runs only): no later step
+                # of that pool, in any run, could start again
+                instance.event_log_storage.free_concurrency_slots_for_run(run_id)
                 if watcher:
                     watcher.stop.set()
                     watcher.join(5)

@@ -62,6 +62,7 @@ class Settings(BaseModel):
     duckdb_memory: str | None  # DuckDB's memory_limit per connection (past it, DuckDB spills); None: DuckDB's own
     lake_catalog: SecretStr | None  # EVAL_WAREHOUSE=ducklake:...: a DuckLake warehouse; its catalog may hold a password
     lake_data_path: str | None  # EVAL_WAREHOUSE_DATA: the lake's Parquet files, a shared directory or an s3:// URL
+    backfill_days_per_run: int | None  # a backfill from the UI becomes runs of this many days each; None: one run
 
     @property
     def source_is_store(self) -> bool:
@@ -92,6 +93,9 @@ class Settings(BaseModel):
             duckdb_memory=_amount("EVAL_DUCKDB_MEMORY_LIMIT", env["EVAL_DUCKDB_MEMORY_LIMIT"])
             if env.get("EVAL_DUCKDB_MEMORY_LIMIT")
             else None,
+            backfill_days_per_run=_days_per_run(env["EVAL_BACKFILL_DAYS_PER_RUN"])
+            if env.get("EVAL_BACKFILL_DAYS_PER_RUN")
+            else None,
             **_lake(env, cwd),
         )
 
@@ -112,6 +116,7 @@ class Settings(BaseModel):
             "EVAL_CONFIG": self.config_path,
             "EVAL_HISTORY_START": self.history_start,
             "EVAL_DUCKDB_MEMORY_LIMIT": self.duckdb_memory,
+            "EVAL_BACKFILL_DAYS_PER_RUN": self.backfill_days_per_run,
         }
         return resolved | {name: str(value) for name, value in optional.items() if value}
 
@@ -189,6 +194,12 @@ def _amount(name: str, value: str) -> str:
     if not re.fullmatch(r"\d+(\.\d+)?\s*(KB|MB|GB|TB|KiB|MiB|GiB|TiB)", value.strip(), re.IGNORECASE):
         raise SettingsError(f"{name} must be an amount of memory such as 512MB or 2GiB, not {value!r}")
     return value.strip()
+
+
+def _days_per_run(value: str) -> int:
+    if not value.strip().isdigit() or int(value) < 1:
+        raise SettingsError(f"EVAL_BACKFILL_DAYS_PER_RUN must be a whole number of days, at least 1, not {value!r}")
+    return int(value)
 
 
 def _url(name: str, value: str) -> str:

@@ -6,6 +6,7 @@ again."""
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -17,14 +18,15 @@ from dagster import DagsterEventType, DagsterRunStatus
 
 from eval_pipeline.episodes.samples import SAMPLE_DAYS
 from eval_pipeline.run_health import run_process
+from eval_pipeline.settings import PROJECT_ROOT
 from eval_pipeline_tests.postgres import PostgresServer, lake_on
 from eval_pipeline_tests.snapshots import warehouse_rows
-from eval_pipeline_tests.test_postgres_instance import write_postgres_instance
 from eval_pipeline_tests.test_run_faults import instance_of, serial_reference, start_run
 from eval_pipeline_tests.webhook_receiver import WebhookReceiver
 
 pytestmark = pytest.mark.slow
 
+LAKE_INSTANCE = PROJECT_ROOT / "deploy" / "dagster-lake.yaml"
 DAYS = [day.isoformat() for day in SAMPLE_DAYS]
 ALERT_TABLES = ("alert_outbox", "alerts_delivered", "alert_delivery_lease")  # the file keeps its outbox in files
 
@@ -47,11 +49,20 @@ def rows_without_alert_tables(rows: dict) -> dict:
     return {name: table for name, table in rows.items() if name not in ALERT_TABLES}
 
 
-def waited_steps(root: Path, run_id: str) -> set[str]:
-    """The steps of the run that waited (were retried later) for runs of earlier days."""
+STEPS_READING_EARLIER_DAYS = ("baselines", "regression_findings", "eval_report")
+
+
+def step_times(root: Path, run_id: str) -> dict[str, tuple[float, float]]:
+    """When each step of the run last started (a waiting step is restarted) and when it succeeded."""
+    kinds = {DagsterEventType.STEP_START, DagsterEventType.STEP_RESTARTED, DagsterEventType.STEP_SUCCESS}
     with instance_of(root) as instance:
-        records = instance.get_records_for_run(run_id, of_type=DagsterEventType.STEP_UP_FOR_RETRY).records
-    return {record.event_log_entry.step_key or "?" for record in records}
+        records = instance.get_records_for_run(run_id, of_type=kinds).records
+    started, succeeded = {}, {}
+    for record in records:
+        entry = record.event_log_entry
+        kind = entry.dagster_event.event_type if entry.dagster_event else None
+        (succeeded if kind == DagsterEventType.STEP_SUCCESS else started)[entry.step_key] = entry.timestamp
+    return {step: (started[step], succeeded[step]) for step in succeeded}
 
 
 def test_days_run_at_once_on_a_lake_then_with_a_worker_killed_and_rerun_equal_a_serial_file_run(
@@ -64,7 +75,8 @@ def test_days_run_at_once_on_a_lake_then_with_a_worker_killed_and_rerun_equal_a_
 
     for name, value in postgres_server.environment(postgres_db).items():
         monkeypatch.setenv(name, value)
-    write_postgres_instance(sample_root / "dagster_home")
+    (sample_root / "dagster_home").mkdir()
+    shutil.copy(LAKE_INSTANCE, sample_root / "dagster_home" / "dagster.yaml")  # as the README's Production says
     with postgres_server.database(f"{postgres_db}_lake") as lake_db, WebhookReceiver() as webhook:
         lake = lake_on(postgres_server, lake_db, sample_root)
         monkeypatch.setenv("EVAL_WAREHOUSE", f"ducklake:{lake.catalog}")
@@ -75,8 +87,9 @@ def test_days_run_at_once_on_a_lake_then_with_a_worker_killed_and_rerun_equal_a_
         run_ids = run_ids_by_process(sample_root, together)  # all three execute at once
         for process in together:
             assert process.wait(timeout=300) in (0, 1), process.communicate()  # 1: critical regressions, on purpose
-        waited = [waited_steps(sample_root, run_ids[process.pid]) for process in together]
-        assert waited[0] == set() and waited[2] >= {"baselines"}, waited  # only later days wait, for earlier ones
+        times = [step_times(sample_root, run_ids[process.pid]) for process in together]
+        for earlier, later in ((times[0], times[1]), (times[1], times[2])):  # a day's step began after the day before's
+            assert all(later[step][0] >= earlier[step][1] for step in STEPS_READING_EARLIER_DAYS), times
         assert rows_without_alert_tables(warehouse_rows(sample_root, lake)) == rows_without_alert_tables(serial)
 
         first, killed, last = (start_run(sample_root, day) for day in DAYS)  # again, and one worker dies

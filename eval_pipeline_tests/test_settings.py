@@ -26,6 +26,7 @@ def no_run_started(root: Path) -> bool:
         ("EVAL_HISTORY_START", "2026-13-01", "EVAL_HISTORY_START must be a date as YYYY-MM-DD, not '2026-13-01'"),
         ("EVAL_UI_BASE_URL", "127.0.0.1:3000", "EVAL_UI_BASE_URL must be an http:// or https:// URL"),
         ("EVAL_DUCKDB_MEMORY_LIMIT", "lots", "EVAL_DUCKDB_MEMORY_LIMIT must be an amount of memory such as 512MB"),
+        ("EVAL_BACKFILL_DAYS_PER_RUN", "0", "EVAL_BACKFILL_DAYS_PER_RUN must be a whole number of days, at least 1, not '0'"),
     ],
 )
 def test_a_bad_variable_exits_2_naming_it_before_any_run(project_env, monkeypatch, capsys, variable, value, says):

@@ -105,9 +105,12 @@ def test_judge_verdicts_enter_the_weighted_score_only_when_weighted(tmp_path, fa
     assert matches
 
 
-def test_model_calling_steps_share_the_llm_pool():
-    """The pool caps LLM work across runs on a deployed instance (dagster.yaml sets its default limit)."""
-    assert {a.op.name: a.op.pool for a in GRAPH if a.op.pool} == {"replays": "llm", "judgements": "llm"}
+def test_model_calling_steps_share_the_llm_pool_and_the_other_writers_the_warehouse_pool():
+    """The pools cap LLM work and warehouse writers across runs on a deployed instance (dagster.yaml sets their
+    default limit); capturing runs agents and writes no table."""
+    writers = ["episodes", "baselines", "assertions", "scores", "regression_findings", "rewards", "pass_at_k", "eval_report"]
+    expected = {"capture": None, "replays": "llm", "judgements": "llm"} | dict.fromkeys(writers, "warehouse")
+    assert {a.op.name: a.op.pool for a in GRAPH} == expected
 
 
 def test_offline_the_judge_is_skipped_and_the_report_says_so(tmp_path):

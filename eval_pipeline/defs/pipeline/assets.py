@@ -28,6 +28,7 @@ from eval_pipeline.defs.loaded import CONFIG, PACKAGE_VERSION, SETTINGS
 from eval_pipeline.defs.partitions import daily_partitions, partition_days
 from eval_pipeline.defs.pipeline import checks
 from eval_pipeline.defs.pipeline.day_order import wait_for_earlier_days
+from eval_pipeline.defs.pools import LLM_POOL, WAREHOUSE_POOL
 from eval_pipeline.defs.resources import (
     AlertsResource,
     EpisodeSourceResource,
@@ -69,9 +70,13 @@ from eval_pipeline.warehouse.reports import report_inputs, write_report_row
 from eval_pipeline.warehouse.rewards import write_rewards
 from eval_pipeline.warehouse.trials import trial_inputs, write_trials
 
-LLM_POOL = "llm"  # caps concurrent model-calling steps across runs: `dagster instance concurrency set llm N`
-
-_PARTITIONED: dict[str, Any] = {"partitions_def": daily_partitions, "backfill_policy": dg.BackfillPolicy.single_run()}
+# A backfill is one run over its days unless EVAL_BACKFILL_DAYS_PER_RUN splits it (on a lake, whose runs execute at once)
+_BACKFILL = (
+    dg.BackfillPolicy.multi_run(SETTINGS.backfill_days_per_run)
+    if SETTINGS.backfill_days_per_run
+    else dg.BackfillPolicy.single_run()
+)
+_PARTITIONED: dict[str, Any] = {"partitions_def": daily_partitions, "backfill_policy": _BACKFILL}
 _LABELS: dict[str, Any] = {"group_name": "evaluation", "kinds": {"duckdb"}}
 _COMMON: dict[str, Any] = {**_PARTITIONED, **_LABELS}
 
@@ -207,6 +212,7 @@ def capture(context: dg.AssetExecutionContext, config: RunScope, warehouse: Ware
 @dg.multi_asset(
     name="episodes",
     **_PARTITIONED,
+    pool=WAREHOUSE_POOL,
     specs=_tables(
         _code_version("episodes"),
         ["capture"],
@@ -247,6 +253,7 @@ def episodes(
 
 @dg.asset(
     **_COMMON,
+    pool=WAREHOUSE_POOL,
     code_version=_code_version("baselines"),
     deps=["episodes"],
     description="The episode each (agent, task) is compared with, valid from a day on.",
@@ -381,6 +388,7 @@ def judgements(
 @dg.multi_asset(
     name="assertions",
     **_PARTITIONED,
+    pool=WAREHOUSE_POOL,
     specs=_tables(
         _code_version("assertions"),
         ["replays", "episodes", "episode_steps"],
@@ -424,6 +432,7 @@ _WORST_SHOWN = ["episode_id", "agent_id", "weighted_score", "verdict_reason"]
 
 @dg.asset(
     **_COMMON,
+    pool=WAREHOUSE_POOL,
     code_version=_code_version("scores"),
     deps=["replays", "episodes", "baselines", "judgements", "assertions", "issues"],
     check_specs=checks.SCORE_CHECKS,
@@ -464,6 +473,7 @@ def scores(context: dg.AssetExecutionContext, config: RunScope, warehouse: Wareh
 
 @dg.asset(
     **_COMMON,
+    pool=WAREHOUSE_POOL,
     code_version=_code_version("regression_findings"),
     deps=["scores", "issues", "episodes", "quarantine"],
     check_specs=[checks.NO_CRITICAL_REGRESSIONS],
@@ -515,6 +525,7 @@ def regression_findings(
 
 @dg.asset(
     **_COMMON,
+    pool=WAREHOUSE_POOL,
     code_version=_code_version("rewards"),
     deps=["scores", "episodes", "issues"],
     description="Every configured reward of each scored episode, with its breakdown (writes `rewards`): "
@@ -540,6 +551,7 @@ def rewards(context: dg.AssetExecutionContext, config: RunScope, warehouse: Ware
 @dg.multi_asset(
     name="pass_at_k",
     **_PARTITIONED,
+    pool=WAREHOUSE_POOL,
     specs=_tables(
         _code_version("pass_at_k"),
         ["scores"],
@@ -577,6 +589,7 @@ _REPORT_READS = ["regression_findings", "scores", "episodes", "episode_steps", "
 
 @dg.asset(
     **_COMMON,
+    pool=WAREHOUSE_POOL,
     code_version=_code_version("eval_report"),
     deps=_REPORT_READS,
     description="JSON, Markdown and HTML report files of the day (writes `reports`).",
