@@ -9,7 +9,8 @@ with `kill -9` would then stay STARTED for ever and, with one run at a time, hol
 
 A pid means something only on its own machine, so every run is tagged with the host its process runs
 on (`HOST_TAG`: `eval-pipeline run` tags its runs, the launcher the runs it starts), and a run of
-another host is never judged here: that host's next run, or its daemon, judges it.
+another host is never judged here: that host's next run, or its daemon, judges it. Nor is a run
+without the tag (another launcher's, such as Kubernetes', whose own monitoring judges it).
 """
 
 from __future__ import annotations
@@ -63,9 +64,9 @@ def process_alive(pid: int, since: float) -> bool:
 
 
 def worker_status(instance: DagsterInstance, run: DagsterRun) -> CheckRunHealthResult:
-    host = run.tags.get(HOST_TAG, THIS_HOST)
-    if host != THIS_HOST:
-        return CheckRunHealthResult(WorkerStatus.UNKNOWN, f"its process runs on {host}, not on this host")
+    host = run.tags.get(HOST_TAG)
+    if host != THIS_HOST:  # another host's, or launched where no pid is ours to judge (a Kubernetes pod)
+        return CheckRunHealthResult(WorkerStatus.UNKNOWN, f"its process runs on {host or 'a host it did not record'}")
     recorded = run_process(instance, run.run_id)
     if recorded is None:
         return CheckRunHealthResult(WorkerStatus.RUNNING, "no process recorded yet")

@@ -14,7 +14,7 @@ import time
 import uuid
 import warnings
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from datetime import date, timedelta
 from pathlib import Path
@@ -188,7 +188,7 @@ def run_days(settings: Settings, request: RunRequest, progress: Progress | None 
     if partition_key is None:
         tags |= {"dagster/asset_partition_range_start": first.isoformat(), "dagster/asset_partition_range_end": last.isoformat()}
     patterns = load_config(settings.config_path).policies.secret_patterns
-    turn = _no_turn() if settings.lake() else _turn(settings.duckdb_path, first)
+    turn = nullcontext(lambda: None) if settings.lake() else _turn(settings.duckdb_path, first)
     with turn as take_turn, warnings.catch_warnings():
         warnings.simplefilter("ignore", category=dg.BetaWarning)
         warnings.simplefilter("ignore", category=dg.PreviewWarning)
@@ -221,8 +221,7 @@ def run_days(settings: Settings, request: RunRequest, progress: Progress | None 
             except KeyboardInterrupt:
                 raise RunInterrupted(first, last, _canceled(instance, run_id)) from None
             finally:
-                # a step stopped by Ctrl-C keeps its pool slot (Dagster frees it for failed runs only): no later step
-                # of that pool, in any run, could start again
+                # a step stopped by Ctrl-C keeps its pool slot, and no later step of that pool, in any run, could start
                 instance.event_log_storage.free_concurrency_slots_for_run(run_id)
                 if watcher:
                     watcher.stop.set()
@@ -298,11 +297,6 @@ def _execute_cancelably(instance: dg.DagsterInstance, run_id: str, execute: Call
     if failure:
         raise failure[0]
     return outcome[0]
-
-
-@contextmanager
-def _no_turn() -> Iterator[Callable[[], None]]:
-    yield lambda: None
 
 
 @contextmanager

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Literal, get_args
 from pydantic import BaseModel, ConfigDict, SecretStr
 
 from eval_pipeline.errors import UserInputError
+from eval_pipeline.warehouse.s3 import S3Access
 
 if TYPE_CHECKING:
     from eval_pipeline.warehouse.connection import Warehouse
@@ -62,6 +63,7 @@ class Settings(BaseModel):
     duckdb_memory: str | None  # DuckDB's memory_limit per connection (past it, DuckDB spills); None: DuckDB's own
     lake_catalog: SecretStr | None  # EVAL_WAREHOUSE=ducklake:...: a DuckLake warehouse; its catalog may hold a password
     lake_data_path: str | None  # EVAL_WAREHOUSE_DATA: the lake's Parquet files, a shared directory or an s3:// URL
+    lake_s3: S3Access | None  # how to reach an s3:// data path (AWS_ACCESS_KEY_ID, AWS_ENDPOINT_URL, ...)
     backfill_days_per_run: int | None  # a backfill from the UI becomes runs of this many days each; None: one run
 
     @property
@@ -117,6 +119,7 @@ class Settings(BaseModel):
             "EVAL_HISTORY_START": self.history_start,
             "EVAL_DUCKDB_MEMORY_LIMIT": self.duckdb_memory,
             "EVAL_BACKFILL_DAYS_PER_RUN": self.backfill_days_per_run,
+            **(self.lake_s3.as_environment() if self.lake_s3 else {}),
         }
         return resolved | {name: str(value) for name, value in optional.items() if value}
 
@@ -132,7 +135,7 @@ class Settings(BaseModel):
 
         if self.lake_catalog is None or self.lake_data_path is None:
             return None
-        return Lake.parse(self.lake_catalog.get_secret_value(), self.lake_data_path)
+        return Lake.parse(self.lake_catalog.get_secret_value(), self.lake_data_path, self.lake_s3)
 
     def partition_start(self, today: date) -> date:
         """The first daily partition: EVAL_HISTORY_START, else the first day the warehouse has evaluated, else a
@@ -147,7 +150,7 @@ class Settings(BaseModel):
         return first or today - timedelta(days=DEFAULT_HISTORY_DAYS)
 
 
-def _lake(env: Mapping[str, str], cwd: Path) -> dict[str, SecretStr | str | None]:
+def _lake(env: Mapping[str, str], cwd: Path) -> dict[str, SecretStr | str | S3Access | None]:
     """EVAL_WAREHOUSE and EVAL_WAREHOUSE_DATA: a DuckLake warehouse, or (unset) the single DuckDB file."""
     from eval_pipeline.warehouse.lake import Lake
 
@@ -155,13 +158,34 @@ def _lake(env: Mapping[str, str], cwd: Path) -> dict[str, SecretStr | str | None
     if not setting:
         if data:
             raise SettingsError("EVAL_WAREHOUSE_DATA is set without EVAL_WAREHOUSE=ducklake:<catalog>: it names a lake's data")
-        return {"lake_catalog": None, "lake_data_path": None}
+        return {"lake_catalog": None, "lake_data_path": None, "lake_s3": None}
     data = data if "://" in data else _absolute(data, cwd) + "/" if data else ""
     try:
         Lake.parse(setting, data)
     except ValueError as exc:
         raise SettingsError(f"EVAL_WAREHOUSE / EVAL_WAREHOUSE_DATA: {exc}") from None
-    return {"lake_catalog": SecretStr(setting), "lake_data_path": data}
+    return {
+        "lake_catalog": SecretStr(setting),
+        "lake_data_path": data,
+        "lake_s3": s3_access(env) if data.startswith("s3://") else None,
+    }
+
+
+def s3_access(env: Mapping[str, str]) -> S3Access:
+    """A data path on S3 or an S3-compatible store: AWS's own variables, as every S3 client reads them."""
+    if not env.get("AWS_ACCESS_KEY_ID") or not env.get("AWS_SECRET_ACCESS_KEY"):
+        raise SettingsError("EVAL_WAREHOUSE_DATA on s3:// needs AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY")
+    endpoint = env.get("AWS_ENDPOINT_URL") or ""  # another store than AWS's, e.g. http://minio.internal:9000
+    if endpoint and not endpoint.startswith(("http://", "https://")):
+        raise SettingsError(f"AWS_ENDPOINT_URL must be an http:// or https:// URL, not {endpoint!r}")
+    return S3Access(
+        key_id=env["AWS_ACCESS_KEY_ID"],
+        secret=env["AWS_SECRET_ACCESS_KEY"],
+        region=env.get("AWS_REGION") or env.get("AWS_DEFAULT_REGION") or "us-east-1",
+        endpoint=endpoint.partition("://")[2].rstrip("/") or None,
+        use_ssl=not endpoint.startswith("http://"),
+        session_token=env.get("AWS_SESSION_TOKEN") or None,
+    )
 
 
 def _absolute(value: str, cwd: Path) -> str:

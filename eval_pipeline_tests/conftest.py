@@ -19,6 +19,7 @@ from eval_pipeline.settings import PROJECT_ROOT
 from eval_pipeline_tests.fake_openai import FakeOpenAI
 from eval_pipeline_tests.fake_store import FakeStore
 from eval_pipeline_tests.postgres import PostgresServer, postgres_bin_dir, running_postgres
+from eval_pipeline_tests.s3_store import S3Store, running_s3
 from eval_pipeline_tests.webhook_receiver import WebhookReceiver
 
 # The tests run Dagster in this process, as `eval-pipeline` does; under a CI that starts them with SIGINT ignored
@@ -38,6 +39,13 @@ def webhook() -> Iterator[WebhookReceiver]:
     """A running webhook receiver that records POSTed alerts; shut down at teardown."""
     with WebhookReceiver() as receiver:
         yield receiver
+
+
+@pytest.fixture
+def s3_store() -> Iterator[S3Store]:
+    """An S3-compatible store on 127.0.0.1 with an empty bucket (see `s3_store.py`); stopped at teardown."""
+    with running_s3() as store:
+        yield store
 
 
 @pytest.fixture
@@ -84,3 +92,11 @@ def postgres_db(postgres_server) -> Iterator[str]:
     """A new empty database of the session's server for this test alone, dropped after."""
     with postgres_server.database(f"test_{uuid.uuid4().hex[:12]}") as name:
         yield name
+
+
+@pytest.fixture
+def postgres_env(postgres_server: PostgresServer, postgres_db: str, monkeypatch) -> PostgresServer:
+    """The connection in the environment, as a deployment gives it (inherited by the runs the tests start)."""
+    for name, value in postgres_server.environment(postgres_db).items():
+        monkeypatch.setenv(name, value)
+    return postgres_server

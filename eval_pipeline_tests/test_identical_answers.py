@@ -13,6 +13,7 @@ import gzip
 import json
 import math
 import os
+from dataclasses import replace
 from datetime import date
 from pathlib import Path
 
@@ -76,17 +77,23 @@ SMALL_PARTS = {
 }
 
 
-@pytest.mark.parametrize("parts", ["configured", "small", "lake"])
+@pytest.mark.parametrize("parts", ["configured", "small", "lake", "lake_on_s3"])
 def test_every_table_holds_the_answers_of_before(sample_root, parts, monkeypatch, request):
     """With the configured part sizes, with parts so small that every day is split many times, and in a DuckLake
-    warehouse (its catalog on a real Postgres): the answers are the same, as memory bounded by design needs (no step
-    may depend on seeing a whole day at once) and as either backend must."""
+    warehouse (its catalog on a real Postgres; its data in a directory, or in an S3-compatible store): the answers are
+    the same, as memory bounded by design needs (no step may depend on seeing a whole day at once) and as either
+    backend must."""
     if parts == "small":
         for name, size in SMALL_PARTS.items():
             monkeypatch.setattr(name, size)
     lake = None
-    if parts == "lake":
+    if parts.startswith("lake"):
         lake = lake_on(request.getfixturevalue("postgres_server"), request.getfixturevalue("postgres_db"), sample_root)
+        if parts == "lake_on_s3":
+            store = request.getfixturevalue("s3_store")
+            lake = replace(lake, data_path=f"s3://{store.bucket}/lake/", s3=store.access)
+            for name, value in store.environment.items():
+                monkeypatch.setenv(name, value)
         monkeypatch.setenv("EVAL_WAREHOUSE", f"ducklake:{lake.catalog}")
         monkeypatch.setenv("EVAL_WAREHOUSE_DATA", lake.data_path)
     write_days(sample_root / "generated", GENERATED_DAYS, GENERATED_SHAPE, seed=7, regression_rate=0.2)
@@ -113,3 +120,6 @@ def test_every_table_holds_the_answers_of_before(sample_root, parts, monkeypatch
         ANSWERS.write_bytes(gzip.compress(json.dumps(actual, sort_keys=True).encode(), mtime=0))
     expected = json.loads(gzip.decompress(ANSWERS.read_bytes()))
     assert differences(expected, actual) == []
+    if parts == "lake_on_s3":  # the data went to the store, nothing to a local directory
+        assert any(key.startswith("lake/main/scores/") for key in request.getfixturevalue("s3_store").object_keys())
+        assert not (sample_root / "lake").exists()

@@ -34,14 +34,6 @@ def write_postgres_instance(home: Path) -> None:
 
 
 @pytest.fixture
-def postgres_env(postgres_server: PostgresServer, postgres_db: str, monkeypatch) -> PostgresServer:
-    """The connection in the environment, as a deployment gives it (inherited by the runs the tests start)."""
-    for name, value in postgres_server.environment(postgres_db).items():
-        monkeypatch.setenv(name, value)
-    return postgres_server
-
-
-@pytest.fixture
 def postgres_project(sample_root: Path, postgres_env: PostgresServer) -> Path:
     """The sample project, its DAGSTER_HOME on Postgres."""
     write_postgres_instance(sample_root / "dagster_home")

@@ -7,6 +7,7 @@ from datetime import date
 from pathlib import Path
 
 import dagster as dg
+from pydantic import Field
 
 from eval_pipeline import plugins
 from eval_pipeline.alerts.delivery import alerts_directory, deliver_pending
@@ -22,7 +23,7 @@ from eval_pipeline.llm.gateway import Gateway, GatewayError
 from eval_pipeline.llm.judge import judge_gateway, judge_off_because
 from eval_pipeline.scoring.cases import Case, CasesError, load_cases
 from eval_pipeline.scoring.checks import Check
-from eval_pipeline.settings import Settings
+from eval_pipeline.settings import Settings, s3_access
 from eval_pipeline.viewer.links import day_url, episode_url, report_url
 from eval_pipeline.warehouse.alerts import open_outbox
 from eval_pipeline.warehouse.connection import Warehouse
@@ -35,9 +36,10 @@ class WarehouseResource(dg.ConfigurableResource):
     memory_limit: str | None = None  # DuckDB's own when None
     lake: str = ""  # EVAL_WAREHOUSE=ducklake:...; bound to the variable, as its catalog may hold a password
     lake_data_path: str = ""
+    s3: dict[str, str] = Field(default_factory=dict)  # a data path on s3://: the AWS variables (secrets bound to theirs)
 
     def get(self) -> Warehouse:
-        lake = Lake.parse(self.lake, self.lake_data_path) if self.lake else None
+        lake = Lake.parse(self.lake, self.lake_data_path, s3_access(self.s3) if self.s3 else None) if self.lake else None
         return Warehouse(Path(self.duckdb_path), self.lock_timeout_seconds, self.memory_limit, lake)
 
 
@@ -205,6 +207,9 @@ def resources_for(settings: Settings) -> dict[str, dg.ConfigurableResource]:
         memory_limit=settings.duckdb_memory,
         lake=_as_given("EVAL_WAREHOUSE", settings.lake_catalog.get_secret_value()) if settings.lake_catalog else "",
         lake_data_path=settings.lake_data_path or "",
+        s3={name: _as_given(name, value) for name, value in settings.lake_s3.as_environment().items() if value}
+        if settings.lake_s3
+        else {},
     )
     return {
         "warehouse": warehouse,

@@ -6,8 +6,8 @@ deleted from it"), even between writers of different days, and then the transact
 work is retried with jittered backoff (`with_conflict_retries`), and a writer that exhausts its retries fails
 with nothing of the day written.
 
-The extensions come from the pinned wheels (`duckdb-extension-ducklake`, `duckdb-extension-postgres-scanner`),
-loaded by path: no network, no DuckDB extension directory.
+The extensions come from the pinned wheels (`duckdb-extension-ducklake`, `duckdb-extension-postgres-scanner`, and
+`duckdb-extension-httpfs` for data on object storage), loaded by path: no network, no DuckDB extension directory.
 """
 
 from __future__ import annotations
@@ -26,6 +26,8 @@ from typing import TypeVar
 import duckdb
 
 from eval_pipeline.errors import InfrastructureError
+from eval_pipeline.warehouse.s3 import S3Access
+from eval_pipeline.warehouse.s3 import sql_literal as _literal
 
 T = TypeVar("T")
 _log = logging.getLogger(__name__)
@@ -53,14 +55,15 @@ class Lake:
 
     catalog: str
     data_path: str
+    s3: S3Access | None = None  # for a data path on object storage
 
     @classmethod
-    def parse(cls, setting: str, data_path: str) -> Lake:
+    def parse(cls, setting: str, data_path: str, s3: S3Access | None = None) -> Lake:
         if not setting.startswith(SCHEME) or not setting[len(SCHEME) :].strip():
             raise ValueError(f"expected {SCHEME}<catalog>, e.g. {SCHEME}postgres:host=db.internal dbname=eval")
         if not data_path:
             raise ValueError("a lake needs a data path every writer shares: a directory or an s3:// URL")
-        return cls(catalog=setting[len(SCHEME) :].strip(), data_path=data_path)
+        return cls(catalog=setting[len(SCHEME) :].strip(), data_path=data_path, s3=s3)
 
     @property
     def shown(self) -> str:
@@ -71,8 +74,11 @@ class Lake:
         """Load the extensions, attach the lake (its catalog is created on the first attach; a reader's attachment
         is read-only) and make it the default."""
         modules = ["duckdb_extension_postgres_scanner"] if self.catalog.startswith("postgres:") else []
+        modules += ["duckdb_extension_httpfs"] if self.s3 else []
         for module in [*modules, "duckdb_extension_ducklake"]:
             con.execute(f"LOAD {_literal(str(_extension_file(module)))}")
+        if self.s3:
+            self.s3.create_secret(con)
         name, options = (READ_ONLY_AS, ", READ_ONLY") if read_only else (ATTACHED_AS, "")
         try:
             con.execute(f"ATTACH {_literal(SCHEME + self.catalog)} AS {name} (DATA_PATH {_literal(self.data_path)}{options})")
@@ -154,10 +160,6 @@ def _extension_file(module: str) -> Path:
     if not found:
         raise LakeUnavailable(f"{module} ships no extension for duckdb {duckdb.__version__}: pin the same version of both")
     return found[0]
-
-
-def _literal(text: str) -> str:
-    return "'" + text.replace("'", "''") + "'"
 
 
 def _without_password(message: str) -> str:

@@ -14,6 +14,7 @@ import pytest
 from eval_pipeline.settings import Settings, SettingsError
 from eval_pipeline.warehouse.connection import Warehouse
 from eval_pipeline.warehouse.lake import ConflictBackoff, ConflictRetriesExhausted, Lake, with_conflict_retries
+from eval_pipeline.warehouse.s3 import S3Access
 from eval_pipeline_tests.postgres import lake_on
 
 pytestmark = pytest.mark.slow
@@ -102,3 +103,17 @@ def test_the_settings_name_a_lake_and_never_show_its_password(tmp_path):
         Settings.from_environment({"EVAL_WAREHOUSE": "ducklake:postgres:dbname=eval"}, cwd=tmp_path)  # no data path
     with pytest.raises(SettingsError, match="EVAL_WAREHOUSE_DATA is set without"):
         Settings.from_environment({"EVAL_WAREHOUSE_DATA": "s3://bucket/lake/"}, cwd=tmp_path)
+
+
+def test_a_lake_on_s3_takes_aws_variables_and_never_shows_the_secret(tmp_path):
+    lake = {"EVAL_WAREHOUSE": "ducklake:postgres:host=db dbname=eval", "EVAL_WAREHOUSE_DATA": "s3://eval-lake/warehouse/"}
+    with pytest.raises(SettingsError, match="s3:// needs AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY"):
+        Settings.from_environment(lake, cwd=tmp_path)
+    aws = {"AWS_ACCESS_KEY_ID": "AKIDEXAMPLE", "AWS_SECRET_ACCESS_KEY": "wJalrXUtnFEMI", "AWS_ENDPOINT_URL": "http://minio:9000"}
+    settings = Settings.from_environment(lake | aws, cwd=tmp_path)
+    assert settings.lake_s3 == S3Access("AKIDEXAMPLE", "wJalrXUtnFEMI", "us-east-1", "minio:9000", use_ssl=False)
+    assert "wJalrXUtnFEMI" not in repr(settings) and "wJalrXUtnFEMI" not in settings.warehouse().shown
+    assert settings.as_environment() | aws == settings.as_environment()  # a child process reaches the same store
+    assert settings.warehouse().shared_directory == tmp_path / "data"  # object storage holds no captured runs: beside the file
+    with pytest.raises(SettingsError, match="AWS_ENDPOINT_URL must be an http"):
+        Settings.from_environment(lake | aws | {"AWS_ENDPOINT_URL": "minio:9000"}, cwd=tmp_path)

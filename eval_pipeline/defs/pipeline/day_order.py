@@ -27,8 +27,8 @@ from eval_pipeline.run_health import worker_status
 _UNFINISHED = [DagsterRunStatus.QUEUED, DagsterRunStatus.NOT_STARTED, DagsterRunStatus.STARTING,
                DagsterRunStatus.STARTED, DagsterRunStatus.CANCELING]  # fmt: skip
 _ENDED_BADLY = [DagsterRunStatus.FAILURE, DagsterRunStatus.CANCELED]
-_LONGEST_WAIT_SECONDS = 30.0
-_MAX_WAITS = 3000  # a day at the longest wait: a run waited on for longer is stuck, and this one fails with it
+_LONGEST_WAIT_SECONDS = 4.0  # how late a waiting step may notice the run it waits on is done
+_MAX_WAITS = 20_000  # a day at the longest wait: a run waited on for longer is stuck, and this one fails with it
 
 
 @dataclass(frozen=True)
