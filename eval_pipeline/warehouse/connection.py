@@ -144,7 +144,11 @@ class Warehouse:
 
         def migrated() -> None:
             with closing(self._open(read_only=False)) as con:
-                migrate(con)
+                if migrate(con) and self.lake is None:
+                    # DuckDB 1.5.5 cannot replay a WAL holding an ADD COLUMN on a table with a `DEFAULT current_timestamp`
+                    # column (migrations, new dimensions): a process killed before the next checkpoint would leave a
+                    # warehouse nothing can open. Written to the file now, the WAL never holds one.
+                    con.execute("CHECKPOINT")
 
         with_conflict_retries("migrating the warehouse", migrated) if self.lake else migrated()
         self._migrated = True

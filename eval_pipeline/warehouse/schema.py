@@ -393,25 +393,27 @@ MIGRATIONS: list[str] = [
 
 
 def migrate(con: duckdb.DuckDBPyConnection) -> int:
-    """Apply pending migrations in one transaction; return the schema version now in force."""
+    """Apply pending migrations in one transaction; return how many changes to the schema were made."""
     con.execute("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL, applied_at TIMESTAMPTZ NOT NULL)")
     current = one_row(con, "SELECT coalesce(max(version), 0) FROM schema_version")[0]
     if current >= len(MIGRATIONS):
-        _dimension_columns(con)
-        return current
+        return _dimension_columns(con)
     with atomically(con):
         for version in range(current + 1, len(MIGRATIONS) + 1):
             con.execute(MIGRATIONS[version - 1])
             con.execute("INSERT INTO schema_version VALUES (?, now())", [version])
-        _dimension_columns(con)
-    return len(MIGRATIONS)
+        return len(MIGRATIONS) - current + _dimension_columns(con)
 
 
-def _dimension_columns(con: duckdb.DuckDBPyConnection) -> None:
+def _dimension_columns(con: duckdb.DuckDBPyConnection) -> int:
     """A `scores` column for every registered dimension: the table follows the registry, so adding a
-    dimension needs no migration of its own."""
-    for dimension in dimensions():
-        con.execute(f'ALTER TABLE scores ADD COLUMN IF NOT EXISTS "{dimension.column}" DOUBLE')
+    dimension needs no migration of its own. Returns how many were added."""
+    existing = {row[0] for row in con.execute("SELECT column_name FROM duckdb_columns() WHERE table_name = 'scores' "
+                                              "AND database_name = current_database()").fetchall()}  # fmt: skip
+    missing = [dimension.column for dimension in dimensions() if dimension.column not in existing]
+    for column in missing:
+        con.execute(f'ALTER TABLE scores ADD COLUMN "{column}" DOUBLE')
+    return len(missing)
 
 
 def schema_version(path: Path) -> int:

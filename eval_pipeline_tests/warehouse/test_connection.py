@@ -1,4 +1,6 @@
 import multiprocessing
+import subprocess
+import sys
 import time
 
 import duckdb
@@ -74,3 +76,20 @@ def test_an_older_warehouse_is_migrated_in_place_even_by_a_reader(tmp_path):
     with Warehouse(path).connect(read_only=True) as reader:
         assert reader.execute("SELECT episode_id, origin FROM baselines").fetchall() == [("e", "run")]
         assert reader.execute("SELECT max(version) FROM schema_version").fetchone() == (len(MIGRATIONS),)
+
+
+def test_a_process_killed_right_after_creating_the_warehouse_leaves_one_that_opens(tmp_path):
+    """DuckDB 1.5.5 cannot replay a write-ahead log holding the migrations (ADD COLUMN on a table with a `DEFAULT
+    current_timestamp` column): a run interrupted soon after it created the warehouse, while another connection of
+    its process kept DuckDB from checkpointing at close, left a file nothing could open ("Failure while replaying
+    WAL file ... GetDefaultDatabase", met in CI). The migrations are checkpointed into the file as they apply."""
+    path = tmp_path / "eval.duckdb"
+    creator = (
+        "import os, duckdb\nfrom pathlib import Path\nfrom eval_pipeline.warehouse.connection import Warehouse\n"
+        f"other = duckdb.connect({str(path)!r})  # open meanwhile: closing the migrating connection does not checkpoint\n"
+        f"Warehouse(Path({str(path)!r})).connect().__enter__()\n"
+        "os._exit(0)  # as SIGKILL would: nothing closed"
+    )
+    subprocess.run([sys.executable, "-c", creator], check=True, timeout=120)
+    with Warehouse(path).connect(read_only=True) as con:
+        assert con.execute("SELECT max(version) FROM schema_version").fetchone() == (len(MIGRATIONS),)
