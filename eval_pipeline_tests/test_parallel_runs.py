@@ -12,7 +12,6 @@ import sys
 import time
 from pathlib import Path
 
-import dagster as dg
 import pytest
 from dagster import DagsterEventType, DagsterRunStatus
 
@@ -31,18 +30,32 @@ DAYS = [day.isoformat() for day in SAMPLE_DAYS]
 ALERT_TABLES = ("alert_outbox", "alerts_delivered", "alert_delivery_lease")  # the file keeps its outbox in files
 
 
-def run_ids_by_process(root: Path, processes: list[subprocess.Popen]) -> dict[int, str]:
-    """Each process's run id, once every one of them executes its steps (its pid is in the event log)."""
-    deadline = time.monotonic() + 120
-    while True:
-        with instance_of(root) as instance:
-            runs = instance.get_runs(dg.RunsFilter(statuses=[DagsterRunStatus.STARTED]))
-            pids = {recorded[0]: run.run_id for run in runs if (recorded := run_process(instance, run.run_id))}
-        if all(process.pid in pids for process in processes):
-            return {process.pid: pids[process.pid] for process in processes}
-        ended = [process.communicate() for process in processes if process.poll() is not None]
-        assert not ended and time.monotonic() < deadline, f"a run ended before all executed: {ended}"
-        time.sleep(0.05)
+def start_in_day_order(root: Path, days: list[str]) -> tuple[list[subprocess.Popen], dict[int, str]]:
+    """`eval-pipeline run --date` for each day, each started once the day before's run exists (its pid is in the
+    event log), as a backfill creates its runs: before that moment nothing can know an earlier day is coming. The
+    processes, and each one's run id."""
+    processes: list[subprocess.Popen] = []
+    run_ids: dict[int, str] = {}
+    for day in days:
+        process = start_run(root, day)
+        processes.append(process)
+        deadline = time.monotonic() + 120
+        while process.pid not in run_ids:
+            with instance_of(root) as instance:
+                pids = {recorded[0]: run.run_id for run in instance.get_runs() if (recorded := run_process(instance, run.run_id))}
+            if process.pid in pids:
+                run_ids[process.pid] = pids[process.pid]
+                break
+            assert process.poll() is None and time.monotonic() < deadline, f"{day}'s run never began: {process.communicate()}"
+            time.sleep(0.05)
+    return processes, run_ids
+
+
+def overlapped(root: Path, run_ids: list[str]) -> bool:
+    """Whether each run began before the one before it ended: they executed at once."""
+    with instance_of(root) as instance:
+        records = [instance.get_run_record_by_id(run_id) for run_id in run_ids]
+    return all(later.start_time < earlier.end_time for earlier, later in zip(records, records[1:], strict=False))
 
 
 def rows_without_alert_tables(rows: dict) -> dict:
@@ -83,17 +96,17 @@ def test_days_run_at_once_on_a_lake_then_with_a_worker_killed_and_rerun_equal_a_
         monkeypatch.setenv("EVAL_WAREHOUSE_DATA", lake.data_path)
         monkeypatch.setenv("EVAL_ALERT_WEBHOOK_URL", webhook.url)
 
-        together = [start_run(sample_root, day) for day in DAYS]
-        run_ids = run_ids_by_process(sample_root, together)  # all three execute at once
+        together, run_ids = start_in_day_order(sample_root, DAYS)
         for process in together:
             assert process.wait(timeout=300) in (0, 1), process.communicate()  # 1: critical regressions, on purpose
+        assert overlapped(sample_root, [run_ids[process.pid] for process in together])
         times = [step_times(sample_root, run_ids[process.pid]) for process in together]
         for earlier, later in ((times[0], times[1]), (times[1], times[2])):  # a day's step began after the day before's
             assert all(later[step][0] >= earlier[step][1] for step in STEPS_READING_EARLIER_DAYS), times
         assert rows_without_alert_tables(warehouse_rows(sample_root, lake)) == rows_without_alert_tables(serial)
 
-        first, killed, last = (start_run(sample_root, day) for day in DAYS)  # again, and one worker dies
-        run_ids = run_ids_by_process(sample_root, [first, killed, last])
+        (first, killed, last), run_ids = start_in_day_order(sample_root, DAYS)  # again, and one worker dies
+        assert killed.poll() is None, "the middle day's run ended before it could be killed"
         killed.kill()
         killed.wait()
         query = subprocess.run(
