@@ -10,6 +10,7 @@ import shutil
 import subprocess
 import sys
 import time
+from itertools import pairwise
 from pathlib import Path
 
 import pytest
@@ -55,7 +56,7 @@ def overlapped(root: Path, run_ids: list[str]) -> bool:
     """Whether each run began before the one before it ended: they executed at once."""
     with instance_of(root) as instance:
         records = [instance.get_run_record_by_id(run_id) for run_id in run_ids]
-    return all(later.start_time < earlier.end_time for earlier, later in zip(records, records[1:], strict=False))
+    return all(later.start_time < earlier.end_time for earlier, later in pairwise(records))
 
 
 def rows_without_alert_tables(rows: dict) -> dict:
