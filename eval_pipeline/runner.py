@@ -29,7 +29,7 @@ from eval_pipeline.alerts.delivery import alerts_directory
 from eval_pipeline.alerts.messages import run_failure_alert
 from eval_pipeline.config import load_config
 from eval_pipeline.defs.pipeline.jobs import EVALUATE_JOB
-from eval_pipeline.defs.pools import create_pools
+from eval_pipeline.defs.pools import create_pools, release_slots_of_ended_runs
 from eval_pipeline.errors import InfrastructureError
 from eval_pipeline.run_health import HOST_TAG, THIS_HOST, fail_dead_runs, process_alive, run_partitions
 from eval_pipeline.settings import Settings, ensure_dagster_home
@@ -126,11 +126,12 @@ def open_instance(settings: Settings) -> dg.DagsterInstance:
 
 
 _T = TypeVar("_T")
-Progress = Callable[[int, int, str], None]  # (steps finished, steps in all, the step that finished)
+Progress = Callable[[int, int, str], None]  # (steps finished, steps in all, what the run does now: "scores done")
 
 
 class _StepWatcher(threading.Thread):
-    """Reports each finished step of a run as it lands in the instance's event log.
+    """Reports each finished step of a run as it lands in the instance's event log, and each step that waits for
+    earlier days (the only retries our steps request, `day_order`), which can last as long as another day's run.
 
     Reads through its own instance handle: the run's own stays with the thread executing it."""
 
@@ -140,17 +141,25 @@ class _StepWatcher(threading.Thread):
         self.stop = threading.Event()
 
     def run(self) -> None:
-        seen: set[str] = set()
-        kinds = {DagsterEventType.STEP_SUCCESS, DagsterEventType.STEP_FAILURE}
+        finished: set[str] = set()
+        waiting: set[str] = set()
+        kinds = {DagsterEventType.STEP_SUCCESS, DagsterEventType.STEP_FAILURE, DagsterEventType.STEP_UP_FOR_RETRY}
         with dg.DagsterInstance.from_config(str(self.home)) as instance:
             while True:
-                finished = self.stop.is_set()  # read before the last look, so no step is missed
+                last_look = self.stop.is_set()  # read before the last look, so no step is missed
                 for record in instance.get_records_for_run(self.run_id, of_type=kinds).records:
                     step = record.event_log_entry.step_key or "?"
-                    if step not in seen:
-                        seen.add(step)
-                        self.progress(len(seen), self.total, step)
-                if finished:
+                    event = record.event_log_entry.dagster_event
+                    if step in finished:
+                        continue
+                    if event and event.event_type == DagsterEventType.STEP_UP_FOR_RETRY:
+                        if step not in waiting:
+                            waiting.add(step)
+                            self.progress(len(finished), self.total, f"{step} waits for earlier days")
+                    else:
+                        finished.add(step)
+                        self.progress(len(finished), self.total, f"{step} done")
+                if last_look:
                     return
                 self.stop.wait(0.5)
 
@@ -200,6 +209,7 @@ def run_days(settings: Settings, request: RunRequest, progress: Progress | None 
         take_turn()
         with open_instance(settings) as instance:
             create_pools(instance)
+            release_slots_of_ended_runs(instance)
             for dead in fail_dead_runs(instance):  # nothing else frees the queue from them without a daemon
                 _announce_failure(settings, dead.run_id, dead.job_name, run_partitions(dead), "its process ended", patterns)
             if watcher:

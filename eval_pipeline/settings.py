@@ -77,10 +77,11 @@ class Settings(BaseModel):
         paths = {name: _absolute(env.get(name) or default, cwd) for name, default in _PATH_DEFAULTS.items()}
         source = env.get("EVAL_EPISODE_SOURCE") or _SOURCE_DEFAULT
         config = env.get("EVAL_CONFIG") or _default_config_path(cwd)
+        lake = _lake(env, cwd)
         return cls(
             episode_source=source if source.startswith(("http://", "https://")) else _absolute(source, cwd),
             duckdb_path=Path(paths["EVAL_DUCKDB_PATH"]),
-            reports_dir=Path(paths["EVAL_REPORTS_DIR"]),
+            reports_dir=_reports_dir(env, Path(paths["EVAL_REPORTS_DIR"]), lake["lake_data_path"]),
             dagster_home=Path(paths["DAGSTER_HOME"]),
             config_path=Path(_absolute(config, cwd)) if config else None,
             replay_mode=_replay_mode(env.get("EVAL_REPLAY_MODE") or "dry"),
@@ -98,7 +99,7 @@ class Settings(BaseModel):
             backfill_days_per_run=_days_per_run(env["EVAL_BACKFILL_DAYS_PER_RUN"])
             if env.get("EVAL_BACKFILL_DAYS_PER_RUN")
             else None,
-            **_lake(env, cwd),
+            **lake,
         )
 
     def as_environment(self) -> dict[str, str]:
@@ -169,6 +170,14 @@ def _lake(env: Mapping[str, str], cwd: Path) -> dict[str, SecretStr | str | S3Ac
         "lake_data_path": data,
         "lake_s3": s3_access(env) if data.startswith("s3://") else None,
     }
+
+
+def _reports_dir(env: Mapping[str, str], resolved: Path, lake_data_path: object) -> Path:
+    """EVAL_REPORTS_DIR; unset beside a lake whose data is a directory, under it: every host that runs days writes its
+    reports where the viewer on any host finds them."""
+    if env.get("EVAL_REPORTS_DIR") or not isinstance(lake_data_path, str) or "://" in lake_data_path:
+        return resolved
+    return Path(lake_data_path) / "reports"
 
 
 def s3_access(env: Mapping[str, str]) -> S3Access:

@@ -55,18 +55,26 @@ def fake_openai() -> Iterator[FakeOpenAI]:
         yield server
 
 
+def project_environment(root: Path) -> dict[str, str]:
+    """The variables that point every path the CLI resolves under `root`, offline."""
+    return {
+        "EVAL_EPISODE_SOURCE": str(root / "episodes"),
+        "EVAL_DUCKDB_PATH": str(root / "eval.duckdb"),
+        "EVAL_REPORTS_DIR": str(root / "reports"),
+        "DAGSTER_HOME": str(root / "dagster_home"),
+        "EVAL_CONFIG": str(PROJECT_ROOT / "eval.toml"),
+        "EVAL_REPLAY_MODE": "dry",
+        "EVAL_UI_BASE_URL": "http://127.0.0.1:3000",
+        "EVAL_VIEWER_BASE_URL": "http://127.0.0.1:8765",  # the links reports and alerts carry
+    }
+
+
 @pytest.fixture
 def project_env(tmp_path, monkeypatch) -> Path:
     """Every path the CLI resolves points under tmp_path; the process environment is restored after."""
     monkeypatch.chdir(tmp_path)
-    monkeypatch.setenv("EVAL_EPISODE_SOURCE", str(tmp_path / "episodes"))
-    monkeypatch.setenv("EVAL_DUCKDB_PATH", str(tmp_path / "eval.duckdb"))
-    monkeypatch.setenv("EVAL_REPORTS_DIR", str(tmp_path / "reports"))
-    monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "dagster_home"))
-    monkeypatch.setenv("EVAL_CONFIG", str(PROJECT_ROOT / "eval.toml"))
-    monkeypatch.setenv("EVAL_REPLAY_MODE", "dry")
-    monkeypatch.setenv("EVAL_UI_BASE_URL", "http://127.0.0.1:3000")
-    monkeypatch.setenv("EVAL_VIEWER_BASE_URL", "http://127.0.0.1:8765")  # the links reports and alerts carry
+    for name, value in project_environment(tmp_path).items():
+        monkeypatch.setenv(name, value)
     return tmp_path
 
 

@@ -4,6 +4,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 
 import dagster as dg
 import pytest
@@ -328,7 +329,37 @@ def test_a_run_reports_each_step_as_it_finishes(project_env):
     run_days(Settings.from_environment(), request, progress=lambda *step: heard.append(step))
     done = [count for count, _, _ in heard]
     assert done == sorted(done) and heard[-1][0] == heard[-1][1] == 12  # twelve assets, each heard once
-    assert {step for _, _, step in heard} >= {"episodes", "scores", "eval_report"}
+    assert {now for _, _, now in heard} >= {"episodes done", "scores done", "eval_report done"}
+
+
+def test_a_run_says_which_step_waits_for_an_earlier_days_run_until_that_run_has_done_it(project_env):
+    """The earlier day's run here is one another host executes: it finishes its steps while this run waits."""
+    import threading
+    from datetime import date
+
+    from eval_pipeline.runner import RunRequest, open_instance, run_days
+    from eval_pipeline.settings import Settings
+    from eval_pipeline_tests.defs.test_day_order import add_run, finish_step
+
+    write_samples(project_env / "episodes")
+    settings = Settings.from_environment()
+    heard: list[str] = []
+    with open_instance(settings) as instance:
+        earlier = add_run(instance, "2026-11-01")
+        request = RunRequest([date(2026, 11, 2)])
+        later = threading.Thread(target=run_days, args=(settings, request, lambda *now: heard.append(now[2])))
+        later.start()
+        for step in ("baselines", "regression_findings", "eval_report"):
+            deadline = time.monotonic() + 120
+            while f"{step} waits for earlier days" not in heard:
+                assert later.is_alive() and time.monotonic() < deadline, heard
+                time.sleep(0.1)
+            assert f"{step} done" not in heard
+            finish_step(instance, earlier, step)
+        later.join(120)
+    assert not later.is_alive()
+    for step in ("baselines", "regression_findings", "eval_report"):
+        assert heard.index(f"{step} waits for earlier days") < heard.index(f"{step} done"), heard
 
 
 def test_plaited_export_round_trips(project_env, capsys, tmp_path_factory):

@@ -1,7 +1,7 @@
 """Days evaluated at once by separate processes, as workers on several hosts would: each an `eval-pipeline run`
 of its own, all recording in one Dagster instance on Postgres and writing one DuckLake warehouse whose catalog is
 on Postgres (both on the session's throwaway server). Then once more, with one worker killed mid-day and its day run
-again."""
+again. And a backfill launched from `eval-pipeline ui`, whose daemon runs a day per run at once."""
 
 from __future__ import annotations
 
@@ -10,18 +10,27 @@ import shutil
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 from itertools import pairwise
 from pathlib import Path
 
+import dagster as dg
+import httpx
 import pytest
 from dagster import DagsterEventType, DagsterRunStatus
+from dagster._core.storage.tags import BACKFILL_ID_TAG
 
-from eval_pipeline.episodes.samples import SAMPLE_DAYS
-from eval_pipeline.run_health import run_process
+from eval_pipeline.episodes.samples import SAMPLE_DAYS, write_samples
+from eval_pipeline.run_health import run_partitions, run_process
 from eval_pipeline.settings import PROJECT_ROOT
+from eval_pipeline.warehouse.lake import Lake
+from eval_pipeline_tests.conftest import project_environment
 from eval_pipeline_tests.postgres import PostgresServer, lake_on
-from eval_pipeline_tests.snapshots import warehouse_rows
+from eval_pipeline_tests.snapshots import Row, warehouse_rows
 from eval_pipeline_tests.test_run_faults import instance_of, serial_reference, start_run
+from eval_pipeline_tests.test_ui import ask, running_ui
 from eval_pipeline_tests.webhook_receiver import WebhookReceiver
 
 pytestmark = pytest.mark.slow
@@ -79,32 +88,59 @@ def step_times(root: Path, run_id: str) -> dict[str, tuple[float, float]]:
     return {step: (started[step], succeeded[step]) for step in succeeded}
 
 
-def test_days_run_at_once_on_a_lake_then_with_a_worker_killed_and_rerun_equal_a_serial_file_run(
-    sample_root, postgres_server: PostgresServer, postgres_db, tmp_path, monkeypatch
-):
-    with WebhookReceiver() as serial_webhook:
-        monkeypatch.setenv("EVAL_ALERT_WEBHOOK_URL", serial_webhook.url)
-        serial = serial_reference(tmp_path, sample_root, DAYS)  # one day after the other, the single file
-    assert serial_webhook.finding_ids
+@dataclass(frozen=True)
+class SerialRun:
+    rows: dict[str, list[Row]]
+    finding_ids: list[str]  # the alerts its webhook received
 
-    for name, value in postgres_server.environment(postgres_db).items():
+
+@pytest.fixture(scope="module")
+def serial(tmp_path_factory) -> SerialRun:
+    """The reference: the sample days run one after the other on the single file, its webhook recording the alerts."""
+    samples = tmp_path_factory.mktemp("samples")
+    write_samples(samples / "episodes")
+    with pytest.MonkeyPatch.context() as patch, WebhookReceiver() as webhook:
+        for name, value in project_environment(samples).items():
+            patch.setenv(name, value)
+        patch.setenv("EVAL_ALERT_WEBHOOK_URL", webhook.url)
+        rows = serial_reference(tmp_path_factory.mktemp("serial"), samples, DAYS)
+    assert webhook.finding_ids
+    return SerialRun(rows, webhook.finding_ids)
+
+
+@contextmanager
+def lake_project(root: Path, server: PostgresServer, instance_db: str, monkeypatch, webhook: WebhookReceiver) -> Iterator[Lake]:
+    """`root` set up as the README's Production says: Dagster's instance on Postgres (`deploy/dagster-lake.yaml`), the
+    warehouse a lake whose catalog is another database of the same server; alerts to `webhook`."""
+    for name, value in server.environment(instance_db).items():
         monkeypatch.setenv(name, value)
-    (sample_root / "dagster_home").mkdir()
-    shutil.copy(LAKE_INSTANCE, sample_root / "dagster_home" / "dagster.yaml")  # as the README's Production says
-    with postgres_server.database(f"{postgres_db}_lake") as lake_db, WebhookReceiver() as webhook:
-        lake = lake_on(postgres_server, lake_db, sample_root)
+    (root / "dagster_home").mkdir()
+    shutil.copy(LAKE_INSTANCE, root / "dagster_home" / "dagster.yaml")
+    with server.database(f"{instance_db}_lake") as lake_db:
+        lake = lake_on(server, lake_db, root)
         monkeypatch.setenv("EVAL_WAREHOUSE", f"ducklake:{lake.catalog}")
         monkeypatch.setenv("EVAL_WAREHOUSE_DATA", lake.data_path)
         monkeypatch.setenv("EVAL_ALERT_WEBHOOK_URL", webhook.url)
+        yield lake
 
+
+def assert_days_in_order(root: Path, run_ids: list[str]) -> None:
+    """Runs of consecutive days: each ran its steps that read earlier days only after the day before's finished."""
+    times = [step_times(root, run_id) for run_id in run_ids]
+    for earlier, later in pairwise(times):
+        assert all(later[step][0] >= earlier[step][1] for step in STEPS_READING_EARLIER_DAYS), times
+
+
+def test_days_run_at_once_on_a_lake_then_with_a_worker_killed_and_rerun_equal_a_serial_file_run(
+    serial: SerialRun, sample_root, postgres_server: PostgresServer, postgres_db, monkeypatch
+):
+    with WebhookReceiver() as webhook, lake_project(sample_root, postgres_server, postgres_db, monkeypatch, webhook) as lake:
         together, run_ids = start_in_day_order(sample_root, DAYS)
         for process in together:
             assert process.wait(timeout=300) in (0, 1), process.communicate()  # 1: critical regressions, on purpose
         assert overlapped(sample_root, [run_ids[process.pid] for process in together])
-        times = [step_times(sample_root, run_ids[process.pid]) for process in together]
-        for earlier, later in ((times[0], times[1]), (times[1], times[2])):  # a day's step began after the day before's
-            assert all(later[step][0] >= earlier[step][1] for step in STEPS_READING_EARLIER_DAYS), times
-        assert rows_without_alert_tables(warehouse_rows(sample_root, lake)) == rows_without_alert_tables(serial)
+        assert_days_in_order(sample_root, [run_ids[process.pid] for process in together])
+        assert rows_without_alert_tables(warehouse_rows(sample_root, lake)) == rows_without_alert_tables(serial.rows)
 
         (first, killed, last), run_ids = start_in_day_order(sample_root, DAYS)  # again, and one worker dies
         assert killed.poll() is None, "the middle day's run ended before it could be killed"
@@ -134,8 +170,65 @@ def test_days_run_at_once_on_a_lake_then_with_a_worker_killed_and_rerun_equal_a_
         assert statuses[run_ids[killed.pid]] == DagsterRunStatus.FAILURE  # marked by the re-run, which announced it
         assert statuses[run_ids[last.pid]] == DagsterRunStatus.FAILURE
         assert not (sample_root / "eval.duckdb").exists()
-        assert rows_without_alert_tables(warehouse_rows(sample_root, lake)) == rows_without_alert_tables(serial)
+        assert rows_without_alert_tables(warehouse_rows(sample_root, lake)) == rows_without_alert_tables(serial.rows)
         failed_runs = sorted(i.removeprefix("run-failed:") for i in webhook.finding_ids if i.startswith("run-failed:"))
         assert failed_runs == sorted(run_ids[process.pid] for process in (killed, last))  # each announced once
         findings = [i for i in webhook.finding_ids if not i.startswith("run-failed:")]
-        assert sorted(findings) == sorted(serial_webhook.finding_ids)  # every finding's alert, once over both rounds
+        assert sorted(findings) == sorted(serial.finding_ids)  # every finding's alert, once over both rounds
+
+
+LAUNCH_BACKFILL = """
+mutation Launch($params: LaunchBackfillParams!) {
+  launchPartitionBackfill(backfillParams: $params) {
+    __typename
+    ... on LaunchBackfillSuccess { backfillId }
+    ... on PythonError { message }
+  }
+}
+"""
+
+
+def launch_backfill(base_url: str, assets: list[list[str]], days: list[str]) -> str:
+    """What the UI's "Materialize" over a range of days sends: one backfill of these assets; its id."""
+    params = {"assetSelection": [{"path": path} for path in assets], "partitionNames": days}
+    answer = httpx.post(f"{base_url}/graphql", json={"query": LAUNCH_BACKFILL, "variables": {"params": params}}, timeout=60)
+    launched = answer.json()["data"]["launchPartitionBackfill"]
+    assert launched["__typename"] == "LaunchBackfillSuccess", launched
+    return launched["backfillId"]
+
+
+def finished_backfill_runs(root: Path, backfill_id: str, runs: int) -> list[dg.DagsterRun]:
+    """The backfill's runs, once it has created `runs` of them and every one has ended."""
+    deadline = time.monotonic() + 300
+    while True:
+        with instance_of(root) as instance:
+            found = instance.get_runs(dg.RunsFilter(tags={BACKFILL_ID_TAG: backfill_id}))
+        if len(found) == runs and all(run.is_finished for run in found):
+            return found
+        assert time.monotonic() < deadline, f"{len(found)} run(s) of the backfill, {[r.status for r in found]}: {root / 'ui.log'}"
+        time.sleep(1)
+
+
+def test_a_backfill_from_the_ui_runs_a_day_per_run_at_once_on_a_lake_and_equals_a_serial_file_run(
+    serial: SerialRun, sample_root, postgres_server: PostgresServer, postgres_db, monkeypatch
+):
+    """The daemon of `eval-pipeline ui` splits the backfill into runs of EVAL_BACKFILL_DAYS_PER_RUN days, starts them
+    together, and its sensor delivers their alerts."""
+    monkeypatch.setenv("EVAL_BACKFILL_DAYS_PER_RUN", "1")
+    with WebhookReceiver() as webhook, lake_project(sample_root, postgres_server, postgres_db, monkeypatch, webhook) as lake:
+        with running_ui(sample_root, dict(os.environ)) as base_url:
+            graph = ask(base_url)
+            assets = [node["assetKey"]["path"] for node in graph["assetNodes"] if node["groupName"] == "evaluation"]
+            backfill_id = launch_backfill(base_url, assets, DAYS)
+            runs = finished_backfill_runs(sample_root, backfill_id, len(DAYS))
+            deadline = time.monotonic() + 120  # the alerts sensor's interval is 30 s
+            while sorted(webhook.finding_ids) != sorted(serial.finding_ids):
+                assert time.monotonic() < deadline, (webhook.finding_ids, serial.finding_ids)
+                time.sleep(1)
+
+        by_day = sorted(runs, key=run_partitions)
+        assert [run_partitions(run) for run in by_day] == [f"{day}..{day}" for day in DAYS]  # a day per run
+        assert [run.status for run in by_day] == [DagsterRunStatus.SUCCESS] * len(DAYS), [run.run_id for run in by_day]
+        assert overlapped(sample_root, [run.run_id for run in by_day])
+        assert_days_in_order(sample_root, [run.run_id for run in by_day])
+        assert rows_without_alert_tables(warehouse_rows(sample_root, lake)) == rows_without_alert_tables(serial.rows)

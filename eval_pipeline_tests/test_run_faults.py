@@ -20,6 +20,7 @@ from dagster._daemon.monitoring.run_monitoring import monitor_started_run
 
 from eval_pipeline.cli import main
 from eval_pipeline.defs.alerting.sensors import run_failure_alerts
+from eval_pipeline.defs.pools import WAREHOUSE_POOL, create_pools
 from eval_pipeline.defs.resources import resources_for
 from eval_pipeline.episodes.samples import SAMPLE_DAYS
 from eval_pipeline.run_health import LocalProcessRunLauncher, run_process
@@ -159,5 +160,18 @@ def test_ctrl_c_cancels_the_run_with_one_line_and_no_alert_and_a_rerun_matches_a
         assert not instance.get_records_for_run(run_id, of_type=DagsterEventType.RUN_FAILURE).records
     assert not list((sample_root / "alerts" / "outbox").glob("run-failed-*"))
     rerun = start_run(sample_root, DAY)
-    assert rerun.wait() in (0, 1), rerun.communicate()
+    assert rerun.wait(timeout=300) in (0, 1), rerun.communicate()
     assert warehouse_rows(sample_root) == serial_reference(tmp_path, sample_root, [DAY])
+
+
+def test_a_pool_slot_an_ended_run_left_taken_does_not_block_the_next_run(sample_root):
+    """Met in CI: the canceled run's `episodes` claimed the file's one `warehouse` slot as Ctrl-C ended the run, and
+    the re-run waited for it for ever."""
+    with instance_of(sample_root) as instance:
+        create_pools(instance)
+        canceled = instance.create_run_for_job(job_def=dg.GraphDefinition("canceled").to_job(), status=DagsterRunStatus.CANCELED)
+        assert instance.event_log_storage.claim_concurrency_slot(WAREHOUSE_POOL, canceled.run_id, "episodes").is_claimed
+    rerun = start_run(sample_root, DAY)
+    assert rerun.wait(timeout=300) in (0, 1), rerun.communicate()
+    with instance_of(sample_root) as instance:
+        assert canceled.run_id not in instance.event_log_storage.get_concurrency_info(WAREHOUSE_POOL).active_run_ids

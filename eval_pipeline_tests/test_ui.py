@@ -7,6 +7,7 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
@@ -33,27 +34,36 @@ def free_port() -> int:
         return probe.getsockname()[1]
 
 
-@pytest.fixture
-def ui(tmp_path):
+@contextlib.contextmanager
+def running_ui(root: Path, env: dict[str, str]) -> Iterator[str]:
+    """`eval-pipeline ui` in `root` on a free port, its output in `root/ui.log`; its base URL. Stopped after with its
+    whole process group (webserver, daemon, code server, the runs it launched)."""
     port = free_port()
-    env = {**os.environ, "DAGSTER_HOME": str(tmp_path / "dagster_home"), "EVAL_DUCKDB_PATH": str(tmp_path / "eval.duckdb"),
-           "EVAL_VIEWER_BASE_URL": f"http://127.0.0.1:{free_port()}"}  # fmt: skip
-    process = subprocess.Popen(
-        [sys.executable, "-m", "eval_pipeline.cli", "ui", "--port", str(port)],
-        cwd=tmp_path,
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,  # its own process group: webserver, daemon and code server stop together
-    )
+    with (root / "ui.log").open("w") as log:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "eval_pipeline.cli", "ui", "--port", str(port)],
+            cwd=root,
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,  # its own process group
+        )
     try:
-        yield f"http://127.0.0.1:{port}", tmp_path
+        yield f"http://127.0.0.1:{port}"
     finally:
         os.killpg(process.pid, signal.SIGTERM)
         try:
             process.wait(30)
         except subprocess.TimeoutExpired:
             os.killpg(process.pid, signal.SIGKILL)
+
+
+@pytest.fixture
+def ui(tmp_path):
+    env = {**os.environ, "DAGSTER_HOME": str(tmp_path / "dagster_home"), "EVAL_DUCKDB_PATH": str(tmp_path / "eval.duckdb"),
+           "EVAL_VIEWER_BASE_URL": f"http://127.0.0.1:{free_port()}"}  # fmt: skip
+    with running_ui(tmp_path, env) as base_url:
+        yield base_url, tmp_path
 
 
 def ask(base_url: str, deadline_seconds: float = 120.0) -> dict:

@@ -275,8 +275,8 @@ def _progress(text: str) -> Iterator[Progress | None]:
     with Progress(*columns, console=console, transient=True) as bar:
         task = bar.add_task(text, total=None)
 
-        def advance(done: int, total: int, step: str) -> None:
-            bar.update(task, completed=done, total=total, description=f"{text}: {step} done")
+        def advance(done: int, total: int, now: str) -> None:
+            bar.update(task, completed=done, total=total, description=f"{text}: {now}")
 
         yield advance
 

@@ -4,6 +4,10 @@ Dagster creates a pool's limit on the first claim of a step in it. On Postgres, 
 a new pool at the same moment make one of them fail (dagster 1.13: the losing INSERT's
 IntegrityError aborts the transaction its fallback UPDATE then runs in). So every process that
 starts runs creates the pools first (`create_pools`), where losing that race is harmless.
+
+A run that ended can leave a slot taken (a step claimed it as Ctrl-C canceled the run), and every later
+step of that pool, in any run, would wait for ever; the daemon frees such slots, and without one
+`release_slots_of_ended_runs` does, before each run.
 """
 
 from __future__ import annotations
@@ -34,3 +38,18 @@ def create_pools(instance: dg.DagsterInstance) -> None:
         except DBAPIError:
             if not settled(pool):  # another process did not create it meanwhile: a real fault
                 raise
+
+
+def release_slots_of_ended_runs(instance: dg.DagsterInstance) -> list[str]:
+    """Free the pool slots and queued claims of runs that ended (or are gone); the ids of those runs."""
+    storage = instance.event_log_storage
+    holders: set[str] = set()
+    for info in storage.get_concurrency_infos(list(POOLS)).values():
+        holders |= info.active_run_ids | {step.run_id for step in info.pending_steps}
+    ended = []
+    for run_id in sorted(holders):
+        run = instance.get_run_by_id(run_id)
+        if run is None or run.is_finished:
+            storage.free_concurrency_slots_for_run(run_id)
+            ended.append(run_id)
+    return ended

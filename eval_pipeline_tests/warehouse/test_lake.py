@@ -97,6 +97,8 @@ def test_the_settings_name_a_lake_and_never_show_its_password(tmp_path):
     assert warehouse.lake == Lake("postgres:host=db port=5432 password=s3cret dbname=eval", f"{tmp_path / 'lake-data'}/")
     assert "s3cret" not in warehouse.shown and "password=***" in warehouse.shown
     assert warehouse.shared_directory == tmp_path / "lake-data"  # captured runs go where every host sees them
+    assert settings.reports_dir == tmp_path / "lake-data" / "reports"  # and the report files, unless put elsewhere
+    assert Settings.from_environment(environ | {"EVAL_REPORTS_DIR": "r"}, cwd=tmp_path).reports_dir == tmp_path / "r"
     assert "s3cret" not in repr(settings)
     assert settings.as_environment()["EVAL_WAREHOUSE"] == environ["EVAL_WAREHOUSE"]  # a child process gets it whole
     with pytest.raises(SettingsError, match="EVAL_WAREHOUSE"):
@@ -115,5 +117,6 @@ def test_a_lake_on_s3_takes_aws_variables_and_never_shows_the_secret(tmp_path):
     assert "wJalrXUtnFEMI" not in repr(settings) and "wJalrXUtnFEMI" not in settings.warehouse().shown
     assert settings.as_environment() | aws == settings.as_environment()  # a child process reaches the same store
     assert settings.warehouse().shared_directory == tmp_path / "data"  # object storage holds no captured runs: beside the file
+    assert settings.reports_dir == tmp_path / "data" / "reports"  # nor report files
     with pytest.raises(SettingsError, match="AWS_ENDPOINT_URL must be an http"):
         Settings.from_environment(lake | aws | {"AWS_ENDPOINT_URL": "minio:9000"}, cwd=tmp_path)
