@@ -28,6 +28,7 @@ _UNFINISHED = [DagsterRunStatus.QUEUED, DagsterRunStatus.NOT_STARTED, DagsterRun
                DagsterRunStatus.STARTED, DagsterRunStatus.CANCELING]  # fmt: skip
 _ENDED_BADLY = [DagsterRunStatus.FAILURE, DagsterRunStatus.CANCELED]
 _LONGEST_WAIT_SECONDS = 4.0  # how late a waiting step may notice the run it waits on is done
+EARLIER_DAYS_DONE = "reads earlier days: no run ordered before this one has this step still to do"
 _MAX_WAITS = 20_000  # a day at the longest wait: a run waited on for longer is stuck, and this one fails with it
 
 
@@ -110,3 +111,4 @@ def wait_for_earlier_days(context: dg.AssetExecutionContext) -> None:
         context.log.info(f"{step} of {mine.days} waits for the same step of earlier days in run {names}")
         wait = min(2.0**context.retry_number, _LONGEST_WAIT_SECONDS)
         raise dg.RetryRequested(max_retries=_MAX_WAITS, seconds_to_wait=wait)
+    context.log.info(f"{step} of {mine.days} {EARLIER_DAYS_DONE}")  # from here on it reads them
