@@ -189,9 +189,14 @@ mutation Launch($params: LaunchBackfillParams!) {
 """
 
 
-def launch_backfill(base_url: str, assets: list[list[str]], days: list[str]) -> str:
-    """What the UI's "Materialize" over a range of days sends: one backfill of these assets; its id."""
-    params = {"assetSelection": [{"path": path} for path in assets], "partitionNames": days}
+def launch_backfill(base_url: str, assets: list[list[str]], first: str, last: str) -> str:
+    """One backfill of these assets over the days `first`..`last`, as the UI launches it; its id.
+
+    By range per asset: named by partition keys (`partitionNames`), Dagster 1.13's webserver refuses it in some of
+    its processes ("Targeted subset must match between every key in a non-subsettable multi-asset", one process in
+    four here, every time in that process: it depends on the process's hash order)."""
+    days = {"range": {"start": first, "end": last}}
+    params = {"partitionsByAssets": [{"assetKey": {"path": path}, "partitions": days} for path in assets]}
     answer = httpx.post(f"{base_url}/graphql", json={"query": LAUNCH_BACKFILL, "variables": {"params": params}}, timeout=60)
     launched = answer.json()["data"]["launchPartitionBackfill"]
     assert launched["__typename"] == "LaunchBackfillSuccess", launched
@@ -220,7 +225,7 @@ def test_a_backfill_from_the_ui_runs_a_day_per_run_at_once_on_a_lake_and_equals_
         with running_ui(sample_root, dict(os.environ)) as base_url:
             graph = ask(base_url)
             assets = [node["assetKey"]["path"] for node in graph["assetNodes"] if node["groupName"] == "evaluation"]
-            backfill_id = launch_backfill(base_url, assets, DAYS)
+            backfill_id = launch_backfill(base_url, assets, DAYS[0], DAYS[-1])
             runs = finished_backfill_runs(sample_root, backfill_id, len(DAYS))
             deadline = time.monotonic() + 120  # the alerts sensor's interval is 30 s
             while sorted(webhook.finding_ids) != sorted(serial.finding_ids):
