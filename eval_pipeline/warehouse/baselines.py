@@ -17,13 +17,14 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from datetime import date, timedelta
 
+import duckdb
 import pandas as pd
 
 from eval_pipeline.episodes.records import RawRecord
-from eval_pipeline.warehouse.assertions import issues_in_part
+from eval_pipeline.warehouse.assertions import issues_in_part, sort_issues_into_parts
 from eval_pipeline.warehouse.connection import Warehouse, clear_partition, insert_rows, second_cursor
 from eval_pipeline.warehouse.ingest import canonical_episodes
-from eval_pipeline.warehouse.replays import candidate_parts
+from eval_pipeline.warehouse.replays import candidate_parts, sort_into_parts
 from eval_pipeline.warehouse.rows import one_row
 
 _SNAPSHOT = "status, final_output, tools, total_cost_usd, total_duration_ms, total_tokens, step_count, error_steps"
@@ -182,18 +183,47 @@ def effective_baselines(warehouse: Warehouse, as_of: date, policy: str, agent_id
     )
 
 
-_SCORING_INPUT = f"""
+_SCORE_CANDIDATES = """
 -- ->> is parenthesized wherever it meets another operator: DuckDB 1.5 parses it looser than =, <>, AND, IS
 WITH latest_runs AS (  -- each case-set agent's latest capture run of the day; its earlier ones are superseded
     SELECT agent_id, arg_max(metadata ->> '$.capture_run', coalesce(metadata ->> '$.captured_at', '')) AS capture_run
     FROM episodes WHERE partition_date = $day AND (metadata ->> '$.capture_run') IS NOT NULL GROUP BY agent_id
-), candidates AS (
-    SELECT r.*, e.task_id, TRY_CAST(e.metadata ->> '$.reward' AS DOUBLE) AS recorded_reward,
-           coalesce((e.metadata ->> '$.capture_run') <> l.capture_run, false) AS superseded
-    FROM replays r JOIN episodes e USING (episode_id, partition_date)
-    LEFT JOIN latest_runs l ON l.agent_id = e.agent_id
-    WHERE r.partition_date = $day AND r.status <> 'running' AND ($agent IS NULL OR r.agent_id = $agent)
-        AND hash(r.episode_id) % $parts = $part
+)
+SELECT r.*, e.task_id, TRY_CAST(e.metadata ->> '$.reward' AS DOUBLE) AS recorded_reward,
+       coalesce((e.metadata ->> '$.capture_run') <> l.capture_run, false) AS superseded
+FROM replays r JOIN episodes e USING (episode_id, partition_date)
+LEFT JOIN latest_runs l ON l.agent_id = e.agent_id
+WHERE r.partition_date = $day AND r.status <> 'running' AND ($agent IS NULL OR r.agent_id = $agent)
+"""
+
+_SCORE_SNAPSHOTS = f"SELECT episode_id, {_SNAPSHOT} FROM episodes WHERE partition_date = $day"  # for live replays
+
+_SCORE_JUDGEMENTS = """
+SELECT episode_id, avg(normalized) AS judge_score FROM judgements
+WHERE partition_date = $day AND status = 'judged' GROUP BY episode_id
+"""
+
+_SCORE_CASES = """
+SELECT episode_id, avg(score) AS case_score, bool_and(passed) AS case_passed,
+       string_agg(assertion || coalesce(': ' || nullif(detail, ''), ''), '; ' ORDER BY assertion) FILTER (NOT passed)
+           AS failed_assertions
+FROM assertions WHERE partition_date = $day GROUP BY episode_id
+"""
+
+
+def _sort_scoring_inputs(con: duckdb.DuckDBPyConnection, day: date, agent_id: str | None, parts: int) -> None:
+    """What `_SCORING_INPUT` reads of the day, each sorted into its `parts` (`sort_into_parts`)."""
+    day_only = {"day": day, "parts": parts}
+    sort_into_parts(con, "score_candidates", _SCORE_CANDIDATES, {**day_only, "agent": agent_id})
+    sort_into_parts(con, "score_snapshots", _SCORE_SNAPSHOTS, day_only)
+    sort_into_parts(con, "score_judgements", _SCORE_JUDGEMENTS, day_only)
+    sort_into_parts(con, "score_cases", _SCORE_CASES, day_only)
+    sort_issues_into_parts(con, day, agent_id, parts)
+
+
+_SCORING_INPUT = f"""
+WITH candidates AS (
+    SELECT * EXCLUDE (part) FROM score_candidates WHERE part = $part
 ), ranked AS (
     SELECT c.episode_id AS candidate_id, b.*, row_number() OVER (
         PARTITION BY c.episode_id
@@ -215,22 +245,13 @@ SELECT c.*,
        coalesce(i.warning_issues, 0) AS warning_issues
 FROM candidates c
 LEFT JOIN ranked b ON b.candidate_id = c.episode_id AND b.rank = 1
-LEFT JOIN episodes e ON e.partition_date = $day AND e.episode_id = c.episode_id  -- read for live replays only (an equi-join:
-                                                                                  -- DuckDB 1.5 loops over a mixed condition)
-LEFT JOIN (
-    SELECT episode_id, avg(normalized) AS judge_score FROM judgements
-    WHERE partition_date = $day AND status = 'judged' AND hash(episode_id) % $parts = $part GROUP BY episode_id
-) j ON j.episode_id = c.episode_id
-LEFT JOIN (
-    SELECT episode_id, avg(score) AS case_score, bool_and(passed) AS case_passed,
-           string_agg(assertion || coalesce(': ' || nullif(detail, ''), ''), '; ' ORDER BY assertion) FILTER (NOT passed)
-               AS failed_assertions
-    FROM assertions WHERE partition_date = $day AND hash(episode_id) % $parts = $part GROUP BY episode_id
-) a ON a.episode_id = c.episode_id
+LEFT JOIN (SELECT * FROM score_snapshots WHERE part = $part) e ON e.episode_id = c.episode_id
+LEFT JOIN (SELECT * FROM score_judgements WHERE part = $part) j ON j.episode_id = c.episode_id
+LEFT JOIN (SELECT * FROM score_cases WHERE part = $part) a ON a.episode_id = c.episode_id
 LEFT JOIN (
     SELECT episode_id, count(*) FILTER (severity = 'critical') AS critical_issues,
            count(*) FILTER (severity = 'error') AS error_issues, count(*) FILTER (severity = 'warning') AS warning_issues
-    FROM issues WHERE partition_date = $day AND hash(episode_id) % $parts = $part GROUP BY episode_id
+    FROM part_issues WHERE part = $part GROUP BY episode_id
 ) i ON i.episode_id = c.episode_id
 ORDER BY c.episode_id
 """
@@ -241,7 +262,9 @@ def scoring_input(warehouse: Warehouse, day: date, policy: str, agent_id: str | 
     mean of its normalized judge verdicts (`judge_score`, NULL when it was not judged), its case's
     mean assertion score, verdict and failed expectations (NULL without a case), the reward its own
     grader recorded (`metadata.reward`) and its checks' issues per severity."""
-    return warehouse.read_frame(_SCORING_INPUT, {"day": day, "agent": agent_id, "policy": policy, "parts": 1, "part": 0})
+    with warehouse.connect(read_only=warehouse.exists()) as con:
+        _sort_scoring_inputs(con, day, agent_id, 1)
+        return con.execute(_SCORING_INPUT, {"day": day, "policy": policy, "part": 0}).df()
 
 
 SCORE_PART_EPISODES = 50_000  # candidates scored at a time: the step's memory is set by this, not by the day's size
@@ -264,9 +287,9 @@ def write_scores(
     with warehouse.transaction() as con, second_cursor(con) as reader:
         clear_partition(con, "scores", day, agent_id)
         parts = candidate_parts(reader, day, agent_id, SCORE_PART_EPISODES)
+        _sort_scoring_inputs(reader, day, agent_id, parts)
         for part in range(parts):
-            in_part: dict[str, object] = {"day": day, "agent": agent_id, "parts": parts, "part": part}
-            issues = issues_in_part(reader, in_part)
-            inputs = reader.execute(_SCORING_INPUT, {**in_part, "policy": policy}).df()
+            issues = issues_in_part(reader, part)
+            inputs = reader.execute(_SCORING_INPUT, {"day": day, "policy": policy, "part": part}).df()
             written += insert_rows(con, "scores", score(inputs, issues))
     return written

@@ -7,27 +7,27 @@ from datetime import date
 
 import pandas as pd
 
-from eval_pipeline.warehouse.assertions import issues_in_part
+from eval_pipeline.warehouse.assertions import issues_in_part, sort_issues_into_parts
 from eval_pipeline.warehouse.connection import Warehouse, replace_partition
-from eval_pipeline.warehouse.replays import candidate_parts
+from eval_pipeline.warehouse.replays import candidate_parts, sort_into_parts
 
 FINDING_PART_EPISODES = 50_000  # scored episodes whose findings are found at a time
 
-_PART_SCORES = """
-SELECT * FROM scores WHERE partition_date = $day AND ($agent IS NULL OR agent_id = $agent)
-    AND hash(episode_id) % $parts = $part
-ORDER BY episode_id
-"""
+_DAY_SCORES = "SELECT * FROM scores WHERE partition_date = $day AND ($agent IS NULL OR agent_id = $agent)"
+_PART_SCORES = "SELECT * EXCLUDE (part) FROM part_scores WHERE part = $part ORDER BY episode_id"
 
 
 def scores_in_parts(warehouse: Warehouse, day: date, agent_id: str | None) -> Iterator[tuple[pd.DataFrame, pd.DataFrame]]:
     """The day's `scores` rows (one agent's, when scoped) with the `issues` rows of the same episodes, in parts of
-    about FINDING_PART_EPISODES episodes (by a hash of their ids), so a day's findings never hold the whole day."""
+    about FINDING_PART_EPISODES episodes (by a hash of their ids: `sort_into_parts`), each in id order, so a day's
+    findings never hold the whole day."""
     with warehouse.connect(read_only=warehouse.exists()) as con:
         parts = candidate_parts(con, day, agent_id, FINDING_PART_EPISODES)
+        sort_into_parts(con, "part_scores", _DAY_SCORES, {"day": day, "agent": agent_id, "parts": parts})
+        sort_issues_into_parts(con, day, agent_id, parts)
         for part in range(parts):
-            in_part: dict[str, object] = {"day": day, "agent": agent_id, "parts": parts, "part": part}
-            yield con.execute(_PART_SCORES, in_part).df(), issues_in_part(con, in_part)
+            scores = con.execute(_PART_SCORES, {"part": part}).df()
+            yield scores, issues_in_part(con, part)
 
 
 def task_summaries_sql(columns: list[str]) -> str:

@@ -31,6 +31,15 @@ def candidate_parts(con: duckdb.DuckDBPyConnection, day: date, agent_id: str | N
     return max(1, -(-int(finished) // part_episodes))
 
 
+def sort_into_parts(con: duckdb.DuckDBPyConnection, name: str, rows_sql: str, params: dict[str, object]) -> None:
+    """Temp table `name`: the rows of `rows_sql` (each with an `episode_id`) with their `part`, `hash(episode_id) %
+    $parts`, sorted by it. A query of one part (`WHERE part = $part`) then reads that part's blocks only; filtering
+    the day's tables by the hash instead scanned the whole day once per part, so a day cost its size times its parts.
+    Dropped with the connection; past the memory limit DuckDB keeps it in its temp directory."""
+    sql = f"CREATE OR REPLACE TEMP TABLE {name} AS SELECT hash(episode_id) % $parts AS part, * FROM ({rows_sql}) ORDER BY part"
+    con.execute(sql, params)
+
+
 def write_dry_replays(warehouse: Warehouse, day: date, agent_id: str | None = None) -> int:
     with warehouse.transaction() as con:
         return replace_partition(con, "replays", day, _DRY, agent_id, {"day": day, "agent": agent_id})

@@ -5,34 +5,52 @@ from __future__ import annotations
 from collections.abc import Callable
 from datetime import date
 
+import duckdb
 import pandas as pd
 
 from eval_pipeline.warehouse.connection import Warehouse, clear_partition, insert_rows, second_cursor
-from eval_pipeline.warehouse.replays import candidate_parts
+from eval_pipeline.warehouse.replays import candidate_parts, sort_into_parts
+
+_SCORED = """
+SELECT s.* EXCLUDE (critical_findings), e.category, e.model, coalesce(s.critical_findings, []) AS critical_findings,
+       TRY_CAST(e.metadata ->> '$.reward' AS DOUBLE) AS metadata_reward
+FROM scores s JOIN episodes e USING (episode_id, partition_date)
+WHERE s.partition_date BETWEEN $first AND $last
+"""
+
+_ISSUE_COUNTS = """
+SELECT partition_date, episode_id, count(*) FILTER (severity = 'critical') AS critical_issues,
+       count(*) FILTER (severity = 'error') AS error_issues, count(*) FILTER (severity = 'warning') AS warning_issues,
+       list(DISTINCT "check" ORDER BY "check") FILTER (severity = 'critical') AS critical_checks
+FROM issues WHERE partition_date BETWEEN $first AND $last GROUP BY ALL
+"""
 
 _REWARD_INPUTS = """
-SELECT s.* EXCLUDE (critical_findings), e.category, e.model, coalesce(s.critical_findings, []) AS critical_findings,
+SELECT s.* EXCLUDE (part, metadata_reward),
        coalesce(i.critical_issues, 0) AS critical_issues, coalesce(i.error_issues, 0) AS error_issues,
        coalesce(i.warning_issues, 0) AS warning_issues, coalesce(i.critical_checks, []) AS critical_checks,
-       TRY_CAST(e.metadata ->> '$.reward' AS DOUBLE) AS metadata_reward
-FROM scores s
-JOIN episodes e USING (episode_id, partition_date)
-LEFT JOIN (
-    SELECT partition_date, episode_id, count(*) FILTER (severity = 'critical') AS critical_issues,
-           count(*) FILTER (severity = 'error') AS error_issues, count(*) FILTER (severity = 'warning') AS warning_issues,
-           list(DISTINCT "check" ORDER BY "check") FILTER (severity = 'critical') AS critical_checks
-    FROM issues WHERE partition_date BETWEEN $first AND $last AND hash(episode_id) % $parts = $part GROUP BY ALL
-) i USING (partition_date, episode_id)
-WHERE s.partition_date BETWEEN $first AND $last AND hash(s.episode_id) % $parts = $part
+       s.metadata_reward
+FROM reward_scored s
+LEFT JOIN (SELECT * EXCLUDE (part) FROM reward_issues WHERE part = $part) i USING (partition_date, episode_id)
+WHERE s.part = $part
 ORDER BY s.partition_date, s.episode_id
 """
+
+
+def _sort_reward_inputs(con: duckdb.DuckDBPyConnection, first: date, last: date, parts: int) -> None:
+    """What `_REWARD_INPUTS` reads of the days, sorted into `parts` (`sort_into_parts`)."""
+    days = {"first": first, "last": last, "parts": parts}
+    sort_into_parts(con, "reward_scored", _SCORED, days)
+    sort_into_parts(con, "reward_issues", _ISSUE_COUNTS, days)
 
 
 def reward_inputs_frame(warehouse: Warehouse, first: date, last: date) -> pd.DataFrame:
     """The scored episodes of `first`..`last` (inclusive): every `scores` column (each registered dimension's
     among them), their issues per severity, the checks that raised a critical one, and what a benchmark
     groups and grades them by (task, category, model, case verdict, `metadata.reward`)."""
-    return warehouse.read_frame(_REWARD_INPUTS, {"first": first, "last": last, "parts": 1, "part": 0})
+    with warehouse.connect(read_only=warehouse.exists()) as con:
+        _sort_reward_inputs(con, first, last, 1)
+        return con.execute(_REWARD_INPUTS, {"part": 0}).df()
 
 
 REWARD_BATCH_ROWS = 10_000  # scored episodes whose rewards are computed and written at a time
@@ -50,9 +68,9 @@ def write_rewards(
     with warehouse.transaction() as con, second_cursor(con) as reader:
         clear_partition(con, "rewards", day, within=("reward_name", names) if names is not None else None)
         parts = candidate_parts(reader, day, None, REWARD_PART_EPISODES)
+        _sort_reward_inputs(reader, day, day, parts)
         for part in range(parts):
-            in_part = {"first": day, "last": day, "parts": parts, "part": part}
-            for batch in reader.execute(_REWARD_INPUTS, in_part).to_arrow_reader(REWARD_BATCH_ROWS):
+            for batch in reader.execute(_REWARD_INPUTS, {"part": part}).to_arrow_reader(REWARD_BATCH_ROWS):
                 scored = batch.to_pandas()
                 episodes, written = episodes + len(scored), written + insert_rows(con, "rewards", rewards_of(scored))
     return episodes, written
