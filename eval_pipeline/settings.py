@@ -36,6 +36,9 @@ _PATH_DEFAULTS = {
 _SOURCE_DEFAULT = "data/episodes"
 VIEWER_PORT_DEFAULT = 8765
 VIEWER_BASE_URL_DEFAULT = f"http://127.0.0.1:{VIEWER_PORT_DEFAULT}"
+# Each connection's DuckDB memory: every step reads a day in parts, so a million-episode day fits in it (the process
+# peaks about 0.7 GiB above it); DuckDB's own default, 80 % of RAM, would let a big day take the machine.
+DUCKDB_MEMORY_DEFAULT = "1GiB"
 DEFAULT_HISTORY_DAYS = 7  # without EVAL_HISTORY_START or data, the partitions begin this many days before today
 
 
@@ -60,7 +63,7 @@ class Settings(BaseModel):
     llm_base_url: str | None  # any OpenAI-compatible server, for the judge and live replays
     llm_api_key: SecretStr | None  # a secret: never print it
     judge_model: str | None  # the LLM judge is off without it
-    duckdb_memory: str | None  # DuckDB's memory_limit per connection (past it, DuckDB spills); None: DuckDB's own
+    duckdb_memory: str  # DuckDB's memory_limit per connection: past it, DuckDB spills to disk
     lake_catalog: SecretStr | None  # EVAL_WAREHOUSE=ducklake:...: a DuckLake warehouse; its catalog may hold a password
     lake_data_path: str | None  # EVAL_WAREHOUSE_DATA: the lake's Parquet files, a shared directory or an s3:// URL
     lake_s3: S3Access | None  # how to reach an s3:// data path (AWS_ACCESS_KEY_ID, AWS_ENDPOINT_URL, ...)
@@ -93,9 +96,7 @@ class Settings(BaseModel):
             llm_base_url=_url("OPENAI_BASE_URL", env["OPENAI_BASE_URL"]) if env.get("OPENAI_BASE_URL") else None,
             llm_api_key=SecretStr(env["OPENAI_API_KEY"]) if env.get("OPENAI_API_KEY") else None,
             judge_model=env.get("EVAL_JUDGE_MODEL") or None,
-            duckdb_memory=_amount("EVAL_DUCKDB_MEMORY_LIMIT", env["EVAL_DUCKDB_MEMORY_LIMIT"])
-            if env.get("EVAL_DUCKDB_MEMORY_LIMIT")
-            else None,
+            duckdb_memory=_amount("EVAL_DUCKDB_MEMORY_LIMIT", env.get("EVAL_DUCKDB_MEMORY_LIMIT") or DUCKDB_MEMORY_DEFAULT),
             backfill_days_per_run=_days_per_run(env["EVAL_BACKFILL_DAYS_PER_RUN"])
             if env.get("EVAL_BACKFILL_DAYS_PER_RUN")
             else None,

@@ -5,10 +5,10 @@ another process holds it. Every opener in every process (run workers, checks, th
 `query`) therefore takes one file lock first, with a bounded wait and a plain "warehouse
 busy" error after it (DESIGN §6). Connections are closed in `finally`.
 
-With EVAL_DUCKDB_MEMORY_LIMIT, each connection holds DuckDB to it: past it DuckDB spills temp tables,
-sorts, joins and windows to `<warehouse>.tmp`. Unset, DuckDB's own limit applies (80 % of RAM): the steps
-that still read a whole day (scores, findings, the report) need an ordered aggregate or a result in one
-piece, which DuckDB cannot spill, so a low limit would fail a large day instead of slowing it.
+Each connection holds DuckDB to EVAL_DUCKDB_MEMORY_LIMIT (1 GiB unless set): past it DuckDB spills temp
+tables, sorts, joins and windows to `<warehouse>.tmp`. What DuckDB cannot spill (an ordered list aggregate, a
+result handed over in one piece) is only ever a part of a day of a fixed number of episodes, so the limit
+holds whatever the day's size.
 
 With a `Lake` (EVAL_WAREHOUSE=ducklake:...), the warehouse is a DuckLake instead (`lake.py`): no file lock, any
 number of writers on any host; `rerun_on_conflict` runs a day's work again when another writer's commit won.
