@@ -6,14 +6,16 @@ These need each run's trajectory, so they are per-row Python (DESIGN §5), kept 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
+import numpy as np
 import pandas as pd
 
 from eval_pipeline.config import ChecksConfig
 from eval_pipeline.scoring.cases import Case, assert_case, case_for
-from eval_pipeline.scoring.checks import Check, run_checks
+from eval_pipeline.scoring.checks import Check, all_checks, run_checks
+from eval_pipeline.scoring.trajectory import Summaries
 from eval_pipeline.scoring.trajectory import trajectory as trajectory_of
 
 ASSERTION_COLUMNS = ["episode_id", "agent_id", "assertion", "passed", "score", "detail"]
@@ -33,13 +35,52 @@ def _grader_assertion(verdict: dict) -> dict:
             "detail": verdict.get("reasoning") or ""}  # fmt: skip
 
 
+@dataclass(frozen=True)
+class Reading:
+    """How `assess` reads each episode of a part: which checks could find an issue in it (bit i: the i-th check run),
+    and whether it needs the episode's steps (a case, a grader's verdict, or a check that reads steps)."""
+
+    checks: np.ndarray  # int64 bits; an episode without any, and without steps to read, is not read at all
+    steps: np.ndarray  # bool
+
+
+MAX_SCREENED_CHECKS = 63  # the bits of an int64
+
+
+def reading(
+    cases: dict[str, Case], config: ChecksConfig, checks: Sequence[Check] | None = None
+) -> Callable[[Summaries], Reading] | None:
+    """How `assess` reads a part's episodes, from their summaries (`Check.may_find`): only the checks that could find
+    an issue in an episode run on it, only on the episodes some check or a case wants, and with steps only where one
+    reads them. None (every episode, every check, with steps) when a check cannot tell, as a plug-in may not."""
+    chosen = all_checks() if checks is None else tuple(checks)
+    screens = [check.may_find for check in chosen if check.may_find is not None]
+    if len(screens) < len(chosen) or len(chosen) > MAX_SCREENED_CHECKS:
+        return None
+
+    def read(summaries: Summaries) -> Reading:
+        with_case = np.array([task in cases for task in summaries.task_ids], dtype=bool)
+        steps = with_case | summaries.with_expected | summaries.with_grader
+        bits = np.zeros(len(summaries), dtype=np.int64)
+        for index, (check, screen) in enumerate(zip(chosen, screens, strict=True)):
+            found = screen(summaries, config)
+            bits |= found.astype(np.int64) << index
+            steps |= found & check.reads_steps
+        return Reading(bits, steps)
+
+    return read
+
+
 def assess(
     candidates: Iterable[dict], cases: dict[str, Case], config: ChecksConfig, checks: Sequence[Check] | None = None
 ) -> Assessment:
     """`candidates` as `warehouse.assertions.check_inputs` streams them, each with its steps, one at a time; `checks`:
-    those that run (every built-in one by default)."""
+    those that run (every built-in one by default), on a candidate read by `reading` only those its `check_bits` name."""
+    chosen = all_checks() if checks is None else tuple(checks)
     assertions, issues = [], []
     for candidate in candidates:
+        bits = candidate.get("check_bits")
+        run_here = chosen if bits is None else [check for index, check in enumerate(chosen) if bits >> index & 1]
         trajectory = trajectory_of(candidate)
         ids = {"episode_id": trajectory.episode_id, "agent_id": trajectory.agent_id}
         case = case_for(candidate["expected"], candidate["task_id"], cases)
@@ -49,5 +90,5 @@ def assess(
             assertions += [{**ids, **vars(result)} for result in assert_case(case, trajectory)]
         if candidate.get("grader"):  # an executable grader's verdict on a captured run
             assertions.append({**ids, **_grader_assertion(json.loads(candidate["grader"]))})
-        issues += [{**ids, **vars(issue)} for issue in run_checks(trajectory, config, checks)]
+        issues += [{**ids, **vars(issue)} for issue in run_checks(trajectory, config, run_here)]
     return Assessment(pd.DataFrame(assertions, columns=ASSERTION_COLUMNS), pd.DataFrame(issues, columns=ISSUE_COLUMNS))

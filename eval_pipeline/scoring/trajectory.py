@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
+
+import numpy as np
 
 
 @dataclass(frozen=True)
@@ -99,3 +103,33 @@ def paired_calls(rows: list[dict]) -> list[ToolCall]:
         failed = bool(row["error"] or (result and result["error"]))
         calls.append(ToolCall(row["tool_name"] or "", row["input"], output, failed))
     return calls
+
+
+@dataclass(frozen=True)
+class Summaries:
+    """A part of a day's candidates, an entry per episode in id order: what tells which of them a check could find an
+    issue in without reading their steps (`Check.may_find`). The counts are over what `trajectory` would read."""
+
+    episode_ids: list[str]
+    task_ids: list[str]
+    final_outputs: list[str | None]
+    with_expected: np.ndarray  # the episode states its own expectations (`metadata.expected`)
+    with_grader: np.ndarray  # an executable grader's verdict is recorded
+    duration_ms: np.ndarray  # NaN where unknown
+    llm_calls: np.ndarray
+    tool_calls: np.ndarray  # len(Trajectory.calls)
+    failed_tool_steps: np.ndarray  # tool calls and results with an error: every failed call is among them
+    repeated_calls: np.ndarray  # tool calls whose name and (recorded) arguments an earlier call of the run had
+    errored_steps: np.ndarray  # len(Trajectory.error_outputs)
+    agents: np.ndarray  # distinct agents in Trajectory.agent_steps
+    available_tools: np.ndarray  # len(Trajectory.available_tools)
+    # (entries, outputs): the recorded outputs of tool calls and results, a batch at a time, each with its entry's index
+    tool_outputs: Callable[[], Iterator[tuple[np.ndarray, list[str]]]]
+
+    def __len__(self) -> int:
+        return len(self.episode_ids)
+
+    @cached_property
+    def answer_lengths(self) -> np.ndarray:
+        """The length of each final answer without the whitespace around it, as the answer checks measure it."""
+        return np.array([len((text or "").strip()) for text in self.final_outputs], dtype=np.int64)

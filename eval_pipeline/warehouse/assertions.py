@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import date
 
 import duckdb
+import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
 
+from eval_pipeline.scoring.assessments import Reading
+from eval_pipeline.scoring.trajectory import Summaries
 from eval_pipeline.warehouse.connection import Warehouse, replace_partition
 from eval_pipeline.warehouse.ingest import tool_names_sql
 from eval_pipeline.warehouse.replays import candidate_parts, sort_into_parts
@@ -33,24 +38,95 @@ FROM episode_steps WHERE partition_date = $day
 _CHECK_INPUTS = """
 SELECT c.* EXCLUDE (part, declared_tools), s.steps,
        -- as `Episode.available_tools`: those the episode declares, and those offered to its LLM calls
-       list_distinct(list_concat(c.declared_tools, coalesce(s.offered_tools, []))) AS available_tools
+       list_distinct(list_concat(c.declared_tools, coalesce(s.offered_tools, []))) AS available_tools{bits}
 FROM check_candidates c
 LEFT JOIN (
     SELECT episode_id,
-           list({'step_type': step_type, 'tool_name': tool_name, 'input': input, 'output': output, 'error': error,
-                 'agent': agent} ORDER BY step_index) AS steps,
+           list({{'step_type': step_type, 'tool_name': tool_name, 'input': input, 'output': output, 'error': error,
+                 'agent': agent}} ORDER BY step_index) AS steps,
            flatten(list(offered_tools)) AS offered_tools
-    FROM check_steps WHERE part = $part GROUP BY episode_id
+    FROM check_steps WHERE part = $part {with_steps} GROUP BY episode_id
 ) s USING (episode_id)
+{chosen}
 WHERE c.part = $part
 ORDER BY c.episode_id
 """
+_ALL_INPUTS = _CHECK_INPUTS.format(bits="", with_steps="", chosen="")
+_CHOSEN_INPUTS = _CHECK_INPUTS.format(
+    bits=", k.check_bits",
+    with_steps="AND episode_id IN (SELECT episode_id FROM check_chosen WHERE steps)",
+    chosen="JOIN check_chosen k USING (episode_id)",
+)
+
+# What `Summaries` holds of each candidate of a part, counted as `scoring.trajectory.trajectory` reads the steps (a live
+# replay's calls are its tool names, without arguments, results or agents).
+_SUMMARIES = """
+SELECT c.episode_id, c.task_id, c.final_output, coalesce(c.expected, '') <> '' AS with_expected,
+       coalesce(c.grader, '') <> '' AS with_grader, coalesce(c.total_duration_ms, 'NaN') AS duration_ms,
+       coalesce(s.llm_calls, 0) AS llm_calls,
+       CASE WHEN live THEN len(coalesce(c.tools, [])) ELSE coalesce(s.tool_calls, 0) END AS tool_calls,
+       CASE WHEN live THEN 0 ELSE coalesce(s.failed_tool_steps, 0) END AS failed_tool_steps,
+       CASE WHEN live THEN 0 ELSE coalesce(s.repeated_calls, 0) END AS repeated_calls,
+       coalesce(s.errored_steps, 0) AS errored_steps,
+       CASE WHEN live THEN 0 ELSE coalesce(s.agents, 0) END AS agents,
+       len(list_distinct(list_concat(c.declared_tools, coalesce(s.offered_tools, [])))) AS available_tools
+FROM (SELECT *, coalesce(mode = 'live', false) AS live FROM check_candidates WHERE part = $part) c
+LEFT JOIN (
+    SELECT episode_id,
+           count(*) FILTER (step_type = 'llm_call') AS llm_calls,
+           count(*) FILTER (step_type = 'tool_call') AS tool_calls,
+           count(*) FILTER (step_type IN ('tool_call', 'tool_result') AND coalesce(error, '') <> '') AS failed_tool_steps,
+           count(*) FILTER (step_type = 'tool_call' AND input IS NOT NULL)
+               - count(DISTINCT {'name': coalesce(tool_name, ''), 'arguments': input})
+                     FILTER (step_type = 'tool_call' AND input IS NOT NULL) AS repeated_calls,
+           count(*) FILTER (step_type = 'error' OR coalesce(error, '') <> '') AS errored_steps,
+           count(DISTINCT agent) FILTER (coalesce(agent, '') <> '') AS agents,
+           flatten(list(offered_tools)) AS offered_tools
+    FROM check_steps WHERE part = $part GROUP BY episode_id
+) s USING (episode_id)
+ORDER BY c.episode_id
+"""
+
+_TOOL_OUTPUTS = """
+SELECT s.episode_id, s.output
+FROM check_steps s JOIN check_candidates c USING (episode_id)
+WHERE s.part = $part AND c.part = $part AND coalesce(c.mode, '') <> 'live'
+    AND s.step_type IN ('tool_call', 'tool_result') AND s.output IS NOT NULL
+"""
 
 
-def check_inputs(warehouse: Warehouse, day: date, agent_id: str | None = None) -> Iterator[dict]:
+def _summaries(con: duckdb.DuckDBPyConnection, part: int) -> Summaries:
+    table = con.execute(_SUMMARIES, {"part": part}).to_arrow_table()
+    ids = table["episode_id"]
+
+    def tool_outputs() -> Iterator[tuple[np.ndarray, list[str]]]:
+        for batch in con.execute(_TOOL_OUTPUTS, {"part": part}).to_arrow_reader(CHECK_BATCH_ROWS * 10):
+            entries = pc.index_in(batch.column("episode_id"), value_set=ids).to_numpy(zero_copy_only=False)
+            yield entries, batch.column("output").to_pylist()
+
+    def counts(name: str) -> np.ndarray:
+        return table[name].to_numpy()
+
+    return Summaries(
+        episode_ids=ids.to_pylist(),
+        task_ids=table["task_id"].to_pylist(),
+        final_outputs=table["final_output"].to_pylist(),
+        **{name: counts(name) for name in _SUMMARY_ARRAYS},
+        tool_outputs=tool_outputs,
+    )
+
+
+_SUMMARY_ARRAYS = ("with_expected", "with_grader", "duration_ms", "llm_calls", "tool_calls", "failed_tool_steps",
+                   "repeated_calls", "errored_steps", "agents", "available_tools")  # fmt: skip
+
+
+def check_inputs(
+    warehouse: Warehouse, day: date, agent_id: str | None = None, read: Callable[[Summaries], Reading] | None = None
+) -> Iterator[dict]:
     """The day's finished candidates (`episode_id, agent_id, task_id, status, final_output, tools,
     total_duration_ms, mode, expected, grader, available_tools`), each with its recorded `steps` in order (None
-    without).
+    without). With `read`, as it says from each part's `Summaries`: only the episodes it gives a check (`check_bits`)
+    or steps to read, and the steps of only those it says.
 
     Read in parts of about CHECK_PART_EPISODES episodes (by a hash of their ids, each part in id order: see
     `sort_into_parts`) and streamed in Arrow batches of CHECK_BATCH_ROWS, so neither DuckDB nor the checks hold a
@@ -61,8 +137,16 @@ def check_inputs(warehouse: Warehouse, day: date, agent_id: str | None = None) -
         sort_into_parts(con, "check_candidates", _CANDIDATES, {**params, "parts": parts})
         sort_into_parts(con, "check_steps", _STEPS, {"day": day, "parts": parts})
         for part in range(parts):
-            reader = con.execute(_CHECK_INPUTS, {"part": part}).to_arrow_reader(CHECK_BATCH_ROWS)
-            for batch in reader:
+            query = _ALL_INPUTS
+            if read is not None:
+                summaries = _summaries(con, part)
+                how = read(summaries)
+                chosen = (how.checks != 0) | how.steps
+                ids = pa.array(summaries.episode_ids, pa.string()).filter(pa.array(chosen))
+                kept = {"episode_id": ids, "check_bits": how.checks[chosen], "steps": how.steps[chosen]}
+                con.register("check_chosen", pa.table(kept))
+                query = _CHOSEN_INPUTS
+            for batch in con.execute(query, {"part": part}).to_arrow_reader(CHECK_BATCH_ROWS):
                 yield from batch.to_pylist()  # nested rows straight to Python: twice as fast as via pandas
 
 

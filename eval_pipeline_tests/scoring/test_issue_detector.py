@@ -13,7 +13,7 @@ from eval_pipeline.config import ChecksConfig
 from eval_pipeline.episodes.model import Episode
 from eval_pipeline.episodes.records import RawRecord
 from eval_pipeline.rewards.online import _candidate
-from eval_pipeline.scoring.assessments import assess
+from eval_pipeline.scoring.assessments import assess, reading
 from eval_pipeline.warehouse.assertions import check_inputs
 from eval_pipeline.warehouse.connection import Warehouse
 from eval_pipeline.warehouse.ingest import load_episodes
@@ -71,7 +71,10 @@ def issues(tmp_path, *episodes: dict, config: ChecksConfig | None = None) -> dic
     write_dry_replays(warehouse, DAY)
     config = config or ChecksConfig()
     found: dict[str, list[tuple[str, str, str]]] = {e["episode_id"]: [] for e in episodes}
-    for row in assess(check_inputs(warehouse, DAY), {}, config).issues.to_dict("records"):
+    screened = assess(check_inputs(warehouse, DAY, read=reading({}, config)), {}, config).issues
+    # the step reads only the episodes (and steps) their summaries point the checks to: it finds what reading all does
+    assert screened.equals(assess(check_inputs(warehouse, DAY), {}, config).issues)
+    for row in screened.to_dict("records"):
         found[row["episode_id"]].append((row["check"], row["severity"], row["detail"]))
     online = [_candidate(n, Episode.model_validate(e)) for n, e in enumerate(episodes)]
     online_found = {str(n): [] for n in range(len(episodes))}
@@ -158,6 +161,38 @@ def test_agents_talking_past_each_other(tmp_path):
     assert loop in found["failing"]
     assert [check for check, *_ in found["progressing"]] == []  # a tool call that worked halfway: 2 and 2 back
     assert [check for check, *_ in found["relay"]] == ["tools_not_called"]  # A to B to C never goes back
+
+
+def test_each_check_finds_what_it_found_reading_only_the_episodes_their_summaries_point_to(tmp_path):
+    """Every check's trigger, read as the `assertions` step reads a day: an episode only by the checks whose summary
+    says they could find something in it (`Check.may_find`), with its steps only where one of them reads steps."""
+    call = {"step_type": "tool_call", "tool_name": "get_weather", "input_summary": '{"city": "Oslo"}'}
+    result = {"step_type": "tool_result", "tool_name": "get_weather", "output_summary": '{"oslo_c": 4, "bergen_c": 6}'}
+    stalled = [llm("planner", "call get_weather", tools=WEATHER_TOOLS), call, result, call, result, call, result]
+    solo = [{**step, "metadata": {}} for step in CLEAN["steps"]]
+    crashed = [*CLEAN["steps"][:3], {"step_type": "error", "error": "Traceback (most recent call last):\n  boom"}]
+    found = issues(
+        tmp_path,
+        CLEAN,
+        # one agent, no number stated, tools called and answered: nothing in it a check would read the steps for
+        episode("plain", solo, UNGROUNDED),
+        episode("stalled", stalled),
+        episode("made-up", CLEAN["steps"], ANSWER.replace("4 °C", "14 °C")),
+        episode("crashed", crashed),
+        episode("traceback", CLEAN["steps"], f"Sorry. Traceback (most recent call last): {ANSWER}"),
+        episode("chatty", CLEAN["steps"] + [llm("writer", f"Draft {n}.") for n in range(21)]),
+        episode("padded", solo, "\u2003\u00a0ok\u3000\n"),  # an answer alone is read without its steps
+    )
+    assert found["clean"] == found["plain"] == []
+    assert "stalls" in [check for check, *_ in found["stalled"]]
+    assert "numeric_fabrication" in [check for check, *_ in found["made-up"]]
+    assert "errors" in [check for check, *_ in found["crashed"]]
+    assert "errors" in [check for check, *_ in found["traceback"]]
+    assert "overlong" in [check for check, *_ in found["chatty"]]
+    assert "empty_answer" in [check for check, *_ in found["padded"]]
+    warehouse = Warehouse(tmp_path / "eval.duckdb")
+    read = {c["episode_id"]: c["steps"] is not None for c in check_inputs(warehouse, DAY, read=reading({}, ChecksConfig()))}
+    assert "plain" not in read and read["clean"] is True and read["padded"] is False and read["stalled"] is True
 
 
 @pytest.mark.parametrize("bad", [{"no_data_patterns": ["(unclosed"]}, {"max_agent_share": 0}, {"plugins": "x:Y"}])

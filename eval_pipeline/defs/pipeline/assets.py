@@ -54,7 +54,7 @@ from eval_pipeline.reports.document import RunContext
 from eval_pipeline.reports.markdown import Link, table
 from eval_pipeline.rewards.functions import RewardBook
 from eval_pipeline.rewards.records import reward_records
-from eval_pipeline.scoring.assessments import assess
+from eval_pipeline.scoring.assessments import assess, reading
 from eval_pipeline.scoring.episodes import score_records
 from eval_pipeline.warehouse.assertions import check_inputs, write_checks
 from eval_pipeline.warehouse.baselines import days_to_look_back, write_baselines, write_history_baselines, write_scores
@@ -407,7 +407,8 @@ def assertions(
     run_checks = eval_config.checks(cfg, config.checks)
 
     def assess_day(day: date) -> DayMetadata:
-        outcome = assess(check_inputs(wh, day, config.agent_id), cases, cfg.checks, run_checks)
+        candidates = check_inputs(wh, day, config.agent_id, reading(cases, cfg.checks, run_checks))
+        outcome = assess(candidates, cases, cfg.checks, run_checks)
         stamp = {"partition_date": day, "config_version": cfg.version}
         write_checks(wh, day, outcome.assertions.assign(**stamp), outcome.issues.assign(**stamp), config.agent_id)
         with_case = outcome.assertions.groupby("episode_id")["passed"].all()

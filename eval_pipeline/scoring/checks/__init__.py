@@ -16,9 +16,11 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from functools import cache
 
+import numpy as np
+
 from eval_pipeline.config import DEFAULT_FINDING_SEVERITY, ISSUE_PENALTY, ChecksConfig
 from eval_pipeline.errors import UserInputError
-from eval_pipeline.scoring.trajectory import Trajectory
+from eval_pipeline.scoring.trajectory import Summaries, Trajectory
 
 SEVERITIES = ("critical", "error", "warning")  # counted per episode; "info" issues cost nothing
 
@@ -35,6 +37,11 @@ class Check:
     name: str
     # (severity, detail) per issue; severity is critical, error, warning or info
     run: Callable[[Trajectory, ChecksConfig], list[tuple[str, str]]]
+    # Of a part of a day's episodes, those the check could find an issue in, from their summaries alone (True for each
+    # such episode; others may be True too). Only episodes some check or a case wants are read step by step, which most
+    # of a day's episodes are not worth. None: every episode (a plug-in's, unless it says otherwise).
+    may_find: Callable[[Summaries, ChecksConfig], np.ndarray] | None = None
+    reads_steps: bool = True  # False: `run` reads the final answer only, so an episode only it may fault is read without steps
 
 
 @cache

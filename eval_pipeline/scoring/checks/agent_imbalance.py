@@ -8,9 +8,11 @@ from __future__ import annotations
 
 from collections import Counter
 
+import numpy as np
+
 from eval_pipeline.config import ChecksConfig
 from eval_pipeline.scoring.checks import Check
-from eval_pipeline.scoring.trajectory import Trajectory
+from eval_pipeline.scoring.trajectory import Summaries, Trajectory
 
 
 def run(trajectory: Trajectory, config: ChecksConfig) -> list[tuple[str, str]]:
@@ -24,4 +26,8 @@ def run(trajectory: Trajectory, config: ChecksConfig) -> list[tuple[str, str]]:
     return [("warning", f"{busiest} took {taken} of {total} steps ({taken / total:.0%}; {others})")]
 
 
-CHECK = Check("agent_imbalance", run)
+def may_find(summaries: Summaries, config: ChecksConfig) -> np.ndarray:
+    return summaries.agents >= 2
+
+
+CHECK = Check("agent_imbalance", run, may_find)

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import numpy as np
+
 from eval_pipeline.config import ChecksConfig
 from eval_pipeline.scoring.checks import Check
-from eval_pipeline.scoring.trajectory import Trajectory
+from eval_pipeline.scoring.trajectory import Summaries, Trajectory
 
 
 def run(trajectory: Trajectory, config: ChecksConfig) -> list[tuple[str, str]]:
@@ -16,4 +18,8 @@ def run(trajectory: Trajectory, config: ChecksConfig) -> list[tuple[str, str]]:
     return []
 
 
-CHECK = Check("empty_answer", run)
+def may_find(summaries: Summaries, config: ChecksConfig) -> np.ndarray:
+    return summaries.answer_lengths < max(config.near_empty_chars, 1)
+
+
+CHECK = Check("empty_answer", run, may_find, reads_steps=False)

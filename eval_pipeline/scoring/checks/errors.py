@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import numpy as np
+
 from eval_pipeline.config import ChecksConfig
 from eval_pipeline.scoring.checks import Check
-from eval_pipeline.scoring.trajectory import Trajectory
+from eval_pipeline.scoring.trajectory import Summaries, Trajectory
 
 TRACEBACK = "Traceback (most recent call last)"
 
@@ -24,4 +26,9 @@ def run(trajectory: Trajectory, config: ChecksConfig) -> list[tuple[str, str]]:
     return issues
 
 
-CHECK = Check("errors", run)
+def may_find(summaries: Summaries, config: ChecksConfig) -> np.ndarray:
+    in_answer = np.array([TRACEBACK in (text or "") for text in summaries.final_outputs], dtype=bool)
+    return in_answer | (summaries.errored_steps > 0)
+
+
+CHECK = Check("errors", run, may_find)

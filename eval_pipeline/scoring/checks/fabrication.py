@@ -12,9 +12,11 @@ from __future__ import annotations
 import re
 from bisect import bisect_left
 
+import numpy as np
+
 from eval_pipeline.config import ChecksConfig
 from eval_pipeline.scoring.checks import Check
-from eval_pipeline.scoring.trajectory import Trajectory
+from eval_pipeline.scoring.trajectory import Summaries, Trajectory
 
 _MONTH = r"(?:jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)[a-z]*\.?"
 _NOT_CLAIMS = re.compile(
@@ -77,4 +79,8 @@ def run(trajectory: Trajectory, config: ChecksConfig) -> list[tuple[str, str]]:
     ]
 
 
-CHECK = Check("numeric_fabrication", run)
+def may_find(summaries: Summaries, config: ChecksConfig) -> np.ndarray:
+    return np.array([bool(_DIGIT.search(text or "")) for text in summaries.final_outputs], dtype=bool)
+
+
+CHECK = Check("numeric_fabrication", run, may_find)

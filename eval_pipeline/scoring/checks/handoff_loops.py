@@ -8,9 +8,11 @@ form of a stall. A relay (A to B to C) never goes back, however long.
 
 from __future__ import annotations
 
+import numpy as np
+
 from eval_pipeline.config import ChecksConfig
 from eval_pipeline.scoring.checks import Check
-from eval_pipeline.scoring.trajectory import Trajectory
+from eval_pipeline.scoring.trajectory import Summaries, Trajectory
 
 
 def run(trajectory: Trajectory, config: ChecksConfig) -> list[tuple[str, str]]:
@@ -32,4 +34,8 @@ def run(trajectory: Trajectory, config: ChecksConfig) -> list[tuple[str, str]]:
     return [("error", f"{most} hand-offs back and forth between {among} without a tool call that succeeded")]
 
 
-CHECK = Check("handoff_loops", run)
+def may_find(summaries: Summaries, config: ChecksConfig) -> np.ndarray:
+    return summaries.agents >= 2  # a hand-off back needs two agents
+
+
+CHECK = Check("handoff_loops", run, may_find)

@@ -9,9 +9,11 @@ from __future__ import annotations
 import re
 from functools import cache
 
+import numpy as np
+
 from eval_pipeline.config import ChecksConfig
 from eval_pipeline.scoring.checks import Check
-from eval_pipeline.scoring.trajectory import Trajectory
+from eval_pipeline.scoring.trajectory import Summaries, Trajectory
 
 
 @cache
@@ -30,4 +32,16 @@ def run(trajectory: Trajectory, config: ChecksConfig) -> list[tuple[str, str]]:
     return [("warning", f"{len(empty)} of {len(trajectory.calls)} tool calls returned no data ({examples})")]
 
 
-CHECK = Check("no_data", run)
+def may_find(summaries: Summaries, config: ChecksConfig) -> np.ndarray:
+    """Episodes with a tool output that matches: the calls' outputs are among them (a tested pattern per distinct text)."""
+    found = np.zeros(len(summaries), dtype=bool)
+    if not config.no_data_patterns:
+        return found
+    no_data = _no_data(tuple(config.no_data_patterns))
+    for entries, outputs in summaries.tool_outputs():
+        matched = {text: no_data.search(text) is not None for text in set(outputs)}
+        found[entries[np.array([matched[text] for text in outputs], dtype=bool)]] = True
+    return found
+
+
+CHECK = Check("no_data", run, may_find)

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import numpy as np
+
 from eval_pipeline.config import ChecksConfig
 from eval_pipeline.scoring.checks import Check
-from eval_pipeline.scoring.trajectory import Trajectory
+from eval_pipeline.scoring.trajectory import Summaries, Trajectory
 
 
 def run(trajectory: Trajectory, config: ChecksConfig) -> list[tuple[str, str]]:
@@ -17,4 +19,9 @@ def run(trajectory: Trajectory, config: ChecksConfig) -> list[tuple[str, str]]:
     return issues
 
 
-CHECK = Check("overlong", run)
+def may_find(summaries: Summaries, config: ChecksConfig) -> np.ndarray:
+    seconds = np.nan_to_num(summaries.duration_ms) / 1000
+    return (summaries.llm_calls > config.max_llm_calls) | (seconds > config.max_duration_seconds)
+
+
+CHECK = Check("overlong", run, may_find)

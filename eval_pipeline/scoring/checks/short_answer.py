@@ -5,9 +5,11 @@ Missing and near-empty answers are `empty_answer`'s, so one answer is flagged on
 
 from __future__ import annotations
 
+import numpy as np
+
 from eval_pipeline.config import ChecksConfig
 from eval_pipeline.scoring.checks import Check
-from eval_pipeline.scoring.trajectory import Trajectory
+from eval_pipeline.scoring.trajectory import Summaries, Trajectory
 
 
 def run(trajectory: Trajectory, config: ChecksConfig) -> list[tuple[str, str]]:
@@ -17,4 +19,9 @@ def run(trajectory: Trajectory, config: ChecksConfig) -> list[tuple[str, str]]:
     return []
 
 
-CHECK = Check("short_answer", run)
+def may_find(summaries: Summaries, config: ChecksConfig) -> np.ndarray:
+    lengths = summaries.answer_lengths
+    return (lengths > 0) & (lengths >= config.near_empty_chars) & (lengths < config.short_answer_chars)
+
+
+CHECK = Check("short_answer", run, may_find, reads_steps=False)

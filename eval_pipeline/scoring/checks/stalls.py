@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from itertools import groupby
 
+import numpy as np
+
 from eval_pipeline.config import ChecksConfig
 from eval_pipeline.scoring.checks import Check
-from eval_pipeline.scoring.trajectory import Trajectory
+from eval_pipeline.scoring.trajectory import Summaries, Trajectory
 
 
 def run(trajectory: Trajectory, config: ChecksConfig) -> list[tuple[str, str]]:
@@ -18,4 +20,8 @@ def run(trajectory: Trajectory, config: ChecksConfig) -> list[tuple[str, str]]:
     return issues
 
 
-CHECK = Check("stalls", run)
+def may_find(summaries: Summaries, config: ChecksConfig) -> np.ndarray:
+    return summaries.repeated_calls > 0
+
+
+CHECK = Check("stalls", run, may_find)

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import numpy as np
+
 from eval_pipeline.config import ChecksConfig
 from eval_pipeline.scoring.checks import Check
-from eval_pipeline.scoring.trajectory import Trajectory
+from eval_pipeline.scoring.trajectory import Summaries, Trajectory
 
 
 def run(trajectory: Trajectory, config: ChecksConfig) -> list[tuple[str, str]]:
@@ -20,4 +22,8 @@ def run(trajectory: Trajectory, config: ChecksConfig) -> list[tuple[str, str]]:
     return []
 
 
-CHECK = Check("tool_failures", run)
+def may_find(summaries: Summaries, config: ChecksConfig) -> np.ndarray:
+    return summaries.failed_tool_steps > 0
+
+
+CHECK = Check("tool_failures", run, may_find)

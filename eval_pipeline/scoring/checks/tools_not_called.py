@@ -7,9 +7,11 @@ request's `tools`). Where the source recorded none, nothing is known and nothing
 
 from __future__ import annotations
 
+import numpy as np
+
 from eval_pipeline.config import ChecksConfig
 from eval_pipeline.scoring.checks import Check
-from eval_pipeline.scoring.trajectory import Trajectory
+from eval_pipeline.scoring.trajectory import Summaries, Trajectory
 
 
 def run(trajectory: Trajectory, config: ChecksConfig) -> list[tuple[str, str]]:
@@ -21,4 +23,8 @@ def run(trajectory: Trajectory, config: ChecksConfig) -> list[tuple[str, str]]:
     return [("error", f"{made}, with {len(available)} available: {offered}")]
 
 
-CHECK = Check("tools_not_called", run)
+def may_find(summaries: Summaries, config: ChecksConfig) -> np.ndarray:
+    return (summaries.available_tools > 0) & (summaries.tool_calls < config.min_tool_calls)
+
+
+CHECK = Check("tools_not_called", run, may_find)
