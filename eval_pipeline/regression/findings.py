@@ -50,8 +50,9 @@ def finding_id(day: date, agent_id: str, episode_id: str | None, dimension: str,
 
 def limits(agent_ids: pd.Series, dimension: str, config: EvalConfig) -> tuple[np.ndarray, np.ndarray]:
     """Each row's (warning, critical) limit for `dimension` under its agent's thresholds; NaN = none."""
-    per_agent = {agent: config.thresholds_for(str(agent)).get(dimension, Threshold()) for agent in agent_ids.unique()}
-    as_float = lambda level: agent_ids.map({a: getattr(t, level) for a, t in per_agent.items()}).astype(float).to_numpy()  # noqa: E731
+    codes, agents = pd.factorize(agent_ids, use_na_sentinel=False)  # a lookup per agent, not per row
+    per_agent = [config.thresholds_for(str(agent)).get(dimension, Threshold()) for agent in agents]
+    as_float = lambda level: np.array([getattr(t, level) for t in per_agent], dtype=float)[codes]  # noqa: E731
     return as_float("warning"), as_float("critical")
 
 
