@@ -27,7 +27,7 @@ from eval_pipeline.warehouse.connection import Warehouse, clear_partition, secon
 from eval_pipeline.warehouse.rows import one_row
 
 # Records parsed and written at a time: what a day's ingest holds in memory. Loading 100,000 benchmark records took
-# 6.9 s at a peak RSS of 778 MiB in batches of 5,000, 7.2 s at 942 MiB in 10,000 and 6.9 s at 1,200 MiB in 20,000.
+# 7.4-7.9 s at a peak RSS of 790 MiB in batches of 5,000, and 6.1-6.9 s at 1,176-1,251 MiB in batches of 20,000.
 BATCH_ROWS = 5_000
 CHUNK_ROWS = 1_024  # rows per Arrow chunk: lets DuckDB parse one batch on every core
 
