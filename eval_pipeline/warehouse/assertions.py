@@ -95,7 +95,12 @@ WHERE s.part = $part AND c.part = $part AND coalesce(c.mode, '') <> 'live'
 """
 
 
+_SUMMARY_ARRAYS = ("with_expected", "with_grader", "duration_ms", "llm_calls", "tool_calls", "failed_tool_steps",
+                   "repeated_calls", "errored_steps", "agents", "available_tools")  # fmt: skip
+
+
 def _summaries(con: duckdb.DuckDBPyConnection, part: int) -> Summaries:
+    """A part's `Summaries` (of `check_candidates` and `check_steps`); its tool outputs are read when asked for."""
     table = con.execute(_SUMMARIES, {"part": part}).to_arrow_table()
     ids = table["episode_id"]
 
@@ -114,10 +119,6 @@ def _summaries(con: duckdb.DuckDBPyConnection, part: int) -> Summaries:
         **{name: counts(name) for name in _SUMMARY_ARRAYS},
         tool_outputs=tool_outputs,
     )
-
-
-_SUMMARY_ARRAYS = ("with_expected", "with_grader", "duration_ms", "llm_calls", "tool_calls", "failed_tool_steps",
-                   "repeated_calls", "errored_steps", "agents", "available_tools")  # fmt: skip
 
 
 def check_inputs(
