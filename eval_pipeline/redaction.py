@@ -29,6 +29,7 @@ class SecretKind:
 
     name: str
     pattern: str
+    cue: str  # a regex every match holds, lower case: a text without any kind's cue is not searched for these kinds
     standalone: bool = True
 
 
@@ -36,39 +37,46 @@ _ASSIGNED = r"""["']?\s*[:=]\s*["']?"""  # password=..., "password": "...", pass
 _VALUE = r"""[^\s"'&;,<>]"""  # a value's characters, up to a quote, space or separator
 _TOKEN = r"[A-Za-z0-9/+=_\-.~]"
 SECRET_KINDS: tuple[SecretKind, ...] = (
-    SecretKind("OpenAI-style API key", r"sk-(?P<secret>[A-Za-z0-9_\-]{16,})"),  # many vendors' too (sk-ant-, ...)
-    SecretKind("Stripe key", r"[rs]k_(?:live|test)_(?P<secret>[A-Za-z0-9]{10,})"),
-    SecretKind("AWS access key id", r"(?:AKIA|ASIA)(?P<secret>[A-Z0-9]{16})(?![A-Za-z0-9])"),
-    SecretKind("GitHub token", r"(?:gh[pousr]_|github_pat_)(?P<secret>[A-Za-z0-9_]{22,})"),
-    SecretKind("GitLab token", r"glpat-(?P<secret>[A-Za-z0-9_\-]{20,})"),
-    SecretKind("Hugging Face token", r"hf_(?P<secret>[A-Za-z0-9]{30,})"),
-    SecretKind("npm token", r"npm_(?P<secret>[A-Za-z0-9]{36})"),
-    SecretKind("Slack token", r"xox[abposr]-(?P<secret>[A-Za-z0-9\-]{10,})"),
+    SecretKind(
+        "OpenAI-style API key", cue="sk-", pattern=r"sk-(?P<secret>[A-Za-z0-9_\-]{16,})"
+    ),  # many vendors' too (sk-ant-, ...)
+    SecretKind("Stripe key", cue="k_(?:live|test)_", pattern=r"[rs]k_(?:live|test)_(?P<secret>[A-Za-z0-9]{10,})"),
+    SecretKind("AWS access key id", cue="akia|asia", pattern=r"(?:AKIA|ASIA)(?P<secret>[A-Z0-9]{16})(?![A-Za-z0-9])"),
+    SecretKind("GitHub token", cue="gh[pousr]_|github_pat_", pattern=r"(?:gh[pousr]_|github_pat_)(?P<secret>[A-Za-z0-9_]{22,})"),
+    SecretKind("GitLab token", cue="glpat-", pattern=r"glpat-(?P<secret>[A-Za-z0-9_\-]{20,})"),
+    SecretKind("Hugging Face token", cue="hf_", pattern=r"hf_(?P<secret>[A-Za-z0-9]{30,})"),
+    SecretKind("npm token", cue="npm_", pattern=r"npm_(?P<secret>[A-Za-z0-9]{36})"),
+    SecretKind("Slack token", cue="xox[abposr]-", pattern=r"xox[abposr]-(?P<secret>[A-Za-z0-9\-]{10,})"),
     SecretKind(
         "chat webhook URL",  # the path is the credential
-        r"(?:hooks\.slack\.com/(?:services|workflows|triggers)|discord(?:app)?\.com/api/webhooks)/(?P<secret>[A-Za-z0-9/_\-]+)",
+        cue=r"hooks\.slack\.com/|discord(?:app)?\.com/api/webhooks/",
+        pattern=r"(?:hooks\.slack\.com/(?:services|workflows|triggers)|discord(?:app)?\.com/api/webhooks)/(?P<secret>[A-Za-z0-9/_\-]+)",
         standalone=False,
     ),
-    SecretKind("Google API key", r"AIza(?P<secret>[A-Za-z0-9_\-]{35})"),
+    SecretKind("Google API key", cue="aiza", pattern=r"AIza(?P<secret>[A-Za-z0-9_\-]{35})"),
     SecretKind(
         "JSON Web Token",  # possessive and bounded: a hostile text of near misses costs linear time
-        r"eyJ(?P<secret>[A-Za-z0-9_\-]{8,1024}+\.[A-Za-z0-9_\-]{8,}+\.[A-Za-z0-9_\-]{8,}+)",
+        cue="eyj",
+        pattern=r"eyJ(?P<secret>[A-Za-z0-9_\-]{8,1024}+\.[A-Za-z0-9_\-]{8,}+\.[A-Za-z0-9_\-]{8,}+)",
     ),
     SecretKind(
         "private key",
-        r"-----BEGIN [A-Z ]{0,30}PRIVATE KEY(?: BLOCK)?-----(?P<secret>[\s\S]*?)(?=-----END |\Z)",
+        cue="-----begin ",
+        pattern=r"-----BEGIN [A-Z ]{0,30}PRIVATE KEY(?: BLOCK)?-----(?P<secret>[\s\S]*?)(?=-----END |\Z)",
         standalone=False,
     ),
     SecretKind(
         "password",  # a value that is not a plain word ("password: see the vault" says none)
-        rf"(?i:pass(?:word|wd|phrase))[\w\-]{{0,30}}{_ASSIGNED}(?P<secret>(?={_VALUE}{{0,256}}[^\sA-Za-z\"'&;,<>]){_VALUE}{{6,}})",
+        cue="pass(?:word|wd|phrase)",
+        pattern=rf"(?i:pass(?:word|wd|phrase))[\w\-]{{0,30}}{_ASSIGNED}(?P<secret>(?={_VALUE}{{0,256}}[^\sA-Za-z\"'&;,<>]){_VALUE}{{6,}})",
         standalone=False,
     ),
-    SecretKind("password in a URL", r"://[^\s:/@]{0,256}:(?P<secret>[^\s@/]{1,256})@", standalone=False),
-    SecretKind("bearer token", r"(?i:bearer)\s+(?P<secret>[A-Za-z0-9._~+/\-]{16,}=*)"),
+    SecretKind("password in a URL", cue="://", pattern=r"://[^\s:/@]{0,256}:(?P<secret>[^\s@/]{1,256})@", standalone=False),
+    SecretKind("bearer token", cue="bearer", pattern=r"(?i:bearer)\s+(?P<secret>[A-Za-z0-9._~+/\-]{16,}=*)"),
     SecretKind(
         "secret assigned to a key",  # AWS_SECRET_ACCESS_KEY=..., "SessionToken": "...", api_key: '...'
-        rf"(?i:secret|token|api[_\-]?key|access[_\-]?key|credentials?)[\w\-]{{0,30}}{_ASSIGNED}"
+        cue=r"secret|token|api[_\-]?key|access[_\-]?key|credential",
+        pattern=rf"(?i:secret|token|api[_\-]?key|access[_\-]?key|credentials?)[\w\-]{{0,30}}{_ASSIGNED}"
         rf"(?P<secret>(?={_TOKEN}{{0,256}}\d)(?={_TOKEN}{{0,256}}[A-Za-z]){_TOKEN}{{8,}})",  # not a figure, not a word
         standalone=False,
     ),
@@ -79,6 +87,19 @@ _IN_TOKEN = r"[\w+/=.\-]"
 _LINE_BREAK_IN_TOKEN = re.compile(  # the break first, then what surrounds it: quick to search
     rf"\r\n(?<={_IN_TOKEN}\r\n)(?={_IN_TOKEN})|[\r\n](?<={_IN_TOKEN}[\r\n])(?={_IN_TOKEN})"
 )
+
+
+_CUES = re.compile("|".join(kind.cue for kind in SECRET_KINDS))
+# What a case-insensitive ASCII letter also matches in Python's regexes (İ, ı, ſ, the Kelvin sign), as plain letters
+_FOLD = str.maketrans({"\u0130": "i", "\u0131": "i", "\u017f": "s", "\u212a": "k"})
+
+
+def _may_hold_secret(text: str) -> bool:
+    """Whether some kind's cue is in `text` read loosely: lower case, without invisible characters or line breaks (a
+    view of the text removes no more than that, so a text without a cue holds no secret of the kinds). Most answers
+    hold none, and this one search replaces a search per kind."""
+    folded = _INVISIBLE.sub("", text).translate(_FOLD).lower().replace("\r", "").replace("\n", "")
+    return _CUES.search(folded) is not None
 
 
 @dataclass(frozen=True)

@@ -51,6 +51,15 @@ def test_prose_is_left_alone(prose):
     assert redact(prose) == prose
 
 
+@pytest.mark.parametrize(
+    "text", ["ſecret_key = ab12cd34ef56", "PAſſWORD=hunter2!x9", "credentİals=ab12cd34ef56gh", "BEARER abcdefghijklmnop1234"]
+)
+def test_letters_that_case_insensitive_kinds_read_as_ascii_are_found_too(text):
+    """Python's case-insensitive regexes read ſ as s, İ and ı as i and the Kelvin sign as k: the one search for the
+    kinds' cues, which decides whether a text is searched for them at all, must read them so too."""
+    assert HIDDEN in redact(text) and contains_secret(text)
+
+
 def test_configured_patterns_add_to_the_kinds():
     assert redact("ticket INT-12345 is internal", ["int-[0-9]+"]) == "ticket …[redacted] is internal"
     assert redact("employee id E-99", [r"employee id (?P<secret>\S+)"]) == "employee id …[redacted]"
