@@ -37,9 +37,8 @@ _ASSIGNED = r"""["']?\s*[:=]\s*["']?"""  # password=..., "password": "...", pass
 _VALUE = r"""[^\s"'&;,<>]"""  # a value's characters, up to a quote, space or separator
 _TOKEN = r"[A-Za-z0-9/+=_\-.~]"
 SECRET_KINDS: tuple[SecretKind, ...] = (
-    SecretKind(
-        "OpenAI-style API key", cue="sk-", pattern=r"sk-(?P<secret>[A-Za-z0-9_\-]{16,})"
-    ),  # many vendors' too (sk-ant-, ...)
+    # many vendors' keys too (sk-ant-, ...)
+    SecretKind("OpenAI-style API key", cue="sk-", pattern=r"sk-(?P<secret>[A-Za-z0-9_\-]{16,})"),
     SecretKind("Stripe key", cue="k_(?:live|test)_", pattern=r"[rs]k_(?:live|test)_(?P<secret>[A-Za-z0-9]{10,})"),
     SecretKind("AWS access key id", cue="akia|asia", pattern=r"(?:AKIA|ASIA)(?P<secret>[A-Z0-9]{16})(?![A-Za-z0-9])"),
     SecretKind("GitHub token", cue="gh[pousr]_|github_pat_", pattern=r"(?:gh[pousr]_|github_pat_)(?P<secret>[A-Za-z0-9_]{22,})"),

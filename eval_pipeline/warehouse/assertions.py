@@ -35,19 +35,20 @@ SELECT episode_id, step_index, step_type, tool_name, input, output, error, agent
 FROM episode_steps WHERE partition_date = $day
 """
 
-_CHECK_INPUTS = """
-SELECT c.* EXCLUDE (part, declared_tools), s.steps,
-       -- as `Episode.available_tools`: those the episode declares, and those offered to its LLM calls
-       list_distinct(list_concat(c.declared_tools, coalesce(s.offered_tools, []))) AS available_tools{bits}
+# As `Episode.available_tools`: those the episode declares (`c`), and those offered to its LLM calls (`s`)
+_AVAILABLE_TOOLS = "list_distinct(list_concat(c.declared_tools, coalesce(s.offered_tools, [])))"
+
+_CHECK_INPUTS = f"""
+SELECT c.* EXCLUDE (part, declared_tools), s.steps, {_AVAILABLE_TOOLS} AS available_tools{{bits}}
 FROM check_candidates c
 LEFT JOIN (
     SELECT episode_id,
-           list({{'step_type': step_type, 'tool_name': tool_name, 'input': input, 'output': output, 'error': error,
-                 'agent': agent}} ORDER BY step_index) AS steps,
+           list({{{{'step_type': step_type, 'tool_name': tool_name, 'input': input, 'output': output, 'error': error,
+                 'agent': agent}}}} ORDER BY step_index) AS steps,
            flatten(list(offered_tools)) AS offered_tools
-    FROM check_steps WHERE part = $part {with_steps} GROUP BY episode_id
+    FROM check_steps WHERE part = $part {{with_steps}} GROUP BY episode_id
 ) s USING (episode_id)
-{chosen}
+{{chosen}}
 WHERE c.part = $part
 ORDER BY c.episode_id
 """
@@ -60,7 +61,7 @@ _CHOSEN_INPUTS = _CHECK_INPUTS.format(
 
 # What `Summaries` holds of each candidate of a part, counted as `scoring.trajectory.trajectory` reads the steps (a live
 # replay's calls are its tool names, without arguments, results or agents).
-_SUMMARIES = """
+_SUMMARIES = f"""
 SELECT c.episode_id, c.task_id, c.final_output, coalesce(c.expected, '') <> '' AS with_expected,
        coalesce(c.grader, '') <> '' AS with_grader, coalesce(c.total_duration_ms, 'NaN') AS duration_ms,
        coalesce(s.llm_calls, 0) AS llm_calls,
@@ -69,7 +70,7 @@ SELECT c.episode_id, c.task_id, c.final_output, coalesce(c.expected, '') <> '' A
        CASE WHEN live THEN 0 ELSE coalesce(s.repeated_calls, 0) END AS repeated_calls,
        coalesce(s.errored_steps, 0) AS errored_steps,
        CASE WHEN live THEN 0 ELSE coalesce(s.agents, 0) END AS agents,
-       len(list_distinct(list_concat(c.declared_tools, coalesce(s.offered_tools, [])))) AS available_tools
+       len({_AVAILABLE_TOOLS}) AS available_tools
 FROM (SELECT *, coalesce(mode = 'live', false) AS live FROM check_candidates WHERE part = $part) c
 LEFT JOIN (
     SELECT episode_id,
@@ -77,7 +78,7 @@ LEFT JOIN (
            count(*) FILTER (step_type = 'tool_call') AS tool_calls,
            count(*) FILTER (step_type IN ('tool_call', 'tool_result') AND coalesce(error, '') <> '') AS failed_tool_steps,
            count(*) FILTER (step_type = 'tool_call' AND input IS NOT NULL)
-               - count(DISTINCT {'name': coalesce(tool_name, ''), 'arguments': input})
+               - count(DISTINCT {{'name': coalesce(tool_name, ''), 'arguments': input}})
                      FILTER (step_type = 'tool_call' AND input IS NOT NULL) AS repeated_calls,
            count(*) FILTER (step_type = 'error' OR coalesce(error, '') <> '') AS errored_steps,
            count(DISTINCT agent) FILTER (coalesce(agent, '') <> '') AS agents,
