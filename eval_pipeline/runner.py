@@ -329,7 +329,7 @@ def _turn(warehouse_path: Path, first: date) -> Iterator[Callable[[], None]]:
         told = False
         while True:
             try:
-                lock.acquire(timeout=0)
+                lock.acquire(timeout=_GLANCE_SECONDS)
             except Timeout:
                 told = told or _say_waiting()
                 lock.acquire()
@@ -346,6 +346,11 @@ def _turn(warehouse_path: Path, first: date) -> Iterator[Callable[[], None]]:
         if lock.is_locked:
             lock.release()
         ticket.unlink(missing_ok=True)
+
+
+_GLANCE_SECONDS = 2.0
+"""How long a run waits for the lock before saying it waits: a run that finds an earlier ticket holds the lock
+only while it looks, and waiting out that look is no wait worth announcing (nor a second line beside its own)."""
 
 
 def _earlier_tickets(directory: Path, mine: Path) -> list[Path]:
