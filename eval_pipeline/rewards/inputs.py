@@ -86,4 +86,5 @@ def reward_inputs(frame: pd.DataFrame) -> RewardInputs:
 
 
 def _tuples(lists: pd.Series) -> list[tuple[str, ...]]:
-    return [tuple(c) if isinstance(c, list | tuple | np.ndarray) else () for c in lists]
+    """Each list as a tuple (missing: empty); most are empty, and an empty one is not copied."""
+    return [tuple(c) if isinstance(c, list | tuple | np.ndarray) and len(c) else () for c in lists]

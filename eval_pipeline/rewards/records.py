@@ -9,11 +9,10 @@ from contextlib import contextmanager
 import numpy as np
 import orjson
 import pandas as pd
+import pyarrow as pa
 
 from eval_pipeline.rewards.functions import RewardBook
 from eval_pipeline.rewards.inputs import reward_inputs
-
-REWARD_COLUMNS = ["episode_id", "agent_id", "reward_name", "value", "breakdown"]
 
 
 @contextmanager
@@ -30,27 +29,33 @@ def _cycle_collector_paused() -> Iterator[None]:
             gc.enable()
 
 
-def reward_records(scored: pd.DataFrame, book: RewardBook, names: list[str]) -> pd.DataFrame:
-    """`scored` as `warehouse.rewards.reward_inputs_frame` reads it; one row per episode and name, episode by episode."""
+def reward_records(scored: pd.DataFrame, book: RewardBook, names: list[str]) -> pa.Table:
+    """`scored` as `warehouse.rewards.reward_inputs_frame` reads it; one row per episode and name, episode by episode
+    (`episode_id, agent_id, reward_name, value, breakdown`; null where a reward has no value). Arrow, not pandas:
+    DuckDB inserts it twice as fast."""
     with _cycle_collector_paused():
         return _records(scored, book, names)
 
 
-def _records(scored: pd.DataFrame, book: RewardBook, names: list[str]) -> pd.DataFrame:
+def _records(scored: pd.DataFrame, book: RewardBook, names: list[str]) -> pa.Table:
     batch = reward_inputs(scored)
     computed = book.evaluate_batch(names, batch)
     n = len(batch)
-    return pd.DataFrame(
+    values = np.column_stack([computed[name].values for name in names]).reshape(-1) if n else np.array([], float)
+    episode_of_row = np.repeat(np.arange(n), len(names))
+    return pa.table(
         {
-            "episode_id": np.repeat(np.array(batch.episode_ids, dtype=object), len(names)),
-            "agent_id": np.repeat(scored["agent_id"].to_numpy(dtype=object), len(names)),
-            "reward_name": np.tile(np.array(names, dtype=object), n),
-            "value": np.column_stack([computed[name].values for name in names]).reshape(-1) if n else np.array([], float),
-            "breakdown": [
-                orjson.dumps(computed[name].breakdowns[i], option=orjson.OPT_SORT_KEYS).decode()
-                for i in range(n)
-                for name in names
-            ],
-        },
-        columns=REWARD_COLUMNS,
+            "episode_id": pa.array(batch.episode_ids, pa.string()).take(episode_of_row),
+            "agent_id": pa.array(scored["agent_id"].astype(str).tolist(), pa.string()).take(episode_of_row),
+            "reward_name": pa.array(names * n, pa.string()),
+            "value": pa.array(values, pa.float64(), mask=np.isnan(values)),
+            "breakdown": pa.array(
+                [
+                    orjson.dumps(computed[name].breakdowns[i], option=orjson.OPT_SORT_KEYS).decode()
+                    for i in range(n)
+                    for name in names
+                ],
+                pa.string(),
+            ),
+        }
     )

@@ -24,6 +24,7 @@ from typing import TypeVar
 
 import duckdb
 import pandas as pd
+import pyarrow as pa
 from filelock import FileLock, Timeout
 
 from eval_pipeline.errors import InfrastructureError
@@ -200,10 +201,15 @@ def clear_partition(
     con.execute(f"DELETE FROM {table} WHERE partition_date = ?{scope}", scope_params)
 
 
-def insert_rows(con: duckdb.DuckDBPyConnection, table: str, incoming: pd.DataFrame) -> int:
-    """Append `incoming` to `table`, columns matched by name. DuckDB reads it by this parameter's name (a replacement
-    scan): a registered view would be a catalog entry that an open transaction keeps, rows and all, until COMMIT."""
-    con.execute(f"INSERT INTO {table} BY NAME SELECT * FROM incoming")
+def insert_rows(
+    con: duckdb.DuckDBPyConnection, table: str, incoming: pd.DataFrame | pa.Table, constants: dict[str, object] | None = None
+) -> int:
+    """Append `incoming` to `table`, columns matched by name, with a column per name of `constants` holding its value
+    in every row. DuckDB reads `incoming` by this parameter's name (a replacement scan): a registered view would be a
+    catalog entry that an open transaction keeps, rows and all, until COMMIT."""
+    constants = constants or {}
+    columns = "".join(f", ${name} AS {name}" for name in constants)
+    con.execute(f"INSERT INTO {table} BY NAME SELECT *{columns} FROM incoming", constants)
     return len(incoming)
 
 

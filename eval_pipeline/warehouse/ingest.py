@@ -152,8 +152,8 @@ SELECT
     CASE
         WHEN rejected IS NOT NULL THEN rejected
         WHEN e IS NULL THEN 'invalid JSON'
-        WHEN json_type(raw) <> 'OBJECT' THEN 'not a JSON object'
-        WHEN coalesce(e.episode_id, '') = '' THEN 'missing episode_id'
+        WHEN coalesce(e.episode_id, '') = '' THEN  -- what is no object has no episode_id: one more parse, for these only
+            CASE WHEN json_type(raw) <> 'OBJECT' THEN 'not a JSON object' ELSE 'missing episode_id' END
         WHEN coalesce(e.agent_id, '') = '' THEN 'missing agent_id'
         WHEN e.status IS NULL THEN 'missing status'
         WHEN e.status NOT IN ({_STATUSES})

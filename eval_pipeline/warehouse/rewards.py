@@ -7,6 +7,7 @@ from datetime import date
 
 import duckdb
 import pandas as pd
+import pyarrow as pa
 
 from eval_pipeline.warehouse.connection import Warehouse, clear_partition, insert_rows, second_cursor
 from eval_pipeline.warehouse.replays import candidate_parts, sort_into_parts
@@ -58,12 +59,17 @@ REWARD_PART_EPISODES = 50_000  # scored episodes DuckDB joins and orders at a ti
 
 
 def write_rewards(
-    warehouse: Warehouse, day: date, rewards_of: Callable[[pd.DataFrame], pd.DataFrame], names: list[str] | None = None
+    warehouse: Warehouse,
+    day: date,
+    config_version: str,
+    rewards_of: Callable[[pd.DataFrame], pa.Table],
+    names: list[str] | None = None,
 ) -> tuple[int, int]:
     """Replace `day`'s rows of the rewards `names` (all of the day's rows when None) with `rewards_of` each batch of
-    REWARD_BATCH_ROWS of the day's scored episodes (as `reward_inputs_frame` reads them), in one transaction; return
-    how many episodes and rows. DuckDB gathers parts of about REWARD_PART_EPISODES (by episode hash) at a time; the
-    batches are read on a second connection while the first writes."""
+    REWARD_BATCH_ROWS of the day's scored episodes (as `reward_inputs_frame` reads them), computed under
+    `config_version`, in one transaction; return how many episodes and rows. DuckDB gathers parts of about
+    REWARD_PART_EPISODES (by episode hash) at a time; the batches are read on a second connection while the first
+    writes."""
     episodes = written = 0
     with warehouse.transaction() as con, second_cursor(con) as reader:
         clear_partition(con, "rewards", day, within=("reward_name", names) if names is not None else None)
@@ -72,7 +78,8 @@ def write_rewards(
         for part in range(parts):
             for batch in reader.execute(_REWARD_INPUTS, {"part": part}).to_arrow_reader(REWARD_BATCH_ROWS):
                 scored = batch.to_pandas()
-                episodes, written = episodes + len(scored), written + insert_rows(con, "rewards", rewards_of(scored))
+                rows = insert_rows(con, "rewards", rewards_of(scored), {"partition_date": day, "config_version": config_version})
+                episodes, written = episodes + len(scored), written + rows
     return episodes, written
 
 

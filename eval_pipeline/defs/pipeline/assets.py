@@ -539,10 +539,7 @@ def rewards(context: dg.AssetExecutionContext, config: RunScope, warehouse: Ware
     names = only or book.names
 
     def compute(day: date) -> DayMetadata:  # always the whole day: an agent-scoped run still leaves every reward current
-        def rewards_of(scored: pd.DataFrame) -> pd.DataFrame:
-            return reward_records(scored, book, names).assign(partition_date=day, config_version=cfg.version)
-
-        episodes, rows = write_rewards(wh, day, rewards_of, only)
+        episodes, rows = write_rewards(wh, day, cfg.version, lambda scored: reward_records(scored, book, names), only)
         return {"rewards": {"episodes": episodes, "rewards": len(names), "dagster/row_count": rows}}
 
     _each_day(context, _rerun_on_conflict(wh, compute))
