@@ -175,9 +175,10 @@ def _matches(compiled: _Compiled, view: _View) -> Iterator[re.Match[str]]:
 def secret_spans(text: str, extra_patterns: Iterable[str] = ()) -> list[tuple[int, int]]:
     """Where `text` holds secrets: sorted, non-overlapping (start, end) spans of the parts to hide."""
     compiled = _compiled(tuple(extra_patterns))
+    searched = compiled if _may_hold_secret(text) else compiled[len(SECRET_KINDS) :]  # configured patterns: always
     spans = []
-    for view in _views(text):
-        for regexes in compiled:
+    for view in _views(text) if searched else ():
+        for regexes in searched:
             for match in _matches(regexes, view):
                 start, end = match.span("secret") if "secret" in match.re.groupindex else match.span()
                 if start < end:
