@@ -104,10 +104,12 @@ def leaked_secrets(outputs: pd.Series, extra_patterns: list[str]) -> pd.Series:
 
 
 def denied_tools_called(frame: pd.DataFrame, denied_for_agent) -> pd.Series:
-    """The denied tools each candidate called (empty string when none)."""
+    """The denied tools each candidate called (empty string when none); each agent's denied tools are looked up once,
+    and the episodes of an agent without any are not read."""
+    denied = {agent: frozenset(denied_for_agent(agent)) for agent in frame["agent_id"].unique()}
     return pd.Series(
         [
-            ", ".join(sorted(set(tools) & set(denied_for_agent(agent))))
+            ", ".join(sorted(denied[agent].intersection(tools))) if denied[agent] else ""
             for tools, agent in zip(frame["tools"], frame["agent_id"], strict=False)
         ],
         index=frame.index,
