@@ -12,7 +12,10 @@ later is superseded by the later one, in the same batch or not.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable, Iterator
+import queue
+import threading
+from collections.abc import Callable, Generator, Iterable, Iterator
+from contextlib import closing
 from dataclasses import dataclass
 from datetime import date
 from itertools import islice
@@ -295,7 +298,7 @@ class IngestCounts:
     records_read: int
 
 
-def _staged(records: Iterable[RawRecord]) -> Iterator[pa.Table]:
+def _staged(records: Iterable[RawRecord]) -> Generator[pa.Table]:
     """Records as Arrow tables of BATCH_ROWS rows, in chunks DuckDB can parse in parallel."""
     iterator = iter(records)
     seq = 0
@@ -311,6 +314,46 @@ def _staged(records: Iterable[RawRecord]) -> Iterator[pa.Table]:
         ]
         yield pa.Table.from_batches(pa.table(columns, schema=_STAGING_SCHEMA).to_batches(max_chunksize=CHUNK_ROWS))
         seq += len(chunk)
+
+
+_DONE = object()  # what the read-ahead thread queues after the last batch
+
+
+def _read_ahead(batches: Generator[pa.Table]) -> Iterator[pa.Table]:
+    """`batches` in order, the next one read and staged by a thread while DuckDB parses and writes this one (it
+    releases the GIL): a tenth of a day's load was Python reading lines while DuckDB waited. One batch ahead at most;
+    what the reading raises is raised here, and a consumer that stops early stops the thread."""
+    ready: queue.Queue = queue.Queue(maxsize=1)
+    stop = threading.Event()
+
+    def put(item: object) -> bool:
+        while not stop.is_set():
+            try:
+                ready.put(item, timeout=0.1)
+                return True
+            except queue.Full:
+                continue
+        return False
+
+    def read() -> None:
+        with closing(batches):  # a consumer that stopped early leaves the source's file or connection closed
+            try:
+                for batch in batches:
+                    if not put(batch):
+                        return
+            except BaseException as error:  # handed to the consumer, raised there
+                put(error)
+                return
+        put(_DONE)
+
+    threading.Thread(target=read, name="ingest-read-ahead", daemon=True).start()
+    try:
+        while (item := ready.get()) is not _DONE:
+            if isinstance(item, BaseException):
+                raise item
+            yield item
+    finally:
+        stop.set()
 
 
 def _parse(scratch: duckdb.DuckDBPyConnection, staged: pa.Table, params: dict) -> dict[str, pa.Table]:
@@ -352,7 +395,7 @@ def canonical_episodes(con: duckdb.DuckDBPyConnection, day: date, records: Itera
     con.register("_batch", _STAGING_SCHEMA.empty_table())
     con.execute(f"CREATE OR REPLACE TEMP TABLE _parsed AS {_PARSE}", params)
     read = 0
-    for staged in _staged(records):
+    for staged in _read_ahead(_staged(records)):
         con.register("_batch", staged)
         con.execute(f"INSERT INTO _parsed {_PARSE}", params)
         read += pc.sum(staged["source_records"]).as_py()  # lines, where an adapter made one episode of many
@@ -409,7 +452,7 @@ def load_episodes(
         for table in ("episodes", "episode_steps", "quarantine"):
             clear_partition(con, table, day, agent_id)
         con.execute(_TEMP_TABLES)
-        for staged in _staged(day_records):
+        for staged in _read_ahead(_staged(day_records)):
             read += pc.sum(staged["source_records"]).as_py()  # lines, where an adapter made one episode of many
             _write_batch(con, day, **_parse(scratch, staged, params))
         if model is not None or limit is not None:
