@@ -12,10 +12,7 @@ later is superseded by the later one, in the same batch or not.
 from __future__ import annotations
 
 import json
-import queue
-import threading
-from collections.abc import Callable, Generator, Iterable, Iterator
-from contextlib import closing
+from collections.abc import Callable, Generator, Iterable
 from dataclasses import dataclass
 from datetime import date
 from itertools import islice
@@ -26,6 +23,7 @@ import pyarrow.compute as pc
 
 from eval_pipeline.episodes.model import DERIVED_TASK_PREFIX, EpisodeStatus, StepType
 from eval_pipeline.episodes.records import EARLIEST_DAY, ISO_TIMESTAMP, RawRecord, latest_day
+from eval_pipeline.read_ahead import read_ahead
 from eval_pipeline.warehouse.connection import Warehouse, clear_partition, second_cursor
 from eval_pipeline.warehouse.rows import one_row
 
@@ -316,46 +314,6 @@ def _staged(records: Iterable[RawRecord]) -> Generator[pa.Table]:
         seq += len(chunk)
 
 
-_DONE = object()  # what the read-ahead thread queues after the last batch
-
-
-def _read_ahead(batches: Generator[pa.Table]) -> Iterator[pa.Table]:
-    """`batches` in order, the next one read and staged by a thread while DuckDB parses and writes this one (it
-    releases the GIL): a tenth of a day's load was Python reading lines while DuckDB waited. One batch ahead at most;
-    what the reading raises is raised here, and a consumer that stops early stops the thread."""
-    ready: queue.Queue = queue.Queue(maxsize=1)
-    stop = threading.Event()
-
-    def put(item: object) -> bool:
-        while not stop.is_set():
-            try:
-                ready.put(item, timeout=0.1)
-                return True
-            except queue.Full:
-                continue
-        return False
-
-    def read() -> None:
-        with closing(batches):  # a consumer that stopped early leaves the source's file or connection closed
-            try:
-                for batch in batches:
-                    if not put(batch):
-                        return
-            except BaseException as error:  # handed to the consumer, raised there
-                put(error)
-                return
-        put(_DONE)
-
-    threading.Thread(target=read, name="ingest-read-ahead", daemon=True).start()
-    try:
-        while (item := ready.get()) is not _DONE:
-            if isinstance(item, BaseException):
-                raise item
-            yield item
-    finally:
-        stop.set()
-
-
 def _parse(scratch: duckdb.DuckDBPyConnection, staged: pa.Table, params: dict) -> dict[str, pa.Table]:
     """One batch parsed on the scratch connection: its rejected records, the valid ones that lost to a later one of the
     batch, and its episodes (the newest record of each id) with their steps, as `_BATCH_ROWS` names them."""
@@ -395,7 +353,7 @@ def canonical_episodes(con: duckdb.DuckDBPyConnection, day: date, records: Itera
     con.register("_batch", _STAGING_SCHEMA.empty_table())
     con.execute(f"CREATE OR REPLACE TEMP TABLE _parsed AS {_PARSE}", params)
     read = 0
-    for staged in _read_ahead(_staged(records)):
+    for staged in read_ahead(_staged(records)):
         con.register("_batch", staged)
         con.execute(f"INSERT INTO _parsed {_PARSE}", params)
         read += pc.sum(staged["source_records"]).as_py()  # lines, where an adapter made one episode of many
@@ -452,7 +410,7 @@ def load_episodes(
         for table in ("episodes", "episode_steps", "quarantine"):
             clear_partition(con, table, day, agent_id)
         con.execute(_TEMP_TABLES)
-        for staged in _read_ahead(_staged(day_records)):
+        for staged in read_ahead(_staged(day_records)):
             read += pc.sum(staged["source_records"]).as_py()  # lines, where an adapter made one episode of many
             _write_batch(con, day, **_parse(scratch, staged, params))
         if model is not None or limit is not None:

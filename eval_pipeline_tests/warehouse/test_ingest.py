@@ -1,7 +1,5 @@
 import hashlib
 import json
-import threading
-import time
 from datetime import date
 from pathlib import Path
 
@@ -13,7 +11,7 @@ from eval_pipeline.episodes.model import Episode
 from eval_pipeline.episodes.records import RawRecord
 from eval_pipeline.episodes.samples import MALFORMED_LINES_PER_DAY, SAMPLE_DAYS, write_samples
 from eval_pipeline.warehouse.connection import Warehouse
-from eval_pipeline.warehouse.ingest import _read_ahead, load_episodes
+from eval_pipeline.warehouse.ingest import load_episodes
 from eval_pipeline.warehouse.schema import MIGRATIONS
 
 DAY = date(2026, 11, 1)
@@ -221,28 +219,6 @@ def test_failure_midway_leaves_the_previous_partition_intact(warehouse):
     with pytest.raises(ConnectionError):
         load_episodes(warehouse, DAY, lambda: exploding())
     assert rows(warehouse, "SELECT episode_id FROM episodes") == [("ep-1",)]
-
-
-def test_reading_ahead_keeps_the_order_reads_one_batch_ahead_and_stops_with_the_load():
-    """The next batch is read while this one is written; a load that stops (an error, Ctrl-C) stops the reading."""
-    read: list[int] = []
-    freed = threading.Event()
-
-    def source():
-        try:
-            for batch in range(100):
-                read.append(batch)
-                yield batch
-        finally:
-            freed.set()  # the source's file or connection is closed
-
-    batches = _read_ahead(source())
-    assert [next(batches), next(batches)] == [0, 1]
-    time.sleep(0.3)
-    assert len(read) <= 4  # the two taken, one queued, one waiting to be queued
-    batches.close()
-    assert freed.wait(5) and len(read) <= 4
-    assert list(_read_ahead(n for n in range(1000))) == list(range(1000))
 
 
 def test_sample_malformed_records_land_in_their_days(warehouse, tmp_path):
