@@ -328,16 +328,17 @@ def _turn(warehouse_path: Path, first: date) -> Iterator[Callable[[], None]]:
     def take() -> None:
         told = False
         while True:
+            others = _other_runs_days(directory, ticket)
             try:
-                lock.acquire(timeout=_GLANCE_SECONDS)
+                lock.acquire(timeout=_GLANCE_SECONDS if all(other > first.isoformat() for other in others) else 0)
             except Timeout:
                 told = told or _say_waiting()
                 lock.acquire()
-            if not _earlier_tickets(directory, ticket):
+            if not _earlier_runs(directory, ticket):
                 return
             lock.release()
             told = told or _say_waiting()
-            while _earlier_tickets(directory, ticket):
+            while _earlier_runs(directory, ticket):
                 time.sleep(0.2)
 
     try:
@@ -349,24 +350,30 @@ def _turn(warehouse_path: Path, first: date) -> Iterator[Callable[[], None]]:
 
 
 _GLANCE_SECONDS = 2.0
-"""How long a run waits for the lock before saying it waits: a run that finds an earlier ticket holds the lock
-only while it looks, and waiting out that look is no wait worth announcing (nor a second line beside its own)."""
+"""How long a run waits for the lock before saying it waits, when every other run starts on a later day: such a run
+holds the lock only while it finds this run's ticket, then gives way, and waiting out that look is no wait worth
+announcing. A run of an earlier day or the same one holds it for its whole run: meeting that is said at once."""
 
 
-def _earlier_tickets(directory: Path, mine: Path) -> list[Path]:
-    """Tickets of live runs that start on an earlier day than `mine`'s."""
-    day = mine.name.partition(".")[0]
-    earlier = []
+def _other_runs_days(directory: Path, mine: Path) -> list[str]:
+    """The first days (ISO) of the other live runs of the warehouse, from their tickets."""
+    days = []
     for ticket in directory.iterdir():
-        other_day, _, pid = ticket.name.partition(".")
-        if pid.isdigit() and other_day < day:
+        day, _, pid = ticket.name.partition(".")
+        if ticket.name != mine.name and pid.isdigit():
             try:
                 since = ticket.stat().st_mtime
             except FileNotFoundError:
                 continue
             if process_alive(int(pid), since):
-                earlier.append(ticket)
-    return earlier
+                days.append(day)
+    return days
+
+
+def _earlier_runs(directory: Path, mine: Path) -> bool:
+    """Whether a live run starts on an earlier day than `mine`'s."""
+    day = mine.name.partition(".")[0]
+    return any(other < day for other in _other_runs_days(directory, mine))
 
 
 def _say_waiting() -> bool:

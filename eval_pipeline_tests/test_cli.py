@@ -221,7 +221,9 @@ def test_a_run_that_meets_the_lock_held_for_a_glance_at_the_tickets_does_not_say
     warehouse = tmp_path / "warehouse.duckdb"
     held, glance_over = threading.Event(), threading.Event()
 
-    def glance() -> None:
+    def glance() -> None:  # the run of the day after, which looks at the tickets and gives way
+        later_ticket = tmp_path / "warehouse.duckdb.runs" / f"2026-11-02.{os.getpid()}"
+        later_ticket.touch()
         with FileLock(str(tmp_path / "warehouse.duckdb.runs" / "lock")):
             held.set()
             time.sleep(0.5)
@@ -233,6 +235,28 @@ def test_a_run_that_meets_the_lock_held_for_a_glance_at_the_tickets_does_not_say
         take()
         assert glance_over.is_set()
     assert capsys.readouterr().err == ""
+
+
+def test_a_run_that_meets_the_lock_held_by_an_earlier_days_run_says_at_once_that_it_waits(tmp_path, capsys):
+    warehouse = tmp_path / "warehouse.duckdb"
+    runs = tmp_path / "warehouse.duckdb.runs"
+    held = threading.Event()
+    said: list[str] = []
+
+    def earlier_run() -> None:  # the day before, running: it holds the lock until it ends and takes its ticket away
+        ticket = runs / f"2026-10-31.{os.getpid()}"
+        ticket.touch()
+        with FileLock(str(runs / "lock")):
+            held.set()
+            time.sleep(0.5)
+            said.append(capsys.readouterr().err)  # while it still runs
+            ticket.unlink()
+
+    with _turn(warehouse, date(2026, 11, 1)) as take:
+        threading.Thread(target=earlier_run).start()
+        held.wait(10)
+        take()
+    assert said == ["eval-pipeline: waiting for another run of this warehouse to finish\n"]
 
 
 def test_a_seven_day_backfill_writes_each_day_once_and_repeats_identically(project_env, capsys):
