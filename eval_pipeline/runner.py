@@ -328,9 +328,9 @@ def _turn(warehouse_path: Path, first: date) -> Iterator[Callable[[], None]]:
     def take() -> None:
         told = False
         while True:
-            others = _other_runs_days(directory, ticket)
+            later_only = all(other > _ticket_day(ticket) for other in _other_runs_days(directory, ticket))
             try:
-                lock.acquire(timeout=_GLANCE_SECONDS if all(other > first.isoformat() for other in others) else 0)
+                lock.acquire(timeout=_GLANCE_SECONDS if later_only else 0)
             except Timeout:
                 told = told or _say_waiting()
                 lock.acquire()
@@ -359,21 +359,25 @@ def _other_runs_days(directory: Path, mine: Path) -> list[str]:
     """The first days (ISO) of the other live runs of the warehouse, from their tickets."""
     days = []
     for ticket in directory.iterdir():
-        day, _, pid = ticket.name.partition(".")
+        pid = ticket.name.partition(".")[2]
         if ticket.name != mine.name and pid.isdigit():
             try:
                 since = ticket.stat().st_mtime
             except FileNotFoundError:
                 continue
             if process_alive(int(pid), since):
-                days.append(day)
+                days.append(_ticket_day(ticket))
     return days
 
 
 def _earlier_runs(directory: Path, mine: Path) -> bool:
     """Whether a live run starts on an earlier day than `mine`'s."""
-    day = mine.name.partition(".")[0]
-    return any(other < day for other in _other_runs_days(directory, mine))
+    return any(other < _ticket_day(mine) for other in _other_runs_days(directory, mine))
+
+
+def _ticket_day(ticket: Path) -> str:
+    """The first day (ISO) of the run that left `ticket` (`<first day>.<pid>`)."""
+    return ticket.name.partition(".")[0]
 
 
 def _say_waiting() -> bool:
