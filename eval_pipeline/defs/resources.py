@@ -7,7 +7,7 @@ from datetime import date
 from pathlib import Path
 
 import dagster as dg
-from pydantic import Field
+from pydantic import Field, PrivateAttr
 
 from eval_pipeline import plugins
 from eval_pipeline.alerts.delivery import alerts_directory, deliver_pending
@@ -37,10 +37,15 @@ class WarehouseResource(dg.ConfigurableResource):
     lake: str = ""  # EVAL_WAREHOUSE=ducklake:...; bound to the variable, as its catalog may hold a password
     lake_data_path: str = ""
     s3: dict[str, str] = Field(default_factory=dict)  # a data path on s3://: the AWS variables (secrets bound to theirs)
+    _warehouse: Warehouse | None = PrivateAttr(default=None)
 
     def get(self) -> Warehouse:
-        lake = Lake.parse(self.lake, self.lake_data_path, s3_access(self.s3) if self.s3 else None) if self.lake else None
-        return Warehouse(Path(self.duckdb_path), self.lock_timeout_seconds, self.memory_limit, lake)
+        """The warehouse, one object for as long as this resource lives (a whole run, in process): it checks the
+        schema at its first connection only, not at every step's."""
+        if self._warehouse is None:
+            lake = Lake.parse(self.lake, self.lake_data_path, s3_access(self.s3) if self.s3 else None) if self.lake else None
+            self._warehouse = Warehouse(Path(self.duckdb_path), self.lock_timeout_seconds, self.memory_limit, lake)
+        return self._warehouse
 
 
 class EpisodeSourceResource(dg.ConfigurableResource):

@@ -8,6 +8,7 @@ import dagster as dg
 import pytest
 
 from eval_pipeline.episodes.samples import EXPECTED_REGRESSIONS, SAMPLE_DAYS, write_samples
+from eval_pipeline.warehouse import connection
 from eval_pipeline.warehouse.connection import Warehouse
 from eval_pipeline_tests.defs.graph import GRAPH, VIEWER_URL, local_resources, table_metadata
 
@@ -168,3 +169,19 @@ def test_views_answer_the_usual_questions(project):
     assert query(root, "SELECT DISTINCT since FROM findings WHERE dimension = 'safety' AND partition_date = '2026-11-03'") == [
         (date(2026, 11, 2),)
     ]
+
+
+def test_a_run_checks_the_warehouse_schema_once_not_at_every_step(tmp_path, monkeypatch):
+    """Each check opens the file (tens of milliseconds): a run's eleven steps share one warehouse and so one check."""
+    checks = []
+    original = connection.migrate
+    monkeypatch.setattr(connection, "migrate", lambda con: checks.append(1) or original(con))
+    write_samples(tmp_path / "episodes")
+    result = dg.materialize(
+        GRAPH,
+        partition_key=SAMPLE_DAYS[0].isoformat(),
+        resources=local_resources(tmp_path),
+        instance=dg.DagsterInstance.ephemeral(),
+    )
+    assert result.success and len(result.get_asset_materialization_events()) >= len(GRAPH)
+    assert len(checks) == 1
