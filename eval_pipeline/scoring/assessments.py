@@ -20,6 +20,7 @@ from eval_pipeline.scoring.trajectory import trajectory as trajectory_of
 
 ASSERTION_COLUMNS = ["episode_id", "agent_id", "assertion", "passed", "score", "detail"]
 ISSUE_COLUMNS = ["episode_id", "agent_id", "check", "severity", "detail"]
+FRAME_ROWS = 20_000  # rows `assess` holds as dicts before they become a frame (Arrow strings)
 
 
 @dataclass(frozen=True)
@@ -77,7 +78,7 @@ def assess(
     """`candidates` as `warehouse.assertions.check_inputs` streams them, each with its steps, one at a time; `checks`:
     those that run (every built-in one by default), on a candidate read by `reading` only those its `check_bits` name."""
     chosen = all_checks() if checks is None else tuple(checks)
-    assertions, issues = [], []
+    assertions, issues = _Rows(ASSERTION_COLUMNS), _Rows(ISSUE_COLUMNS)
     for candidate in candidates:
         bits = candidate.get("check_bits")
         run_here = chosen if bits is None else [check for index, check in enumerate(chosen) if bits >> index & 1]
@@ -85,10 +86,34 @@ def assess(
         ids = {"episode_id": trajectory.episode_id, "agent_id": trajectory.agent_id}
         case = case_for(candidate["expected"], candidate["task_id"], cases)
         if isinstance(case, str):  # the episode's expectations are invalid: a failed assertion, not a crash
-            assertions.append({**ids, "assertion": "case", "passed": False, "score": 0.0, "detail": case})
+            assertions.add([{**ids, "assertion": "case", "passed": False, "score": 0.0, "detail": case}])
         elif case is not None:
-            assertions += [{**ids, **vars(result)} for result in assert_case(case, trajectory)]
+            assertions.add({**ids, **vars(result)} for result in assert_case(case, trajectory))
         if candidate.get("grader"):  # an executable grader's verdict on a captured run
-            assertions.append({**ids, **_grader_assertion(json.loads(candidate["grader"]))})
-        issues += [{**ids, **vars(issue)} for issue in run_checks(trajectory, config, run_here)]
-    return Assessment(pd.DataFrame(assertions, columns=ASSERTION_COLUMNS), pd.DataFrame(issues, columns=ISSUE_COLUMNS))
+            assertions.add([{**ids, **_grader_assertion(json.loads(candidate["grader"]))}])
+        issues.add({**ids, **vars(issue)} for issue in run_checks(trajectory, config, run_here))
+    return Assessment(assertions.frame(), issues.frame())
+
+
+class _Rows:
+    """Rows gathered as dicts and turned into a frame every FRAME_ROWS: a day of a million episodes can find half a
+    million issues, which as dicts held about 0.35 GiB until the day's end, and as frames a fraction of it."""
+
+    def __init__(self, columns: list[str]):
+        self.columns = columns
+        self.rows: list[dict] = []
+        self.frames: list[pd.DataFrame] = []
+
+    def add(self, rows: Iterable[dict]) -> None:
+        self.rows.extend(rows)
+        if len(self.rows) >= FRAME_ROWS:
+            self._to_frame()
+
+    def frame(self) -> pd.DataFrame:
+        if self.rows or not self.frames:  # an empty frame's columns are objects: concatenated, every column would be
+            self._to_frame()
+        return pd.concat(self.frames, ignore_index=True) if len(self.frames) > 1 else self.frames[0]
+
+    def _to_frame(self) -> None:
+        self.frames.append(pd.DataFrame(self.rows, columns=self.columns))
+        self.rows = []
