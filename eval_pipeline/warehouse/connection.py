@@ -110,7 +110,9 @@ class Warehouse:
             yield self._session
             return
         with self._turn():
-            if not self._migrated and (not read_only or not self.exists() or self._version() < len(MIGRATIONS)):
+            # once per object (a run's steps share one), and again when the file is gone (a sensor's lives for days)
+            unchecked = not self._migrated or not self.exists()
+            if unchecked and (not read_only or not self.exists() or self._version() < len(MIGRATIONS)):
                 self._migrate()
             con = self._open(read_only, private)
             try:

@@ -78,6 +78,16 @@ def test_an_older_warehouse_is_migrated_in_place_even_by_a_reader(tmp_path):
         assert reader.execute("SELECT max(version) FROM schema_version").fetchone() == (len(MIGRATIONS),)
 
 
+def test_a_warehouse_deleted_under_a_long_lived_opener_is_made_again(tmp_path):
+    """One object checks the schema once (a run's steps share it); a sensor's lives for days, and the file may go."""
+    warehouse = Warehouse(tmp_path / "eval.duckdb")
+    with warehouse.connect() as con:
+        con.execute("SELECT 1")
+    warehouse.path.unlink()
+    with warehouse.connect(read_only=True) as reader:
+        assert reader.execute("SELECT max(version) FROM schema_version").fetchone() == (len(MIGRATIONS),)
+
+
 def test_a_process_killed_right_after_creating_the_warehouse_leaves_one_that_opens(tmp_path):
     """DuckDB 1.5.5 cannot replay a write-ahead log holding the migrations (ADD COLUMN on a table with a `DEFAULT
     current_timestamp` column): a run interrupted soon after it created the warehouse, while another connection of
