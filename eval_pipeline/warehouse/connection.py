@@ -111,8 +111,7 @@ class Warehouse:
             return
         with self._turn():
             # once per object (a run's steps share one), and again when the file is gone (a sensor's lives for days)
-            unchecked = not self._migrated or not self.exists()
-            if unchecked and (not read_only or not self.exists() or self._version() < len(MIGRATIONS)):
+            if not self.exists() or (not self._migrated and (not read_only or self._version() < len(MIGRATIONS))):
                 self._migrate()
             con = self._open(read_only, private)
             try:

@@ -62,14 +62,20 @@ CLEAN = episode(
 )
 
 
-def issues(tmp_path, *episodes: dict, config: ChecksConfig | None = None) -> dict[str, list[tuple[str, str, str]]]:
-    """(check, severity, detail) of each episode's issues, read from the warehouse as the `assertions` step reads
-    them; the same episodes scored on the online path (canonical `Episode`s) must find the same."""
+def evaluated(tmp_path, episodes: list[dict]) -> Warehouse:
+    """A warehouse holding `episodes` as the night's run leaves them for the checks: ingested and dry-replayed."""
     tmp_path.mkdir(exist_ok=True)
     warehouse = Warehouse(tmp_path / "eval.duckdb")
     records = [RawRecord("test.jsonl", f"test.jsonl:{n}", json.dumps(e), DAY) for n, e in enumerate(episodes, 1)]
     load_episodes(warehouse, DAY, lambda: records)
     write_dry_replays(warehouse, DAY)
+    return warehouse
+
+
+def issues(tmp_path, *episodes: dict, config: ChecksConfig | None = None) -> dict[str, list[tuple[str, str, str]]]:
+    """(check, severity, detail) of each episode's issues, read from the warehouse as the `assertions` step reads
+    them; the same episodes scored on the online path (canonical `Episode`s) must find the same."""
+    warehouse = evaluated(tmp_path, list(episodes))
     config = config or ChecksConfig()
     found: dict[str, list[tuple[str, str, str]]] = {e["episode_id"]: [] for e in episodes}
     screened = assess(check_inputs(warehouse, DAY, read=reading({}, config)), {}, config).issues
@@ -205,11 +211,7 @@ def test_limits_are_checked_when_the_config_is_read(bad):
 def test_a_day_read_in_parts_gives_every_candidate_once_with_its_steps(tmp_path, monkeypatch):
     """The checks read a large day in parts by episode (DuckDB gathers one part's steps at a time): the same candidates,
     each once, with the same trajectories as in one part."""
-    warehouse = Warehouse(tmp_path / "eval.duckdb")
-    days = [episode(f"ep-{n}", CLEAN["steps"][: 1 + n % len(CLEAN["steps"])]) for n in range(23)]
-    records = [RawRecord("test.jsonl", f"test.jsonl:{n}", json.dumps(e), DAY) for n, e in enumerate(days, 1)]
-    load_episodes(warehouse, DAY, lambda: records)
-    write_dry_replays(warehouse, DAY)
+    warehouse = evaluated(tmp_path, [episode(f"ep-{n}", CLEAN["steps"][: 1 + n % len(CLEAN["steps"])]) for n in range(23)])
     whole = sorted(check_inputs(warehouse, DAY), key=lambda candidate: candidate["episode_id"])
     monkeypatch.setattr("eval_pipeline.warehouse.assertions.CHECK_PART_EPISODES", 5)
     in_parts = sorted(check_inputs(warehouse, DAY), key=lambda candidate: candidate["episode_id"])
@@ -219,14 +221,11 @@ def test_a_day_read_in_parts_gives_every_candidate_once_with_its_steps(tmp_path,
 def test_a_day_whose_rows_fill_several_frames_gives_the_frames_gathered_at_once(tmp_path, monkeypatch):
     """`assess` turns its rows into a frame every FRAME_ROWS (a million-episode day's issues held as dicts took 0.35
     GiB): the day's assertions and issues are the same, row for row and type for type, as gathered in one frame."""
-    warehouse = Warehouse(tmp_path / "eval.duckdb")
     verdicts = [{"pass": n % 3 > 0, "score": n % 3 / 2, "reasoning": f"trial {n}"} for n in range(23)]
-    days = [
-        episode(f"ep-{n}", CLEAN["steps"][: 1 + n % len(CLEAN["steps"])], grader=verdict) for n, verdict in enumerate(verdicts)
-    ]
-    records = [RawRecord("test.jsonl", f"test.jsonl:{n}", json.dumps(e), DAY) for n, e in enumerate(days, 1)]
-    load_episodes(warehouse, DAY, lambda: records)
-    write_dry_replays(warehouse, DAY)
+    warehouse = evaluated(
+        tmp_path,
+        [episode(f"ep-{n}", CLEAN["steps"][: 1 + n % len(CLEAN["steps"])], grader=verdict) for n, verdict in enumerate(verdicts)],
+    )
     config = ChecksConfig()
     at_once = assess(check_inputs(warehouse, DAY, read=reading({}, config)), {}, config)
     monkeypatch.setattr("eval_pipeline.scoring.assessments.FRAME_ROWS", 2)
