@@ -116,7 +116,10 @@ def write_history_baselines(
             ) = 1""",
             {"day": day, "policy": policy},
         )[0]
-        con.execute("DROP TABLE _history; DROP TABLE _uncovered; DROP TABLE IF EXISTS _parsed; DROP TABLE IF EXISTS _canonical")
+        con.execute(
+            "DROP TABLE _history; DROP TABLE _uncovered; DROP VIEW IF EXISTS _canonical; DROP TABLE IF EXISTS _newest; "
+            "DROP TABLE IF EXISTS _parsed"
+        )
     return int(added)
 
 
