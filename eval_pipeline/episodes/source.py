@@ -5,13 +5,15 @@ from __future__ import annotations
 from collections.abc import Iterator
 from datetime import date
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from eval_pipeline.config import Price, SourcesConfig
 from eval_pipeline.episodes.adapters import ADAPTERS, Adapter
 from eval_pipeline.episodes.files import FileSource
 from eval_pipeline.episodes.records import RawRecord
-from eval_pipeline.episodes.store import EpisodeStore
+
+if TYPE_CHECKING:
+    from eval_pipeline.episodes.store import EpisodeStore
 
 
 def source_index_path(duckdb_path: str) -> str:
@@ -35,6 +37,8 @@ def open_source(
     read them (`plugins.adapters` adds the user's own). Files not `required` (a case set is configured) may be
     missing: there are no recorded episodes yet."""
     if location.startswith(("http://", "https://")):
+        from eval_pipeline.episodes.store import EpisodeStore  # with httpx: 0.1 s more to start, for a store only
+
         return EpisodeStore(location)
     sources = sources or SourcesConfig()
     return FileSource(
@@ -52,7 +56,7 @@ def open_source(
 
 def source_health(source: FileSource | EpisodeStore) -> dict[str, Any]:
     """What `status` shows: the store's own health answer, or file and record counts per day."""
-    if isinstance(source, EpisodeStore):
+    if not isinstance(source, FileSource):
         return {"kind": "store", "url": source.base_url, "health": source.health()}
     index = source.refresh_index()
     per_day: dict[str, int] = {}
