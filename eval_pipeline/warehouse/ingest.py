@@ -5,7 +5,7 @@ validate and derive the canonical columns of each batch at once, applying the ru
 `episodes/model.py` (final output, tool sequence, task identity). Each rejected record keeps
 its locator and a reason. Episodes, steps and quarantine of the day are replaced in one
 transaction, batch by batch: a day costs one batch of memory plus a small index of the
-episodes kept (id and locator), whatever its size. A record whose id comes again later is
+episodes kept (id, source, locator), whatever its size. A record whose id comes again later is
 superseded by the later one, in the same batch or not.
 """
 
@@ -262,10 +262,8 @@ _BATCH_ROWS = {  # keyed by the parameters of `_write_batch`
 # DuckDB scans a committed table several times faster than rows still pending in a transaction (at 1,000,000
 # episodes, finding a batch's ids among those kept cost 13.8 s in the day's transaction against 2.8 s outside it).
 _KEPT = "CREATE OR REPLACE TEMP TABLE _kept (episode_id VARCHAR, seq BIGINT, source VARCHAR, locator VARCHAR, agent_id VARCHAR)"
-_KEEP = (
-    "DELETE FROM _kept WHERE episode_id IN (SELECT episode_id FROM _canonical)",  # only when the batch supersedes some
-    "INSERT INTO _kept SELECT episode_id, seq, source, locator, agent_id FROM _canonical",
-)
+_FORGET_SUPERSEDED = "DELETE FROM _kept WHERE episode_id IN (SELECT episode_id FROM _canonical)"
+_KEEP = "INSERT INTO _kept SELECT episode_id, seq, source, locator, agent_id FROM _canonical"
 
 _SUPERSEDED = (
     """INSERT INTO _superseded SELECT episode_id, seq, source, locator, NULL, agent_id
@@ -334,8 +332,9 @@ def _parse(scratch: duckdb.DuckDBPyConnection, staged: pa.Table, params: dict) -
     scratch.execute(_CANONICAL)
     parsed = {name: scratch.sql(sql).to_arrow_table() for name, sql in _BATCH_ROWS.items()}
     scratch.unregister("_batch")
-    for statement in _KEEP[0 if parsed["batch_superseded"].num_rows else 1 :]:
-        scratch.execute(statement)
+    if parsed["batch_superseded"].num_rows:
+        scratch.execute(_FORGET_SUPERSEDED)
+    scratch.execute(_KEEP)
     return parsed
 
 

@@ -283,6 +283,36 @@ def test_every_malformed_kind_is_quarantined_naming_its_field_and_the_model_reje
     assert scored == [(0,)]
 
 
+def test_an_agents_reload_in_small_batches_narrows_and_supersedes_its_own_episodes_only(tmp_path, monkeypatch):
+    """The narrowing and the duplicates' reasons read the day's loaded episodes: of the agent reloaded, whose id that
+    comes again a batch later still supersedes the earlier record; the other agent's episodes of the day stay."""
+    day = records(
+        good("ep-1"),
+        good("ep-2", agent_id="billing-bot"),
+        good("ep-3", started_at="2026-11-01T09:00:00Z"),
+        good("ep-1", status="failure"),  # supersedes line 1, a batch later
+        good("ep-4", agent_id="billing-bot"),
+        good("ep-5", started_at="2026-11-01T11:00:00Z"),  # the third of the agent's by start: beyond --limit 2
+    )
+    loaded = {}
+    for name, batch_rows in (("at once", 1_000), ("in batches", 2)):
+        monkeypatch.setattr("eval_pipeline.warehouse.ingest.BATCH_ROWS", batch_rows)
+        warehouse = Warehouse(tmp_path / f"{name}.duckdb")
+        load_episodes(warehouse, DAY, lambda: day)
+        counts = load_episodes(warehouse, DAY, lambda: day, agent_id="support-bot", limit=2)
+        loaded[name] = (counts, _tables(warehouse))
+    assert loaded["in batches"] == loaded["at once"]
+    assert rows(warehouse, "SELECT agent_id, episode_id, status FROM episodes ORDER BY 2") == [
+        ("support-bot", "ep-1", "failure"),
+        ("billing-bot", "ep-2", "success"),
+        ("support-bot", "ep-3", "success"),
+        ("billing-bot", "ep-4", "success"),
+    ]
+    assert rows(warehouse, "SELECT locator, reason FROM quarantine") == [
+        ("test.jsonl:1", "duplicate episode_id ep-1, superseded by test.jsonl:4")
+    ]
+
+
 def test_timestamps_python_would_not_read_are_quarantined_on_their_files_day_not_lost(warehouse, tmp_path):
     """Six records in, three episodes and zero quarantined, before: the other three named another day in a form
     DuckDB read and Python did not, so the file index never read the file on that day."""
