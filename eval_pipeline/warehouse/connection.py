@@ -16,6 +16,7 @@ number of writers on any host; `rerun_on_conflict` runs a day's work again when 
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterator
 from contextlib import closing, contextmanager
 from datetime import date
@@ -145,6 +146,9 @@ class Warehouse:
         """Bring an older (or new) warehouse up to date first; on a lake, two first writers may race to it."""
 
         def migrated() -> None:
+            if self.lake is None and not self.path.exists():
+                self._create()
+                return
             with closing(self._open(read_only=False)) as con:
                 if migrate(con) and self.lake is None:
                     # DuckDB 1.5.5 cannot replay a WAL holding an ADD COLUMN on a table with a `DEFAULT current_timestamp`
@@ -154,6 +158,19 @@ class Warehouse:
 
         with_conflict_retries("migrating the warehouse", migrated) if self.lake else migrated()
         self._migrated = True
+
+    def _create(self) -> None:
+        """A new warehouse file, made beside its path and moved there once migrated and checkpointed: a process
+        killed between the migrations' commit and their checkpoint (a Ctrl-C as a run's first step began) left a
+        file whose WAL held them, which DuckDB 1.5.5 cannot replay (see `_migrate`); now it leaves none."""
+        making = self.path.with_name(f"{self.path.name}.new")
+        for leftover in (making, making.with_name(f"{making.name}.wal")):  # of a process killed while making it
+            leftover.unlink(missing_ok=True)
+        with closing(duckdb.connect(str(making))) as con:
+            con.execute("SET TimeZone = 'UTC'")
+            migrate(con)
+            con.execute("CHECKPOINT")
+        os.replace(making, self.path)
 
     def _open(self, read_only: bool, private: bool = False) -> duckdb.DuckDBPyConnection:
         limit = {"memory_limit": self.memory_limit} if self.memory_limit else {}

@@ -88,6 +88,25 @@ def test_a_warehouse_deleted_under_a_long_lived_opener_is_made_again(tmp_path):
         assert reader.execute("SELECT max(version) FROM schema_version").fetchone() == (len(MIGRATIONS),)
 
 
+def test_a_process_killed_while_creating_the_warehouse_leaves_none_or_one_that_opens(tmp_path):
+    """Killed between the migrations' commit and their checkpoint (a Ctrl-C as the first step began, met in CI: the
+    re-run failed "replaying WAL file ... GetDefaultDatabase"), a new warehouse's process left a file whose write-ahead
+    log DuckDB 1.5.5 cannot replay. A new warehouse is made beside its path and moved there whole."""
+    path = tmp_path / "eval.duckdb"
+    creator = (
+        "import os\nfrom pathlib import Path\nfrom eval_pipeline.warehouse import connection\n"
+        "def migrate_then_die(con):\n"
+        "    connection.migrate.__wrapped__(con)\n"
+        "    os._exit(0)  # as SIGKILL would, before the checkpoint\n"
+        "migrate_then_die.__wrapped__ = connection.migrate\n"
+        "connection.migrate = migrate_then_die\n"
+        f"connection.Warehouse(Path({str(path)!r})).connect().__enter__()\n"
+    )
+    subprocess.run([sys.executable, "-c", creator], check=True, timeout=120)
+    with Warehouse(path).connect(read_only=True) as con:
+        assert con.execute("SELECT max(version) FROM schema_version").fetchone() == (len(MIGRATIONS),)
+
+
 def test_a_process_killed_right_after_creating_the_warehouse_leaves_one_that_opens(tmp_path):
     """DuckDB 1.5.5 cannot replay a write-ahead log holding the migrations (ADD COLUMN on a table with a `DEFAULT
     current_timestamp` column): a run interrupted soon after it created the warehouse, while another connection of
