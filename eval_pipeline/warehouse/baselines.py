@@ -23,7 +23,7 @@ import pandas as pd
 from eval_pipeline.episodes.records import RawRecord
 from eval_pipeline.warehouse.assertions import issues_in_part, sort_issues_into_parts
 from eval_pipeline.warehouse.connection import Warehouse, clear_partition, insert_rows, second_cursor
-from eval_pipeline.warehouse.ingest import canonical_episodes
+from eval_pipeline.warehouse.ingest import canonical_episodes, drop_canonical
 from eval_pipeline.warehouse.replays import candidate_parts, sort_into_parts
 from eval_pipeline.warehouse.rows import one_row
 
@@ -116,10 +116,8 @@ def write_history_baselines(
             ) = 1""",
             {"day": day, "policy": policy},
         )[0]
-        con.execute(
-            "DROP TABLE _history; DROP TABLE _uncovered; DROP VIEW IF EXISTS _canonical; DROP TABLE IF EXISTS _newest; "
-            "DROP TABLE IF EXISTS _parsed"
-        )
+        con.execute("DROP TABLE _history; DROP TABLE _uncovered")
+        drop_canonical(con)
     return int(added)
 
 

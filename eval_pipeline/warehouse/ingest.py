@@ -376,6 +376,11 @@ def canonical_episodes(con: duckdb.DuckDBPyConnection, day: date, records: Itera
     return read
 
 
+def drop_canonical(con: duckdb.DuckDBPyConnection) -> None:
+    """Drop what `canonical_episodes` made on `con`."""
+    con.execute("DROP VIEW IF EXISTS _canonical; DROP TABLE IF EXISTS _newest; DROP TABLE IF EXISTS _parsed")
+
+
 # `run --model`, `--limit`: the loaded episodes narrowed, and what they superseded with them.
 _NARROWED = (
     f"""DELETE {_LOADED} AND episode_id NOT IN (
