@@ -2,7 +2,7 @@
 
 Python's `json` writes NaN and Infinity, which strict parsers reject. Here an undefined number (NaN,
 pandas' NA and NaT) and an unbounded one (±inf, an interval without a finite bound) are `null`, and
-numpy scalars and arrays, dates and timestamps become their JSON equivalents.
+numpy scalars and arrays, decimals, dates, times, intervals and UUIDs become their JSON equivalents.
 """
 
 from __future__ import annotations
@@ -10,8 +10,10 @@ from __future__ import annotations
 import json
 import math
 import sys
-from datetime import date, datetime
+from datetime import date, datetime, time, timedelta
+from decimal import Decimal
 from typing import Any
+from uuid import UUID
 
 
 def plain(value: Any) -> Any:
@@ -32,6 +34,10 @@ def plain(value: Any) -> Any:
         return None
     if isinstance(value, datetime | date):  # pandas' Timestamp among them
         return value.isoformat()
+    if isinstance(value, Decimal):
+        return float(value) if value.is_finite() else None
+    if isinstance(value, time | timedelta | UUID):  # SQL's TIME, INTERVAL and UUID, as they read
+        return str(value)
     return value
 
 

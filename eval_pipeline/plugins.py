@@ -18,11 +18,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from importlib.metadata import entry_points
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from eval_pipeline.config import ConfigError, EvalConfig
 from eval_pipeline.episodes.adapters import ADAPTERS, Adapter
 from eval_pipeline.imports import import_beside
-from eval_pipeline.scoring.checks import Check, registry, select
+
+if TYPE_CHECKING:  # the checks (numpy) are imported by what runs them, not by `status`, which reads the adapters
+    from eval_pipeline.scoring.checks import Check
 
 CHECKS_GROUP = "eval_pipeline.checks"
 ADAPTERS_GROUP = "eval_pipeline.adapters"
@@ -61,6 +64,8 @@ def _listed(references: list[str], section: str, config_path: Path | None) -> li
 
 
 def plugin_checks(config: EvalConfig, config_path: Path | None) -> list[Check]:
+    from eval_pipeline.scoring.checks import Check
+
     plugins = []
     for where, plugin in _installed(CHECKS_GROUP) + _listed(config.checks.plugins, "checks", config_path):
         if not isinstance(plugin, Check):
@@ -71,6 +76,8 @@ def plugin_checks(config: EvalConfig, config_path: Path | None) -> list[Check]:
 
 def checks(config: EvalConfig, config_path: Path | None, names: Sequence[str] | None = None) -> tuple[Check, ...]:
     """The checks a run runs: those `names` picks among the built-in ones and the plug-ins (all of them without)."""
+    from eval_pipeline.scoring.checks import registry, select
+
     return select(registry(plugin_checks(config, config_path)), names)
 
 

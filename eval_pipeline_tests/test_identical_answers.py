@@ -70,7 +70,7 @@ SMALL_PARTS = {
     "eval_pipeline.warehouse.ingest.BATCH_ROWS": 7,
     "eval_pipeline.warehouse.assertions.CHECK_PART_EPISODES": 11,
     "eval_pipeline.warehouse.assertions.CHECK_BATCH_ROWS": 3,
-    "eval_pipeline.warehouse.baselines.SCORE_PART_EPISODES": 13,
+    "eval_pipeline.warehouse.scores.SCORE_PART_EPISODES": 13,
     "eval_pipeline.warehouse.rewards.REWARD_BATCH_ROWS": 5,
     "eval_pipeline.warehouse.rewards.REWARD_PART_EPISODES": 17,
     "eval_pipeline.warehouse.findings.FINDING_PART_EPISODES": 19,

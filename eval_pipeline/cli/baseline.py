@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING
 
-from eval_pipeline.cli.command import EXIT_OK, Command, UsageError, date_argument, existing_warehouse
+from eval_pipeline.cli.command import EXIT_OK, Command, UsageError, date_argument, existing_warehouse, print_table
 
 if TYPE_CHECKING:
     from eval_pipeline.settings import Settings
@@ -43,9 +43,12 @@ def _run(args: argparse.Namespace, settings: Settings) -> int:
         print(f"pinned {args.episode_id} for {pinned['agent_id']} / {pinned['task_id']} from {pinned['valid_from']} on")
     else:
         as_of = args.date or datetime.now(UTC).date()
-        policy = load_config(settings.config_path).baseline.policy
-        frame = baselines.effective_baselines(warehouse, as_of, policy, args.agent)
-        print(frame.to_string(index=False) if len(frame) else f"no baselines on {as_of}")
+        config = load_config(settings.config_path)
+        rows = baselines.effective_baselines(warehouse, as_of, config.baseline.policy, args.agent)
+        if rows.values:
+            print_table(rows, secret_patterns=config.policies.secret_patterns)
+        else:
+            print(f"no baselines on {as_of}")
     return EXIT_OK
 
 

@@ -7,6 +7,7 @@ imported when it runs, so `eval-pipeline query` does not pay for Dagster.
 from __future__ import annotations
 
 import argparse
+import math
 import re
 import sys
 from collections.abc import Callable, Iterable
@@ -25,6 +26,7 @@ if TYPE_CHECKING:
     from eval_pipeline.capture.results import Result
     from eval_pipeline.settings import Settings
     from eval_pipeline.warehouse.connection import Warehouse
+    from eval_pipeline.warehouse.rows import Rows
 
 EXIT_OK, EXIT_FINDINGS, EXIT_USAGE, EXIT_INFRA = 0, 1, 2, 3
 
@@ -183,7 +185,7 @@ def emit(text: str, output: Path | None) -> int:
     return EXIT_OK
 
 
-def print_table(frame: pd.DataFrame, title: str | None = None, secret_patterns: Iterable[str] = ()) -> None:
+def print_table(table: Rows | pd.DataFrame, title: str | None = None, secret_patterns: Iterable[str] = ()) -> None:
     """A rich table on a terminal; plain aligned text when piped, so scripts and logs read it as before.
 
     The data may be hostile: every text is redacted (the built-in kinds and `secret_patterns`), its control
@@ -192,25 +194,39 @@ def print_table(frame: pd.DataFrame, title: str | None = None, secret_patterns: 
     from rich.table import Table
     from rich.text import Text
 
+    from eval_pipeline.warehouse.rows import Rows
+
+    rows = table if isinstance(table, Rows) else Rows.of_frame(table)
     patterns = tuple(secret_patterns)
     console = Console()
     shown_title = title and _terminal_text(title, patterns)
-    if frame.empty:
+    if not rows.values:
         print(f"{shown_title}: (no rows)" if shown_title else "(no rows)")
         return
-    cells = frame.astype(object).map(lambda value: _terminal_text(_cell(value), patterns))
-    headers = [_terminal_text(str(column), patterns) for column in frame.columns]
+    cells = [[_terminal_text(_cell(value), patterns) for value in row] for row in rows.values]
+    headers = [_terminal_text(column, patterns) for column in rows.columns]
     if not console.is_terminal:
         if shown_title:
             print(f"\n{shown_title}")
-        print(cells.set_axis(headers, axis=1).to_string(index=False, max_colwidth=200))
+        print(_aligned(headers, cells))
         return
-    table = Table(title=shown_title and Text(shown_title), title_justify="left", header_style="bold")
-    for header, column in zip(headers, frame.columns, strict=True):
-        table.add_column(Text(header), justify="right" if frame[column].dtype.kind in "iuf" else "left", no_wrap=True)
-    for row in cells.itertuples(index=False):
-        table.add_row(*map(Text, row))
-    console.print(table)
+    shown = Table(title=shown_title and Text(shown_title), title_justify="left", header_style="bold")
+    for header, numeric in zip(headers, rows.numeric, strict=True):
+        shown.add_column(Text(header), justify="right" if numeric else "left", no_wrap=True)
+    for row in cells:
+        shown.add_row(*map(Text, row))
+    console.print(shown)
+
+
+_WIDEST_PIPED_CELL = 200
+
+
+def _aligned(headers: list[str], cells: list[list[str]]) -> str:
+    """Columns one space apart, each right-aligned and no cell wider than 200 characters: as pandas' `to_string`
+    wrote them before, so what scripts parse stays the same."""
+    cut = [[text if len(text) <= _WIDEST_PIPED_CELL else text[: _WIDEST_PIPED_CELL - 3] + "..." for text in row] for row in cells]
+    widths = [max(len(header), *(len(row[at]) for row in cut)) for at, header in enumerate(headers)]
+    return "\n".join(" ".join(text.rjust(width) for text, width in zip(line, widths, strict=True)) for line in [headers, *cut])
 
 
 _NOT_FOR_A_TERMINAL = re.compile("[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")  # controls, bidi overrides
@@ -224,13 +240,15 @@ def _terminal_text(text: str, secret_patterns: tuple[str, ...]) -> str:
 
 
 def _cell(value: Any) -> str:
-    import numpy as np
-    import pandas as pd
-
-    if isinstance(value, list | tuple | dict | np.ndarray):
-        return str(value.tolist() if isinstance(value, np.ndarray) else value)
-    if value is None or pd.isna(value):
+    """A value as a table shows it. numpy and pandas values come only from frames, so they are looked up, not
+    imported (as `jsonout` does)."""
+    np, pd = sys.modules.get("numpy"), sys.modules.get("pandas")
+    if np is not None and isinstance(value, np.ndarray):
+        value = value.tolist()
+    if isinstance(value, list | tuple | dict):
+        return str(value)
+    if value is None or (isinstance(value, float) and math.isnan(value)) or (pd is not None and pd.isna(value)):
         return "–"
-    if isinstance(value, pd.Timestamp) and value == value.normalize():
+    if pd is not None and isinstance(value, pd.Timestamp) and value == value.normalize():
         return value.date().isoformat()  # a DATE column, read through pandas
     return str(value)

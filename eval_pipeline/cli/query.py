@@ -11,6 +11,7 @@ from eval_pipeline.cli.command import EXIT_OK, Command, UsageError, existing_war
 
 if TYPE_CHECKING:
     from eval_pipeline.settings import Settings
+    from eval_pipeline.warehouse.rows import Rows
 
 
 def _arguments(parser: argparse.ArgumentParser) -> None:
@@ -26,16 +27,27 @@ def _run(args: argparse.Namespace, settings: Settings) -> int:
 
     warehouse = existing_warehouse(settings, "run `eval-pipeline demo` or `eval-pipeline run` first")
     try:
-        frame = run_read_only(warehouse, args.sql)
+        rows = run_read_only(warehouse, args.sql)
     except duckdb.Error as exc:
         raise UsageError(str(exc).splitlines()[0]) from None
     if args.format == "csv":
-        frame.to_csv(sys.stdout, index=False)
+        _write_csv(rows)
     elif args.format == "json":
-        print(jsonout.dumps(frame.astype(object).to_dict(orient="records")))
+        print(jsonout.dumps(rows.records()))
     else:
-        print_table(frame, secret_patterns=load_config(settings.config_path).policies.secret_patterns)
+        print_table(rows, secret_patterns=load_config(settings.config_path).policies.secret_patterns)
     return EXIT_OK
+
+
+def _write_csv(rows: Rows) -> None:
+    """RFC 4180 with a header; NULL and NaN are empty fields, a DATE is YYYY-MM-DD."""
+    import csv
+    import math
+
+    writer = csv.writer(sys.stdout, lineterminator="\n")
+    writer.writerow(rows.columns)
+    for row in rows.values:
+        writer.writerow("" if isinstance(value, float) and math.isnan(value) else value for value in row)
 
 
 COMMAND = Command(

@@ -23,28 +23,28 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _run(args: argparse.Namespace, settings: Settings) -> int:
-    from eval_pipeline.warehouse.reports import report_rows
+    from eval_pipeline.warehouse.report_files import report_files
 
     if (args.saved is None) == (args.date is None):
         raise UsageError("give a day (--date D) or a saved JSON report (FILE.json), one of them")
     if args.saved is not None:
         return emit(_rendered(args.saved, args.format), args.output)
     warehouse = settings.warehouse()
-    rows = report_rows(warehouse, [args.date]) if warehouse.exists() else None
-    if rows is None or rows.empty:
+    found = report_files(warehouse, [args.date]) if warehouse.exists() else []
+    if not found:
         raise UsageError(f"no report for {args.date}; run `eval-pipeline run --date {args.date}` first")
-    row = rows.iloc[0]
+    files = found[0]
     if args.open:
-        if not row["html_path"]:
+        if not files.html_path:
             raise UsageError(f"the report of {args.date} predates HTML reports; run `eval-pipeline run --date {args.date}` again")
-        html = Path(row["html_path"])
+        html = Path(files.html_path)
         print(html)
         if sys.platform == "darwin" or os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"):
             import webbrowser
 
             webbrowser.open(html.resolve().as_uri())
         return EXIT_OK
-    path = {"md": row["markdown_path"], "json": row["json_path"], "html": row["html_path"]}[args.format]
+    path = {"md": files.markdown_path, "json": files.json_path, "html": files.html_path}[args.format]
     if not path:
         raise UsageError(f"no {args.format} report for {args.date}; run `eval-pipeline run --date {args.date}` again")
     return emit(Path(path).read_text(), args.output)

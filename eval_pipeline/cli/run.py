@@ -92,10 +92,9 @@ def _run(args: argparse.Namespace, settings: Settings) -> int:
     )
     evaluate(settings, request)
     if args.output:
-        from eval_pipeline.warehouse.reports import report_rows
+        from eval_pipeline.warehouse.report_files import report_files
 
-        rows = report_rows(settings.warehouse(), selected)
-        reports = [json.loads(Path(path).read_text()) for path in rows["json_path"]]
+        reports = [json.loads(Path(files.json_path).read_text()) for files in report_files(settings.warehouse(), selected)]
         emit(jsonout.dumps(reports[0] if len(selected) == 1 else reports, indent=2) + "\n", args.output)
     if args.junit:
         from eval_pipeline.config import load_config
@@ -190,7 +189,7 @@ def evaluate(settings: Settings, request: RunRequest) -> None:
     one, then one line per day, then where to look."""
     from eval_pipeline.reports.markdown import verdict_line
     from eval_pipeline.warehouse.cases import case_results
-    from eval_pipeline.warehouse.reports import report_rows
+    from eval_pipeline.warehouse.report_files import report_files
 
     config, case_specs = checked_inputs(settings, request.days, request.checks)
     run_id = launch(settings, request, config)
@@ -200,14 +199,14 @@ def evaluate(settings: Settings, request: RunRequest) -> None:
     agents = [agent.agent_id for agent in config.capture.capture_agents if request.agent_id in (None, agent.agent_id)]
     if cases and agents:
         _print_case_results(case_results(settings.warehouse(), request.days, agents, cases))
-    for row in report_rows(settings.warehouse(), request.days).itertuples():
-        s = json.loads(row.summary)
+    for files in report_files(settings.warehouse(), request.days):
+        s = files.summary
         pass_rate = "–" if s["pass_rate"] is None else f"{s['pass_rate']:.0%}"
         print(
-            f"{row.partition_date:%Y-%m-%d}  {s['total_episodes']:>5} episodes  {s['passed']:>5} passed  "
+            f"{files.day:%Y-%m-%d}  {s['total_episodes']:>5} episodes  {s['passed']:>5} passed  "
             f"{s['failed']:>5} failed  {s['without_verdict']:>5} without a verdict  pass rate {pass_rate:>4}  "
             f"{s['critical_alerts']} critical, {s['warning_alerts']} warning  {s['quarantined']} quarantined  "
-            f"{row.html_path or row.markdown_path}"
+            f"{files.html_path or files.markdown_path}"
         )
         told = (
             s["without_verdict"],

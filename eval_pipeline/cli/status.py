@@ -48,10 +48,8 @@ def _run(args: argparse.Namespace, settings: Settings) -> int:
     evaluated: set[str] = set()
     if warehouse.exists():
         counts = partition_counts(warehouse)
-        evaluated = {f"{day:%Y-%m-%d}" for day in counts["partition_date"]}
-        print_table(
-            counts.fillna(0).astype({c: int for c in counts.columns if c != "partition_date"}), "partitions in the warehouse"
-        )
+        evaluated = {f"{day:%Y-%m-%d}" for day in counts.column("partition_date")}
+        print_table(counts, "partitions in the warehouse")
     else:
         print("\nno warehouse yet: run `eval-pipeline demo` or `eval-pipeline run --date D`")
     _print_missing_history(sorted(set(health.get("episodes_per_day", {})) - evaluated), config.baseline.lookback_days)

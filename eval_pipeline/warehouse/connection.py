@@ -21,18 +21,21 @@ from collections.abc import Callable, Iterator
 from contextlib import closing, contextmanager
 from datetime import date
 from pathlib import Path
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 import duckdb
-import pandas as pd
-import pyarrow as pa
 from filelock import FileLock, Timeout
 
 from eval_pipeline.errors import InfrastructureError
 from eval_pipeline.warehouse.lake import Lake, with_conflict_retries
-from eval_pipeline.warehouse.rows import one_row
+from eval_pipeline.warehouse.literals import sql_value
+from eval_pipeline.warehouse.rows import Rows, one_row
 from eval_pipeline.warehouse.schema import MIGRATIONS, migrate, schema_version
 from eval_pipeline.warehouse.transactions import atomically
+
+if TYPE_CHECKING:  # frames are imported by what reads or writes them: read-only commands print without pandas
+    import pandas as pd
+    import pyarrow as pa
 
 T = TypeVar("T")
 
@@ -191,6 +194,20 @@ class Warehouse:
         with self.connect(read_only=self.exists()) as con:
             return con.execute(sql, params or []).df()
 
+    def read_rows(self, sql: str, params: list | dict | None = None) -> Rows:
+        """As `read_frame`, without pandas: for what a command prints. The statement is prepared and its parameters
+        given to EXECUTE as literals (`sql_value`), typed as bound ones would be: binding them from Python would
+        import pandas (see `literals`)."""
+        with self.connect(read_only=self.exists()) as con:
+            if not params:
+                return Rows.fetched(con.execute(sql))
+            con.execute(f"PREPARE read_rows AS {sql}")
+            if isinstance(params, dict):
+                arguments = ", ".join(f"{name} := {sql_value(value)}" for name, value in params.items())
+            else:
+                arguments = ", ".join(map(sql_value, params))
+            return Rows.fetched(con.execute(f"EXECUTE read_rows({arguments})"))
+
 
 @contextmanager
 def second_cursor(con: duckdb.DuckDBPyConnection) -> Iterator[duckdb.DuckDBPyConnection]:
@@ -247,6 +264,6 @@ def replace_partition(
     by position. Call inside `Warehouse.transaction()`.
     """
     clear_partition(con, table, day, agent_id, within)
-    if isinstance(rows, pd.DataFrame):
-        return insert_rows(con, table, rows) if len(rows) else 0
-    return one_row(con, f"INSERT INTO {table} BY NAME {rows}", params or [])[0]
+    if isinstance(rows, str):
+        return one_row(con, f"INSERT INTO {table} BY NAME {rows}", params or [])[0]
+    return insert_rows(con, table, rows) if len(rows) else 0

@@ -7,9 +7,9 @@ from datetime import date
 
 import pandas as pd
 
-from eval_pipeline.warehouse.baselines import scoring_input
 from eval_pipeline.warehouse.connection import Warehouse, replace_partition
 from eval_pipeline.warehouse.llm_cache import store_answers
+from eval_pipeline.warehouse.scores import scoring_input
 
 
 def judge_inputs(warehouse: Warehouse, day: date, policy: str, agent_id: str | None = None) -> pd.DataFrame:

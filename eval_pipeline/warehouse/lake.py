@@ -26,8 +26,8 @@ from typing import TypeVar
 import duckdb
 
 from eval_pipeline.errors import InfrastructureError
+from eval_pipeline.warehouse.literals import sql_literal as _literal
 from eval_pipeline.warehouse.s3 import S3Access
-from eval_pipeline.warehouse.s3 import sql_literal as _literal
 
 T = TypeVar("T")
 _log = logging.getLogger(__name__)

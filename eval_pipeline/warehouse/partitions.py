@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 from datetime import date
-
-import pandas as pd
+from typing import TYPE_CHECKING
 
 from eval_pipeline.warehouse.connection import Warehouse
+from eval_pipeline.warehouse.rows import Rows
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 PIPELINE_TABLES = (
     "episodes",
@@ -29,8 +32,7 @@ PIPELINE_TABLES = (
 
 def first_evaluated_day(warehouse: Warehouse) -> date | None:
     """The oldest day the warehouse holds episodes of, None before the first run."""
-    value = warehouse.read_frame("SELECT min(partition_date) AS first FROM episodes")["first"].iloc[0]
-    return None if pd.isna(value) else pd.Timestamp(value).date()
+    return warehouse.read_rows("SELECT min(partition_date) AS first FROM episodes").values[0][0]
 
 
 def read_partition(warehouse: Warehouse, table: str, day: date, agent_id: str | None = None) -> pd.DataFrame:
@@ -51,11 +53,12 @@ def read_days(warehouse: Warehouse, table: str, first: date, last: date, agent_i
     )
 
 
-def partition_counts(warehouse: Warehouse) -> pd.DataFrame:
-    """Rows per partition in each table, for `status`."""
+def partition_counts(warehouse: Warehouse) -> Rows:
+    """Rows per partition in each table (0 where it has none), for `status`."""
     unions = " UNION ALL ".join(
         f"SELECT '{table}' AS table_name, partition_date, count(*) AS n FROM {table} GROUP BY ALL" for table in PIPELINE_TABLES
     )
-    return warehouse.read_frame(
-        f"PIVOT ({unions}) ON table_name IN {PIPELINE_TABLES} USING sum(n) GROUP BY partition_date ORDER BY partition_date"
+    pivot = f"PIVOT ({unions}) ON table_name IN {PIPELINE_TABLES} USING sum(n)::BIGINT GROUP BY partition_date"
+    return warehouse.read_rows(
+        f"SELECT partition_date, coalesce(COLUMNS(* EXCLUDE partition_date), 0) FROM ({pivot}) ORDER BY partition_date"
     )

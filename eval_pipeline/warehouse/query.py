@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
-import pandas as pd
-
 from eval_pipeline.warehouse.connection import Warehouse
+from eval_pipeline.warehouse.rows import Rows
 
 
-def run_read_only(warehouse: Warehouse, sql: str) -> pd.DataFrame:
+def run_read_only(warehouse: Warehouse, sql: str) -> Rows:
     """Run one statement over the warehouse and nothing else: DuckDB's read-only mode refuses writes to it,
     and with external access off (and locked) the SQL cannot read or write other files either
     (`COPY ... TO`, `read_csv`, `ATTACH`, extensions)."""
     with warehouse.connect(read_only=True, private=True) as con:
         con.execute("SET enable_external_access = false")
         con.execute("SET lock_configuration = true")
-        return con.execute(sql).df()
+        return Rows.fetched(con.execute(sql))

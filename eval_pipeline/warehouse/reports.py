@@ -5,24 +5,21 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from datetime import date, timedelta
-from pathlib import Path
 
 import duckdb
 import numpy as np
 import pandas as pd
 
-from eval_pipeline import jsonout
 from eval_pipeline.episodes.model import DERIVED_TASK_PREFIX
 from eval_pipeline.reports.document import (
     UNTASKED_NAMED,
     WORST_EPISODES,
     DayScores,
-    Report,
     ReportData,
     baseline_measures,
     reported_means,
 )
-from eval_pipeline.warehouse.connection import Warehouse, replace_partition
+from eval_pipeline.warehouse.connection import Warehouse
 from eval_pipeline.warehouse.labels import day_labels
 from eval_pipeline.warehouse.rows import one_row
 
@@ -204,29 +201,6 @@ SELECT s.episode_id, s.agent_id, s.task_id, e.trial, e.metadata->>'hint' AS hint
  WHERE s.partition_date = $day AND s.case_passed = false AND ($agent IS NULL OR s.agent_id = $agent)
  ORDER BY s.episode_id
 """
-
-
-def write_report_row(warehouse: Warehouse, day: date, paths: dict[str, Path], report: Report) -> None:
-    row = pd.DataFrame(
-        [
-            {
-                "partition_date": day,
-                "json_path": str(paths["json"]),
-                "markdown_path": str(paths["md"]),
-                "html_path": str(paths["html"]),
-                "summary": jsonout.dumps(report["summary"]),
-                "config_version": report["config_version"],
-            }
-        ]
-    )
-    with warehouse.transaction() as con:
-        replace_partition(con, "reports", day, row)
-
-
-def report_rows(warehouse: Warehouse, days: list[date]) -> pd.DataFrame:
-    return warehouse.read_frame(
-        "SELECT * FROM reports WHERE list_contains($days, partition_date) ORDER BY partition_date", {"days": days}
-    )
 
 
 @dataclass(frozen=True)

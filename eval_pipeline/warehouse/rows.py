@@ -1,10 +1,17 @@
-"""The one row a statement always returns: an aggregate, an INSERT's count, a row it just wrote."""
+"""Rows as plain Python values: the one row a statement always returns, and a whole answer a command prints."""
 
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 import duckdb
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+_SIGNED = ("tinyint", "smallint", "integer", "bigint", "hugeint")
+_NUMBERS = frozenset((*_SIGNED, *(f"u{name}" for name in _SIGNED), "float", "double", "decimal"))  # DuckDB's type ids
 
 
 def one_row(con: duckdb.DuckDBPyConnection, sql: str, params: object = None) -> tuple[Any, ...]:
@@ -12,3 +19,38 @@ def one_row(con: duckdb.DuckDBPyConnection, sql: str, params: object = None) -> 
     if row is None:
         raise LookupError(f"no row where one is certain: {sql}")
     return row
+
+
+@dataclass(frozen=True)
+class Rows:
+    """A statement's whole answer as DuckDB gives it to Python (a DATE a `date`, NULL `None`), for the commands that
+    print one: reading it into pandas would cost a read-only command a third of a second of imports."""
+
+    columns: tuple[str, ...]
+    numeric: tuple[bool, ...]  # whether each column holds numbers (aligned right on a terminal)
+    values: list[tuple[Any, ...]]
+
+    @classmethod
+    def fetched(cls, result: duckdb.DuckDBPyConnection) -> Rows:
+        """The rest of an executed statement's answer."""
+        description = result.description or []
+        return cls(
+            tuple(column[0] for column in description),
+            tuple(column[1].id in _NUMBERS for column in description),
+            result.fetchall(),
+        )
+
+    @classmethod
+    def of_frame(cls, frame: pd.DataFrame) -> Rows:
+        return cls(
+            tuple(str(column) for column in frame.columns),
+            tuple(dtype.kind in "iuf" for dtype in frame.dtypes),
+            list(frame.astype(object).itertuples(index=False, name=None)),
+        )
+
+    def column(self, name: str) -> list[Any]:
+        at = self.columns.index(name)
+        return [row[at] for row in self.values]
+
+    def records(self) -> list[dict[str, Any]]:
+        return [dict(zip(self.columns, row, strict=True)) for row in self.values]

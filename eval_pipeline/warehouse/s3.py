@@ -8,6 +8,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from eval_pipeline.warehouse.literals import sql_literal
+
 if TYPE_CHECKING:
     import duckdb
 
@@ -41,7 +43,3 @@ class S3Access:
         options |= {"ENDPOINT": self.endpoint, "URL_STYLE": "path"} if self.endpoint else {}
         listed = ", ".join(f"{name} {sql_literal(value)}" for name, value in options.items())
         con.execute(f"CREATE OR REPLACE SECRET eval_warehouse_s3 (TYPE s3, {listed}, USE_SSL {str(self.use_ssl).lower()})")
-
-
-def sql_literal(text: str) -> str:
-    return "'" + text.replace("'", "''") + "'"

@@ -57,17 +57,20 @@ from eval_pipeline.rewards.records import reward_records
 from eval_pipeline.scoring.assessments import assess, reading
 from eval_pipeline.scoring.episodes import score_records
 from eval_pipeline.warehouse.assertions import check_inputs, write_checks
-from eval_pipeline.warehouse.baselines import days_to_look_back, write_baselines, write_history_baselines, write_scores
+from eval_pipeline.warehouse.baselines import days_to_look_back, write_baselines
 from eval_pipeline.warehouse.connection import Warehouse
 from eval_pipeline.warehouse.findings import scores_in_parts, task_summaries, write_findings
 from eval_pipeline.warehouse.health import source_counts
+from eval_pipeline.warehouse.history_baselines import write_history_baselines
 from eval_pipeline.warehouse.ingest import load_episodes
 from eval_pipeline.warehouse.judge import judge_inputs, write_judgements
 from eval_pipeline.warehouse.llm_cache import cached_answers
 from eval_pipeline.warehouse.partitions import read_partition
 from eval_pipeline.warehouse.replays import recorded_steps, write_dry_replays, write_live_replays
-from eval_pipeline.warehouse.reports import report_inputs, write_report_row
+from eval_pipeline.warehouse.report_files import write_report_row
+from eval_pipeline.warehouse.reports import report_inputs
 from eval_pipeline.warehouse.rewards import write_rewards
+from eval_pipeline.warehouse.scores import write_scores
 from eval_pipeline.warehouse.trials import trial_inputs, write_trials
 
 # A backfill is one run over its days unless EVAL_BACKFILL_DAYS_PER_RUN splits it (on a lake, whose runs execute at once)

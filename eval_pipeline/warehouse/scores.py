@@ -1,0 +1,126 @@
+"""The scoring frame: each candidate of a day beside the baseline it is compared with, read in parts, and the scores
+written for them."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import date
+
+import duckdb
+import pandas as pd
+
+from eval_pipeline.warehouse.assertions import issues_in_part, sort_issues_into_parts
+from eval_pipeline.warehouse.baselines import PRECEDENCE, SNAPSHOT
+from eval_pipeline.warehouse.connection import Warehouse, clear_partition, insert_rows, second_cursor
+from eval_pipeline.warehouse.replays import candidate_parts, sort_into_parts
+
+_SCORE_CANDIDATES = """
+-- ->> is parenthesized wherever it meets another operator: DuckDB 1.5 parses it looser than =, <>, AND, IS
+WITH latest_runs AS (  -- each case-set agent's latest capture run of the day; its earlier ones are superseded
+    SELECT agent_id, arg_max(metadata ->> '$.capture_run', coalesce(metadata ->> '$.captured_at', '')) AS capture_run
+    FROM episodes WHERE partition_date = $day AND (metadata ->> '$.capture_run') IS NOT NULL GROUP BY agent_id
+)
+SELECT r.*, e.task_id, TRY_CAST(e.metadata ->> '$.reward' AS DOUBLE) AS recorded_reward,
+       coalesce((e.metadata ->> '$.capture_run') <> l.capture_run, false) AS superseded
+FROM replays r JOIN episodes e USING (episode_id, partition_date)
+LEFT JOIN latest_runs l ON l.agent_id = e.agent_id
+WHERE r.partition_date = $day AND r.status <> 'running' AND ($agent IS NULL OR r.agent_id = $agent)
+"""
+
+_SCORESNAPSHOTS = f"SELECT episode_id, {SNAPSHOT} FROM episodes WHERE partition_date = $day"  # for live replays
+
+_SCORE_JUDGEMENTS = """
+SELECT episode_id, avg(normalized) AS judge_score FROM judgements
+WHERE partition_date = $day AND status = 'judged' GROUP BY episode_id
+"""
+
+_SCORE_CASES = """
+SELECT episode_id, avg(score) AS case_score, bool_and(passed) AS case_passed,
+       string_agg(assertion || coalesce(': ' || nullif(detail, ''), ''), '; ' ORDER BY assertion) FILTER (NOT passed)
+           AS failed_assertions
+FROM assertions WHERE partition_date = $day GROUP BY episode_id
+"""
+
+
+def _sort_scoring_inputs(con: duckdb.DuckDBPyConnection, day: date, agent_id: str | None, parts: int) -> None:
+    """What `_SCORING_INPUT` reads of the day, each sorted into its `parts` (`sort_into_parts`)."""
+    day_only = {"day": day, "parts": parts}
+    sort_into_parts(con, "score_candidates", _SCORE_CANDIDATES, {**day_only, "agent": agent_id})
+    sort_into_parts(con, "score_snapshots", _SCORESNAPSHOTS, day_only)
+    sort_into_parts(con, "score_judgements", _SCORE_JUDGEMENTS, day_only)
+    sort_into_parts(con, "score_cases", _SCORE_CASES, day_only)
+    sort_issues_into_parts(con, day, agent_id, parts)
+
+
+_SCORING_INPUT = f"""
+WITH candidates AS (
+    SELECT * EXCLUDE (part) FROM score_candidates WHERE part = $part
+), ranked AS (
+    SELECT c.episode_id AS candidate_id, b.*, row_number() OVER (
+        PARTITION BY c.episode_id
+        ORDER BY {PRECEDENCE}
+    ) AS rank
+    FROM candidates c
+    JOIN baselines b ON b.agent_id = c.agent_id AND b.task_id = c.task_id
+        AND b.valid_from <= $day AND b.episode_id <> c.episode_id
+)
+SELECT c.*,
+       CASE WHEN c.mode = 'live' THEN c.episode_id ELSE b.episode_id END AS baseline_episode_id,
+       {
+    ", ".join(
+        f"CASE WHEN c.mode = 'live' THEN e.{column} ELSE b.{column} END AS baseline_{column}" for column in SNAPSHOT.split(", ")
+    )
+}
+       , j.judge_score, a.case_score, a.case_passed, a.failed_assertions,
+       coalesce(i.critical_issues, 0) AS critical_issues, coalesce(i.error_issues, 0) AS error_issues,
+       coalesce(i.warning_issues, 0) AS warning_issues
+FROM candidates c
+LEFT JOIN ranked b ON b.candidate_id = c.episode_id AND b.rank = 1
+LEFT JOIN (SELECT * FROM score_snapshots WHERE part = $part) e ON e.episode_id = c.episode_id
+LEFT JOIN (SELECT * FROM score_judgements WHERE part = $part) j ON j.episode_id = c.episode_id
+LEFT JOIN (SELECT * FROM score_cases WHERE part = $part) a ON a.episode_id = c.episode_id
+LEFT JOIN (
+    SELECT episode_id, count(*) FILTER (severity = 'critical') AS critical_issues,
+           count(*) FILTER (severity = 'error') AS error_issues, count(*) FILTER (severity = 'warning') AS warning_issues
+    FROM part_issues WHERE part = $part GROUP BY episode_id
+) i ON i.episode_id = c.episode_id
+ORDER BY c.episode_id
+"""
+
+
+def scoring_input(warehouse: Warehouse, day: date, policy: str, agent_id: str | None = None) -> pd.DataFrame:
+    """Each finished candidate of `day` beside its baseline's snapshot (NULLs where none), with the
+    mean of its normalized judge verdicts (`judge_score`, NULL when it was not judged), its case's
+    mean assertion score, verdict and failed expectations (NULL without a case), the reward its own
+    grader recorded (`metadata.reward`) and its checks' issues per severity."""
+    with warehouse.connect(read_only=warehouse.exists()) as con:
+        _sort_scoring_inputs(con, day, agent_id, 1)
+        return con.execute(_SCORING_INPUT, {"day": day, "policy": policy, "part": 0}).df()
+
+
+SCORE_PART_EPISODES = 50_000  # candidates scored at a time: the step's memory is set by this, not by the day's size
+
+
+def write_scores(
+    warehouse: Warehouse,
+    day: date,
+    policy: str,
+    agent_id: str | None,
+    score: Callable[[pd.DataFrame, pd.DataFrame], pd.DataFrame],
+) -> int:
+    """Replace `day`'s `scores` rows (one agent's, when scoped) with `score(inputs, issues)` of each part of about
+    SCORE_PART_EPISODES candidates (by a hash of their ids), in one transaction; return the rows written.
+
+    `inputs`: the part's `scoring_input` rows; `issues`: the `issues` rows of the same episodes. A score depends on
+    its own episode only, so the parts give the rows the whole day would. They are read on a second connection
+    while the first writes."""
+    written = 0
+    with warehouse.transaction() as con, second_cursor(con) as reader:
+        clear_partition(con, "scores", day, agent_id)
+        parts = candidate_parts(reader, day, agent_id, SCORE_PART_EPISODES)
+        _sort_scoring_inputs(reader, day, agent_id, parts)
+        for part in range(parts):
+            issues = issues_in_part(reader, part)
+            inputs = reader.execute(_SCORING_INPUT, {"day": day, "policy": policy, "part": part}).df()
+            written += insert_rows(con, "scores", score(inputs, issues))
+    return written
