@@ -11,9 +11,9 @@ from __future__ import annotations
 import hashlib
 from datetime import UTC, date, datetime
 from enum import StrEnum
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
 
 from eval_pipeline.episodes.records import EARLIEST_DAY, is_iso_timestamp, latest_day, plausible_day
 
@@ -46,6 +46,18 @@ def _iso_text(value: Any) -> Any:
     return value
 
 
+def _given_as_number(value: Any) -> Any:
+    """A number must come as one: pydantic's lax mode would read the text "5" as 5 and true as 1, which the
+    warehouse rejects (`warehouse/ingest.py`); a whole number written 5.0 is still a count."""
+    if isinstance(value, str | bool):
+        raise ValueError(f"{value!r} is not a number")
+    return value
+
+
+Count = Annotated[int, BeforeValidator(_given_as_number), Field(le=2**63 - 1)]  # the warehouse's BIGINT holds it
+Amount = Annotated[float, BeforeValidator(_given_as_number)]
+
+
 class Step(BaseModel):
     """One step of the run; steps are ordered by `step_index`, not by their place in the list."""
 
@@ -63,9 +75,9 @@ class Step(BaseModel):
     output_summary: str | None = Field(
         None, description="what came out: the last llm_call's is the answer, unless metadata.final_output says it"
     )
-    tokens: int = Field(0, ge=0, description="tokens of this step, input and output together")
-    cost_usd: float = Field(0.0, ge=0, allow_inf_nan=False, description="what this step cost, in US dollars")
-    duration_ms: float = Field(0.0, ge=0, allow_inf_nan=False, description="how long this step took, in milliseconds")
+    tokens: Count = Field(0, ge=0, description="tokens of this step, input and output together")
+    cost_usd: Amount = Field(0.0, ge=0, allow_inf_nan=False, description="what this step cost, in US dollars")
+    duration_ms: Amount = Field(0.0, ge=0, allow_inf_nan=False, description="how long this step took, in milliseconds")
     timestamp: datetime | None = Field(None, description="when the step began, ISO 8601 (UTC when no offset is given)")
     error: str | None = Field(None, description="the error message of an error step, or of a tool that failed")
     metadata: dict[str, Any] = Field(default_factory=dict, description="anything else; `tools`: the tools offered to an llm_call")
@@ -95,11 +107,11 @@ class Episode(BaseModel):
     status: EpisodeStatus = Field(description="how the run ended: running, success, failure, timeout or killed")
     steps: list[Step] = Field(default_factory=list, description="the run's LLM calls, tool calls and results, in any order")
     tools_used: list[str] = Field(default_factory=list, description="the tools called, each once (the sequence is in `steps`)")
-    total_tokens: int | None = Field(None, ge=0, description="tokens of the whole run; missing: the sum over the steps")
-    total_cost_usd: float | None = Field(
+    total_tokens: Count | None = Field(None, ge=0, description="tokens of the whole run; missing: the sum over the steps")
+    total_cost_usd: Amount | None = Field(
         None, ge=0, allow_inf_nan=False, description="cost of the whole run in US dollars; missing: the sum over the steps"
     )
-    total_duration_ms: float | None = Field(
+    total_duration_ms: Amount | None = Field(
         None, ge=0, allow_inf_nan=False, description="wall time of the run in milliseconds; missing: the sum over the steps"
     )
     step_count: int | None = Field(None, description="how many steps the run had; missing: len(steps)")

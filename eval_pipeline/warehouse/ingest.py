@@ -45,8 +45,9 @@ _STAGING_SCHEMA = pa.schema(
     ]
 )
 
-# One typed parse per record. json_transform is lenient (a value of the wrong type becomes NULL),
-# so a NULL is told apart from an absent field only for the rare records that have one.
+# One typed parse per record. json_transform is lenient (a value of the wrong type becomes NULL, or is read as the
+# type: "5" as 5), so a NULL is told apart from an absent field only for the rare records that have one, and the
+# numbers' own JSON types are read too (`_NUMBERS_AS_JSON`).
 _STEP_FIELDS = {
     "step_index": "BIGINT", "step_type": "VARCHAR", "tool_name": "VARCHAR", "model": "VARCHAR",
     "provider": "VARCHAR", "input_summary": "VARCHAR", "output_summary": "VARCHAR", "tokens": "BIGINT",
@@ -70,8 +71,9 @@ _EPISODE_SCHEMA = json.dumps(
         "metadata": "JSON",
     }
 )
-# The integer fields read again as DOUBLE: where the two differ, the record gave a fraction for a count.
-_COUNTS_AS_NUMBERS = json.dumps({"total_tokens": "DOUBLE", "steps": [{"tokens": "DOUBLE"}]})
+# The numeric fields again as JSON, whose types tell a number from text or a boolean (which the typed parse reads
+# as one: "5" as 5, true as 1) and a fraction from a count (1.5 read as a count is 2).
+_NUMBERS_AS_JSON = json.dumps({**dict.fromkeys(_NUMBERS, "JSON"), "steps": [dict.fromkeys(_STEP_NUMBERS, "JSON")]})
 _STATUSES = ", ".join(f"'{s.value}'" for s in EpisodeStatus)
 _STEP_TYPES = ", ".join(f"'{s.value}'" for s in StepType)
 _BAD_STEP = f"lambda s: s.step_index IS NULL OR s.step_index < 0 OR s.step_type IS NULL OR s.step_type NOT IN ({_STEP_TYPES})"
@@ -89,14 +91,24 @@ def _out_of_range(value: str) -> str:
     return f"({value} < 0 OR NOT isfinite({value}::DOUBLE))"
 
 
+def _not_a_number(given: str, typed: str) -> str:
+    """`given` (its JSON, from `_NUMBERS_AS_JSON`) is neither a number nor null, or is a number the typed parse could
+    not hold (`typed` NULL: a count beyond BIGINT)."""
+    kind = f"coalesce(json_type({given}), 'NULL')"
+    return f"({kind} NOT IN ('BIGINT', 'UBIGINT', 'DOUBLE', 'NULL') OR ({typed} IS NULL AND {kind} <> 'NULL'))"
+
+
+def _fraction(given: str, typed: str) -> str:
+    """A count given as a number with a fraction: read as a count it was rounded."""
+    return f"(json_type({given}) = 'DOUBLE' AND TRY_CAST({given} AS DOUBLE) <> {typed})"
+
+
 def _bad_step_number(name: str) -> str:
-    """A step whose `name` has the wrong type (NULL after the lenient parse, though present; a fraction for a
-    count), or is negative or not finite."""
-    present = f"coalesce(json_type(raw, '$.steps[' || (i - 1) || '].{name}'), 'NULL') <> 'NULL'"
-    fraction = f" OR counts.steps[i].{name} <> s.{name}" if name in _STEP_COUNTS else ""
-    return (
-        f"lambda s, i: coalesce(CASE WHEN s.{name} IS NULL THEN {present} ELSE {_out_of_range(f's.{name}')}{fraction} END, false)"
-    )
+    """A step whose `name` has the wrong type (text, a boolean, a fraction for a count), or is negative or not
+    finite."""
+    given, typed = f"numbers.steps[i].{name}", f"s.{name}"
+    fraction = f" OR {_fraction(given, typed)}" if name in _STEP_COUNTS else ""
+    return f"lambda s, i: {_not_a_number(given, typed)} OR coalesce({_out_of_range(typed)}{fraction}, false)"
 
 
 def _first_step(condition: str) -> str:
@@ -119,12 +131,14 @@ _NUMBER_REASONS = "\n        ".join(
         ),
         f"WHEN {_first_step(_BAD_STEP_TIME)} IS NOT NULL "
         f"THEN 'step ' || {_first_step(_BAD_STEP_TIME)} || ': timestamp is not an ISO 8601 timestamp'",
-        *(f"WHEN e.{name} IS NULL AND {_present(name)} THEN '{name} is not {kind}'" for name, kind in _NUMBERS.items()),
+        *(f"WHEN {_not_a_number(f'numbers.{name}', f'e.{name}')} THEN '{name} is not {kind}'" for name, kind in _NUMBERS.items()),
         *(
             f"WHEN {_out_of_range(f'e.{name}')} THEN '{name} must be finite and not negative, not ' || e.{name}"
             for name in _NUMBERS
         ),
-        "WHEN counts.total_tokens <> e.total_tokens THEN 'total_tokens is not an integer: ' || counts.total_tokens",
+        "WHEN {} THEN 'total_tokens is not an integer: ' || numbers.total_tokens".format(
+            _fraction("numbers.total_tokens", "e.total_tokens")
+        ),
     ]
 )
 
@@ -133,7 +147,7 @@ _PARSE = f"""
 WITH typed AS (
     SELECT seq, source, locator, raw, fallback_day, rejected, source_records,
            TRY(json_transform(raw, '{_EPISODE_SCHEMA}')) AS e,
-           TRY(json_transform(raw, '{_COUNTS_AS_NUMBERS}')) AS counts  -- a count read as a number: 1.5 is no count
+           TRY(json_transform(raw, '{_NUMBERS_AS_JSON}')) AS numbers
     FROM _batch
 ), stamped AS (  -- each timestamp parsed once: the checks below and the columns read these
     SELECT *, {_timestamp("e.started_at")} AS started, {_timestamp("e.ended_at")} AS ended,

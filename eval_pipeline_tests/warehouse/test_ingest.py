@@ -256,6 +256,14 @@ MALFORMED = {
     "negative tokens": good("m14", total_tokens=-7),
     "tokens as a float": good("m15", steps=[step(tokens=1.5)]),
     "total tokens as a float": good("m16", total_tokens=2.5),
+    # numbers as text or booleans, which a lenient parse reads as numbers ("5" as 5, true as 1): loaded before
+    "tokens as numeric text": good("m17", steps=[step(tokens="5")]),
+    "step cost as numeric text": good("m18", steps=[step(cost_usd="0.01")]),
+    "step duration as a boolean": good("m19", steps=[step(duration_ms=False)]),
+    "total tokens as a boolean": good("m20", total_tokens=True),
+    "total cost as numeric text": good("m21", total_cost_usd="0.5"),
+    "total duration as numeric text": good("m22", total_duration_ms="1200"),
+    "total tokens beyond a count": good("m23", total_tokens=2**70),
 }
 
 
@@ -273,6 +281,11 @@ def test_every_malformed_kind_is_quarantined_naming_its_field_and_the_model_reje
         "zone name": "not an ISO 8601", "leading space": "not an ISO 8601", "step time as a zone name": "timestamp",
         "1970": "broken clock", "year 1": "broken clock", "year 9999": "broken clock", "negative tokens": "total_tokens",
         "tokens as a float": "tokens", "total tokens as a float": "total_tokens",
+        "tokens as numeric text": "step 0: tokens must be an integer", "step cost as numeric text": "step 0: cost_usd",
+        "step duration as a boolean": "step 0: duration_ms", "total tokens as a boolean": "total_tokens is not an integer",
+        "total cost as numeric text": "total_cost_usd is not a number",
+        "total duration as numeric text": "total_duration_ms is not a number",
+        "total tokens beyond a count": "total_tokens is not an integer",
     }  # fmt: skip
     for kind, word in expected_words.items():
         assert word in by_kind[kind], (kind, by_kind[kind])
