@@ -91,24 +91,37 @@ def _out_of_range(value: str) -> str:
     return f"({value} < 0 OR NOT isfinite({value}::DOUBLE))"
 
 
-def _not_a_number(given: str, typed: str) -> str:
-    """`given` (its JSON, from `_NUMBERS_AS_JSON`) is neither a number nor null, or is a number the typed parse could
-    not hold (`typed` NULL: a count beyond BIGINT)."""
-    kind = f"coalesce(json_type({given}), 'NULL')"
-    return f"({kind} NOT IN ('BIGINT', 'UBIGINT', 'DOUBLE', 'NULL') OR ({typed} IS NULL AND {kind} <> 'NULL'))"
+def _mistyped(given: str) -> str:
+    """`given` (a number's JSON text, from `_NUMBERS_AS_JSON`) is text, a boolean, an object or a list, as its first
+    character tells."""
+    return f"coalesce(left({given}::VARCHAR, 1) IN ('\"', 't', 'f', '{{', '['), false)"
 
 
-def _fraction(given: str, typed: str) -> str:
-    """A count given as a number with a fraction: read as a count it was rounded."""
-    return f"(json_type({given}) = 'DOUBLE' AND TRY_CAST({given} AS DOUBLE) <> {typed})"
+def _given(given: str) -> str:
+    """The record gave a value, null aside (asked where the typed parse has none: one beyond BIGINT)."""
+    return f"coalesce({given}::VARCHAR, 'null') <> 'null'"
+
+
+# Whether any number of the record came as something else: one pass over its steps, so that the reasons below look
+# for which only in the records that have one.
+_ANY_MISTYPED = " OR ".join(
+    [
+        f"coalesce(list_bool_or(list_transform(numbers.steps, lambda n: "
+        f"{' OR '.join(_mistyped(f'n.{name}') for name in _STEP_NUMBERS)})), false)",
+        *(_mistyped(f"numbers.{name}") for name in _NUMBERS),
+    ]
+)
 
 
 def _bad_step_number(name: str) -> str:
-    """A step whose `name` has the wrong type (text, a boolean, a fraction for a count), or is negative or not
-    finite."""
+    """A step whose `name` came as something else than a number, is one the typed parse could not hold, a fraction for
+    a count, negative or not finite."""
     given, typed = f"numbers.steps[i].{name}", f"s.{name}"
-    fraction = f" OR {_fraction(given, typed)}" if name in _STEP_COUNTS else ""
-    return f"lambda s, i: {_not_a_number(given, typed)} OR coalesce({_out_of_range(typed)}{fraction}, false)"
+    fraction = f" OR TRY_CAST({given} AS DOUBLE) <> {typed}" if name in _STEP_COUNTS else ""
+    return (
+        f"lambda s, i: CASE WHEN mistyped THEN {_mistyped(given)} ELSE false END OR coalesce("
+        f"CASE WHEN {typed} IS NULL THEN {_given(given)} ELSE {_out_of_range(typed)}{fraction} END, false)"
+    )
 
 
 def _first_step(condition: str) -> str:
@@ -131,14 +144,17 @@ _NUMBER_REASONS = "\n        ".join(
         ),
         f"WHEN {_first_step(_BAD_STEP_TIME)} IS NOT NULL "
         f"THEN 'step ' || {_first_step(_BAD_STEP_TIME)} || ': timestamp is not an ISO 8601 timestamp'",
-        *(f"WHEN {_not_a_number(f'numbers.{name}', f'e.{name}')} THEN '{name} is not {kind}'" for name, kind in _NUMBERS.items()),
+        *(
+            f"WHEN (mistyped AND {_mistyped(f'numbers.{name}')}) OR (e.{name} IS NULL AND {_given(f'numbers.{name}')}) "
+            f"THEN '{name} is not {kind}'"
+            for name, kind in _NUMBERS.items()
+        ),
         *(
             f"WHEN {_out_of_range(f'e.{name}')} THEN '{name} must be finite and not negative, not ' || e.{name}"
             for name in _NUMBERS
         ),
-        "WHEN {} THEN 'total_tokens is not an integer: ' || numbers.total_tokens".format(
-            _fraction("numbers.total_tokens", "e.total_tokens")
-        ),
+        "WHEN TRY_CAST(numbers.total_tokens AS DOUBLE) <> e.total_tokens "
+        "THEN 'total_tokens is not an integer: ' || numbers.total_tokens",
     ]
 )
 
@@ -151,7 +167,7 @@ WITH typed AS (
     FROM _batch
 ), stamped AS (  -- each timestamp parsed once: the checks below and the columns read these
     SELECT *, {_timestamp("e.started_at")} AS started, {_timestamp("e.ended_at")} AS ended,
-           list_transform(e.steps, lambda s: {_timestamp("s.timestamp")}) AS step_times
+           list_transform(e.steps, lambda s: {_timestamp("s.timestamp")}) AS step_times, {_ANY_MISTYPED} AS mistyped
     FROM typed
 ), parsed AS (
 SELECT
