@@ -10,6 +10,9 @@ that day) and, under policy `first`, the earliest successful episode of a task n
 has one for; under `rolling`, the latest successful episode of every task (both valid from the
 next day). A row snapshots what scoring compares, so a lookup never scans episode history, and
 `valid_from` means a later pin or promotion never rewrites the past.
+
+Scoring looks them up in `scores.py` (by `PRECEDENCE`); a task first seen on an evaluated day gets one from the
+source's earlier days in `history_baselines.py`.
 """
 
 from __future__ import annotations

@@ -18,6 +18,8 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class ReportFiles:
+    """Where a day's report was written, and its summary (what `run` prints of it)."""
+
     day: date
     markdown_path: str
     json_path: str
@@ -26,6 +28,7 @@ class ReportFiles:
 
 
 def write_report_row(warehouse: Warehouse, day: date, paths: dict[str, Path], report: Report) -> None:
+    """Replace the day's row: the paths of its files (`json`, `md`, `html`) and its summary."""
     row = """SELECT $day AS partition_date, $json AS json_path, $md AS markdown_path, $html AS html_path,
                     $summary::JSON AS summary, $version AS config_version"""
     params: dict[str, object] = {name: str(paths[name]) for name in ("json", "md", "html")}
