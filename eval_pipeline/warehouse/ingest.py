@@ -113,15 +113,22 @@ _ANY_MISTYPED = " OR ".join(
 )
 
 
+def _not_a_number(given: str, typed: str) -> str:
+    """`given` came as something else than a number (the typed parse read it as NULL, or coerced it: "5" as 5), or as
+    one the typed parse could not hold (beyond BIGINT); which field is asked only of records with a mistyped one."""
+    return f"CASE WHEN {typed} IS NULL THEN {_given(given)} WHEN mistyped THEN {_mistyped(given)} ELSE false END"
+
+
+def _fraction(given: str, typed: str) -> str:
+    """A count given as a number with a fraction: the typed parse rounded it."""
+    return f"TRY_CAST({given} AS DOUBLE) <> {typed}"
+
+
 def _bad_step_number(name: str) -> str:
-    """A step whose `name` came as something else than a number, is one the typed parse could not hold, a fraction for
-    a count, negative or not finite."""
+    """A step whose `name` is no number, a fraction for a count, negative or not finite."""
     given, typed = f"numbers.steps[i].{name}", f"s.{name}"
-    fraction = f" OR TRY_CAST({given} AS DOUBLE) <> {typed}" if name in _STEP_COUNTS else ""
-    return (
-        f"lambda s, i: CASE WHEN mistyped THEN {_mistyped(given)} ELSE false END OR coalesce("
-        f"CASE WHEN {typed} IS NULL THEN {_given(given)} ELSE {_out_of_range(typed)}{fraction} END, false)"
-    )
+    fraction = f" OR {_fraction(given, typed)}" if name in _STEP_COUNTS else ""
+    return f"lambda s, i: {_not_a_number(given, typed)} OR coalesce({_out_of_range(typed)}{fraction}, false)"
 
 
 def _first_step(condition: str) -> str:
@@ -144,16 +151,12 @@ _NUMBER_REASONS = "\n        ".join(
         ),
         f"WHEN {_first_step(_BAD_STEP_TIME)} IS NOT NULL "
         f"THEN 'step ' || {_first_step(_BAD_STEP_TIME)} || ': timestamp is not an ISO 8601 timestamp'",
-        *(
-            f"WHEN (mistyped AND {_mistyped(f'numbers.{name}')}) OR (e.{name} IS NULL AND {_given(f'numbers.{name}')}) "
-            f"THEN '{name} is not {kind}'"
-            for name, kind in _NUMBERS.items()
-        ),
+        *(f"WHEN {_not_a_number(f'numbers.{name}', f'e.{name}')} THEN '{name} is not {kind}'" for name, kind in _NUMBERS.items()),
         *(
             f"WHEN {_out_of_range(f'e.{name}')} THEN '{name} must be finite and not negative, not ' || e.{name}"
             for name in _NUMBERS
         ),
-        "WHEN TRY_CAST(numbers.total_tokens AS DOUBLE) <> e.total_tokens "
+        f"WHEN {_fraction('numbers.total_tokens', 'e.total_tokens')} "
         "THEN 'total_tokens is not an integer: ' || numbers.total_tokens",
     ]
 )
