@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 
 from eval_pipeline.config import EvalConfig, threshold_directions
-from eval_pipeline.regression.stats import Interval, bootstrap_mean, mcnemar, seed_for
+from eval_pipeline.regression.stats import Interval, bootstrap_mean, mcnemar, mean_of, seed_for
 from eval_pipeline.scoring.dimensions import Dimension, Direction, judged_dimensions, relative_delta_pct
 
 
@@ -63,11 +63,13 @@ def _paired(agent_id: str, tasks: pd.DataFrame, graded: tuple[int, float], day: 
         values, unchanged = tasks[dimension.column].dropna(), dimension.unchanged
         if len(values) < stats.min_tasks:
             continue
+        breach = _breach(mean_of(values.to_numpy()), agent_id, dimension.name, config)
+        if breach is None:
+            continue  # within the thresholds: no interval needed (the bootstrap is this step's costliest part)
         ci = bootstrap_mean(values.to_numpy(), resamples=stats.resamples, confidence=stats.confidence,
                             seed=seed_for(day, agent_id, dimension.name))  # fmt: skip
-        breach = _breach(ci.mean, agent_id, dimension.name, config)
         worse = ci.low > unchanged if dimension.direction is Direction.ABOVE else ci.high < unchanged
-        if breach and worse:
+        if worse:
             severity, limit = breach
             message = (f"mean {dimension.name} {dimension.format(ci.mean)} vs limit {dimension.format(limit)} against "
                        f"baselines ({_ci_text(dimension, ci, stats.confidence)})")  # fmt: skip
@@ -117,12 +119,14 @@ def _trends(agent_id: str, tasks: pd.DataFrame, before: pd.DataFrame, graded: tu
         change = relative_delta_pct(current, reference)[0] if relative else current - reference
         if len(change) < stats.min_tasks:
             continue
+        level = mean_of(change.to_numpy()) if relative else float(current.mean())
+        breach = _breach(level, agent_id, judged_as.name, config)
+        if breach is None:
+            continue
         ci = bootstrap_mean(change.to_numpy(), resamples=stats.resamples, confidence=stats.confidence,
                             seed=seed_for(day, agent_id, dimension))  # fmt: skip
-        level = ci.mean if relative else float(current.mean())
-        breach = _breach(level, agent_id, judged_as.name, config)
         worse = ci.low > 0 if relative else ci.high < 0
-        if breach and worse:
+        if worse:
             severity, limit = breach
             shown = judged_as.format(ci.mean) if relative else f"{ci.mean:+.2f} to {level:.2f}"
             message = (f"{column} {shown} against the trailing {stats.trailing_days} days, limit {judged_as.format(limit)} "
@@ -147,7 +151,7 @@ def aggregate_findings(today: pd.DataFrame, trailing: pd.DataFrame, day: date, c
     `today`, `trailing`: per-task summaries of current (not superseded) scores, one row per agent, task and day
     (`warehouse.findings.task_summaries`): the mean of each of `summary_columns()` (a verdict as 1.0 / 0.0),
     `graded` (episodes with a verdict) and `passes`. So a day of any size is read as one row per task, and only the
-    bootstrap runs per agent."""
+    bootstrap runs per agent, and only for a mean past a threshold."""
     means = summary_columns()
     verdicts = today.groupby("agent_id")[["graded", "passes"]].sum()
     now = today[today["task_id"].notna()].set_index(["agent_id", "task_id"])[means]

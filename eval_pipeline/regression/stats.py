@@ -26,6 +26,11 @@ def seed_for(*parts: object) -> int:
     return int.from_bytes(hashlib.sha256("|".join(map(str, parts)).encode()).digest()[:8], "little")
 
 
+def mean_of(values: np.ndarray) -> float:
+    """The mean `bootstrap_mean` centres its interval on, to the bit: a caller judges it before paying for the interval."""
+    return float(np.asarray(values, dtype=float).mean())
+
+
 def bootstrap_mean(values: np.ndarray, *, resamples: int, confidence: float, seed: int) -> Interval:
     """Studentized (bootstrap-t) CI of the mean of `values`, one per task.
 
@@ -35,7 +40,7 @@ def bootstrap_mean(values: np.ndarray, *, resamples: int, confidence: float, see
     to infinity rather than inventing certainty.
     """
     values = np.asarray(values, dtype=float)
-    n, mean = len(values), float(values.mean())
+    n, mean = len(values), mean_of(values)
     se = values.std(ddof=1) / np.sqrt(n) if n > 1 else 0.0
     if se == 0.0:
         return Interval(mean, mean, mean, n)
