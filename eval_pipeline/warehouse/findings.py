@@ -8,7 +8,7 @@ from datetime import date
 import pandas as pd
 
 from eval_pipeline.warehouse.assertions import issues_in_part, sort_issues_into_parts
-from eval_pipeline.warehouse.connection import Warehouse, replace_partition
+from eval_pipeline.warehouse.connection import Warehouse, frame_of, replace_partition
 from eval_pipeline.warehouse.replays import candidate_parts, sort_into_parts
 
 FINDING_PART_EPISODES = 50_000  # scored episodes whose findings are found at a time
@@ -26,7 +26,7 @@ def scores_in_parts(warehouse: Warehouse, day: date, agent_id: str | None) -> It
         sort_into_parts(con, "part_scores", _DAY_SCORES, {"day": day, "agent": agent_id, "parts": parts})
         sort_issues_into_parts(con, day, agent_id, parts)
         for part in range(parts):
-            scores = con.execute(_PART_SCORES, {"part": part}).df()
+            scores = frame_of(con.execute(_PART_SCORES, {"part": part}))
             yield scores, issues_in_part(con, part)
 
 

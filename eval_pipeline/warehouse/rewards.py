@@ -9,7 +9,7 @@ import duckdb
 import pandas as pd
 import pyarrow as pa
 
-from eval_pipeline.warehouse.connection import Warehouse, clear_partition, insert_rows, second_cursor
+from eval_pipeline.warehouse.connection import Warehouse, clear_partition, frame_of, insert_rows, second_cursor
 from eval_pipeline.warehouse.replays import candidate_parts, sort_into_parts
 
 _SCORED = """
@@ -51,7 +51,7 @@ def reward_inputs_frame(warehouse: Warehouse, first: date, last: date) -> pd.Dat
     groups and grades them by (task, category, model, case verdict, `metadata.reward`)."""
     with warehouse.connect(read_only=warehouse.exists()) as con:
         _sort_reward_inputs(con, first, last, 1)
-        return con.execute(_REWARD_INPUTS, {"part": 0}).df()
+        return frame_of(con.execute(_REWARD_INPUTS, {"part": 0}))
 
 
 REWARD_BATCH_ROWS = 10_000  # scored episodes whose rewards are computed and written at a time

@@ -11,7 +11,7 @@ import pandas as pd
 
 from eval_pipeline.warehouse.assertions import issues_in_part, sort_issues_into_parts
 from eval_pipeline.warehouse.baselines import PRECEDENCE, SNAPSHOT
-from eval_pipeline.warehouse.connection import Warehouse, clear_partition, insert_rows, second_cursor
+from eval_pipeline.warehouse.connection import Warehouse, clear_partition, frame_of, insert_rows, second_cursor
 from eval_pipeline.warehouse.replays import candidate_parts, sort_into_parts
 
 _SCORE_CANDIDATES = """
@@ -27,7 +27,11 @@ LEFT JOIN latest_runs l ON l.agent_id = e.agent_id
 WHERE r.partition_date = $day AND r.status <> 'running' AND ($agent IS NULL OR r.agent_id = $agent)
 """
 
-_SCORESNAPSHOTS = f"SELECT episode_id, {SNAPSHOT} FROM episodes WHERE partition_date = $day"  # for live replays
+# A live replay is compared with its own recording: only those episodes' snapshots are read (a dry day has none)
+_SCORESNAPSHOTS = f"""
+SELECT episode_id, {SNAPSHOT} FROM episodes
+WHERE partition_date = $day AND episode_id IN (SELECT episode_id FROM replays WHERE partition_date = $day AND mode = 'live')
+"""
 
 _SCORE_JUDGEMENTS = """
 SELECT episode_id, avg(normalized) AS judge_score FROM judgements
@@ -95,7 +99,7 @@ def scoring_input(warehouse: Warehouse, day: date, policy: str, agent_id: str | 
     grader recorded (`metadata.reward`) and its checks' issues per severity."""
     with warehouse.connect(read_only=warehouse.exists()) as con:
         _sort_scoring_inputs(con, day, agent_id, 1)
-        return con.execute(_SCORING_INPUT, {"day": day, "policy": policy, "part": 0}).df()
+        return frame_of(con.execute(_SCORING_INPUT, {"day": day, "policy": policy, "part": 0}))
 
 
 SCORE_PART_EPISODES = 50_000  # candidates scored at a time: the step's memory is set by this, not by the day's size
@@ -121,6 +125,6 @@ def write_scores(
         _sort_scoring_inputs(reader, day, agent_id, parts)
         for part in range(parts):
             issues = issues_in_part(reader, part)
-            inputs = reader.execute(_SCORING_INPUT, {"day": day, "policy": policy, "part": part}).df()
+            inputs = frame_of(reader.execute(_SCORING_INPUT, {"day": day, "policy": policy, "part": part}))
             written += insert_rows(con, "scores", score(inputs, issues))
     return written
