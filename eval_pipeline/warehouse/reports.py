@@ -19,7 +19,7 @@ from eval_pipeline.reports.document import (
     baseline_measures,
     reported_means,
 )
-from eval_pipeline.warehouse.connection import Warehouse
+from eval_pipeline.warehouse.connection import Warehouse, frame_of
 from eval_pipeline.warehouse.labels import day_labels
 from eval_pipeline.warehouse.rows import one_row
 
@@ -85,7 +85,7 @@ def report_inputs(warehouse: Warehouse, day: date, trend_days: int, agent_id: st
 
 
 # The day's current scores (one agent's when $agent is set) with the episode's category, its replayed answer and
-# where its baseline came from; the queries below read only the columns and rows they need of it.
+# where its baseline came from; the report reads the columns it counts of it once (`day_scores`).
 _DAY_SCORES = """
 SELECT s.*, e.category, r.final_output, o.origin AS baseline_origin
 FROM current_scores s JOIN episodes e USING (episode_id, partition_date)
@@ -107,15 +107,19 @@ SELECT category, name, count(*) AS failed FROM (
              ELSE [coalesce(nullif(regexp_replace(coalesce(verdict_reason, 'None'), $figures, ''), ''), 'verdict')] END
     ) AS name
     FROM {scores} WHERE passed = false
-) GROUP BY ALL ORDER BY failed DESC, name
+) GROUP BY ALL ORDER BY failed DESC, name, category
 """
 # Failed first, then without a verdict (no baseline yet: the grade still speaks), then passed; lowest scores first
-_WORST_FIRST = """
-SELECT * FROM {scores}
-ORDER BY CASE WHEN NOT passed THEN 0 WHEN passed THEN 2 ELSE 1 END, weighted_score NULLS FIRST, issue_score NULLS FIRST,
-         episode_id
-LIMIT $shown
-"""
+_WORST_FIRST = """CASE WHEN NOT passed THEN 0 WHEN passed THEN 2 ELSE 1 END, weighted_score NULLS FIRST,
+    issue_score NULLS FIRST, episode_id"""
+_COUNTED = "report_scores"  # the temp table of what the report counts of the day's scores
+
+
+def _counted_columns() -> list[str]:
+    """The columns of `_DAY_SCORES` rows the report counts, averages or ranks the day's episodes by."""
+    ranked = ["episode_id", "agent_id", "task_id", "category", "passed", "baseline_episode_id", "baseline_origin",
+              "weighted_score", "issue_score", "critical_findings", "verdict_reason"]  # fmt: skip
+    return list(dict.fromkeys([*ranked, *reported_means(), *baseline_measures()]))
 
 
 def day_scores(
@@ -129,31 +133,40 @@ def day_scores(
     """What the report reads of the day's scores (`scores`: a relation of `_DAY_SCORES` rows, `issues`: of
     `_DAY_ISSUES` rows, each a table name or a parenthesized query over `params`): figures and the few episodes it
     shows, never every episode (see `DayScores`). `found`: the episodes the day's findings name; `labeled`: those
-    people labeled."""
+    people labeled.
+
+    The columns it counts are read once into the temp table `_COUNTED`, which each figure reads (each query over
+    `_DAY_SCORES` joins cost as much as the read itself, ten times over at a million episodes); the shown episodes
+    are read whole, answers included, by id."""
+    counted = ", ".join(f'"{column}"' for column in _counted_columns())
+    con.execute(f"CREATE OR REPLACE TEMP TABLE {_COUNTED} AS SELECT {counted} FROM {scores}", params)
     means = ", ".join(f'avg("{column}")::DOUBLE AS "{column}"' for column in reported_means())
     figures = con.execute(
         f"""
         SELECT CASE WHEN grouping(agent_id) = 0 THEN 'agent' WHEN grouping(category) = 0 THEN 'category' ELSE 'day' END
                    AS level, agent_id, category, {_VERDICT_COUNTS}, {means}
-        FROM (SELECT * REPLACE (coalesce(category, '(none)') AS category) FROM {scores})
+        FROM (SELECT * REPLACE (coalesce(category, '(none)') AS category) FROM {_COUNTED})
         GROUP BY GROUPING SETS ((agent_id), (category), ())
         ORDER BY level, agent_id, category
-        """,
-        params,
+        """
     ).df()
-    failed_on = con.execute(_FAILED_ON.format(scores=scores), {**params, "figures": r"\s*[\d.].*$"}).df()
+    failed_on = con.execute(_FAILED_ON.format(scores=_COUNTED), {"figures": r"\s*[\d.].*$"}).df()
     origins = con.execute(
-        f"SELECT baseline_origin, count(*) FROM {scores} WHERE baseline_origin IS NOT NULL GROUP BY ALL ORDER BY 1", params
+        f"SELECT baseline_origin, count(*) FROM {_COUNTED} WHERE baseline_origin IS NOT NULL GROUP BY ALL ORDER BY 1"
     ).fetchall()
-    untasked = f"SELECT episode_id FROM {scores} WHERE starts_with(task_id, $prefix)"
-    untasked_params = {**params, "prefix": DERIVED_TASK_PREFIX}
-    without_task_id = one_row(con, f"SELECT count(*) FROM ({untasked})", untasked_params)[0]
-    named = con.execute(f"{untasked} ORDER BY episode_id LIMIT $named", {**untasked_params, "named": UNTASKED_NAMED}).fetchall()
-    weighted = con.execute(f"SELECT weighted_score::DOUBLE AS w FROM {scores}", params).df()["w"]
-    shown = con.execute(_WORST_FIRST.format(scores=scores), {**params, "shown": WORST_EPISODES}).df()
-    shown_issues = con.execute(
-        f"SELECT * FROM {issues} WHERE list_contains($shown, episode_id)", {**params, "shown": shown["episode_id"].tolist()}
-    ).df()
+    untasked = f"SELECT episode_id FROM {_COUNTED} WHERE starts_with(task_id, $prefix)"
+    without_task_id = one_row(con, f"SELECT count(*) FROM ({untasked})", {"prefix": DERIVED_TASK_PREFIX})[0]
+    named = con.execute(
+        f"{untasked} ORDER BY episode_id LIMIT $named", {"prefix": DERIVED_TASK_PREFIX, "named": UNTASKED_NAMED}
+    ).fetchall()
+    weighted = con.execute(f"SELECT weighted_score::DOUBLE AS w FROM {_COUNTED}").df()["w"]
+    worst = [row[0] for row in con.execute(f"SELECT episode_id FROM {_COUNTED} ORDER BY {_WORST_FIRST} LIMIT $shown",
+                                           {"shown": WORST_EPISODES}).fetchall()]  # fmt: skip
+    shown_of = {**params, "shown": worst}
+    shown = frame_of(
+        con.execute(f"SELECT * FROM {scores} WHERE list_contains($shown, episode_id) ORDER BY {_WORST_FIRST}", shown_of)
+    )
+    shown_issues = con.execute(f"SELECT * FROM {issues} WHERE list_contains($shown, episode_id)", shown_of).df()
     measures = ", ".join(f's."{column}"' for column in baseline_measures())
     return DayScores(
         figures=figures,
@@ -168,22 +181,19 @@ def day_scores(
             con,
             f"""
             SELECT s.episode_id, s.task_id, coalesce(t.trials, 0) AS trials, {measures}
-            FROM {scores} s SEMI JOIN episode_ids USING (episode_id)
-            LEFT JOIN (SELECT agent_id, task_id, count(*) AS trials FROM {scores} GROUP BY ALL) t USING (agent_id, task_id)
+            FROM {_COUNTED} s SEMI JOIN episode_ids USING (episode_id)
+            LEFT JOIN (SELECT agent_id, task_id, count(*) AS trials FROM {_COUNTED} GROUP BY ALL) t USING (agent_id, task_id)
             """,
-            params,
             found,
         ).set_index("episode_id"),
-        labeled=_of_episodes(
-            con, f"SELECT episode_id, passed FROM {scores} SEMI JOIN episode_ids USING (episode_id)", params, labeled
-        ),
+        labeled=_of_episodes(con, f"SELECT episode_id, passed FROM {_COUNTED} SEMI JOIN episode_ids USING (episode_id)", labeled),
     )
 
 
-def _of_episodes(con: duckdb.DuckDBPyConnection, sql: str, params: dict[str, object], ids: list[str]) -> pd.DataFrame:
+def _of_episodes(con: duckdb.DuckDBPyConnection, sql: str, ids: list[str]) -> pd.DataFrame:
     """`sql` over the table `episode_ids` (one column, episode_id) holding `ids`: DuckDB reads this frame by its name."""
     episode_ids = pd.DataFrame({"episode_id": pd.Series(ids, dtype=object)})  # noqa: F841
-    return con.execute(sql, params).df()
+    return con.execute(sql).df()
 
 
 # Trials that failed their case, with what a person needs to check the grader's call.

@@ -6,6 +6,7 @@ from datetime import date, timedelta
 
 import duckdb
 import pandas as pd
+import pyarrow as pa
 
 from eval_pipeline.capture.cases import CaseSpec, balance
 from eval_pipeline.config import EvalConfig
@@ -26,11 +27,19 @@ NO_ISSUES = pd.DataFrame(columns=["episode_id", "check", "severity", "detail"])
 
 
 def read_as_the_warehouse_does(scores: pd.DataFrame, findings: pd.DataFrame) -> DayScores:
-    """`scores` rows (with category and final output) read by the warehouse's own report queries."""
+    """`scores` rows (with category and final output) read by the warehouse's own report queries, typed as the
+    warehouse types them: a column of only NULLs as text, a list as a list of text (DuckDB would guess numbers)."""
+    rows = pa.Table.from_pandas(scores.assign(baseline_origin=None), preserve_index=False)
+    text = [f.with_type(pa.list_(pa.string()) if pa.types.is_list(f.type) else pa.string()) if _untyped(f.type) else f
+            for f in rows.schema]  # fmt: skip
     with duckdb.connect() as con:
-        con.register("day_scores", scores.assign(baseline_origin=None))
+        con.register("day_scores", rows.cast(pa.schema(text)))
         con.register("day_issues", NO_ISSUES)
         return day_scores(con, "day_scores", "day_issues", {}, findings["episode_id"].dropna().tolist(), [])
+
+
+def _untyped(kind: pa.DataType) -> bool:
+    return pa.types.is_null(kind) or (pa.types.is_list(kind) and pa.types.is_null(kind.value_type))
 
 
 def test_categories_trials_and_aggregate_regressions_are_reported():
