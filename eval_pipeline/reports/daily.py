@@ -222,16 +222,20 @@ def _regressions(alerts: list[dict[str, Any]], found: pd.DataFrame, by_agent: pd
     """The findings grouped per agent, task, dimension and severity (a per-agent finding is a group of its own), in
     the alerts' order: each group states its worst trial's value, limit, baseline's own value and message, in units.
 
-    `found`: `DayScores.finding_episodes`; `by_agent`: the day's figures per agent."""
+    `found`: `DayScores.finding_episodes`, looked up as a dict per episode (a frame's `.at` was most of the time of a
+    million episodes' 37,774 findings); `by_agent`: the day's figures per agent."""
+    episodes: dict[str, dict[str, Any]] = found.to_dict("index")
     groups: dict[tuple[str, str | None, str, str], list[dict[str, Any]]] = {}
     for alert in alerts:
-        episode = alert["episode_id"]
-        task = found.at[episode, "task_id"] if episode is not None and episode in found.index else None
+        episode = episodes.get(alert["episode_id"]) if alert["episode_id"] is not None else None
+        task = episode["task_id"] if episode is not None else None
         groups.setdefault((alert["agent_id"], task, alert["dimension"], alert["severity"]), []).append(alert)
-    return [_regression(group, task, found, by_agent) for (_, task, _, _), group in groups.items()]
+    return [_regression(group, task, episodes, by_agent) for (_, task, _, _), group in groups.items()]
 
 
-def _regression(group: list[dict[str, Any]], task: str | None, found: pd.DataFrame, by_agent: pd.DataFrame) -> Regression:
+def _regression(
+    group: list[dict[str, Any]], task: str | None, episodes: dict[str, dict[str, Any]], by_agent: pd.DataFrame
+) -> Regression:
     first, dimension = group[0], judged_as(group[0]["dimension"])
     above = dimension is None or dimension.direction is Direction.ABOVE
     worst = (max if above else min)(group, key=lambda f: 0 if f["value"] is None else f["value"])
@@ -240,13 +244,13 @@ def _regression(group: list[dict[str, Any]], task: str | None, found: pd.DataFra
     if dimension is not None and dimension.measure is not None:  # a percent change: the baseline's ms or $
         column = dimension.measure.baseline_column()
         if worst["episode_id"] is not None:
-            known = worst["episode_id"] in found.index
-            baseline = _number(found.at[worst["episode_id"], column], 6) if known else None
+            known = worst["episode_id"] in episodes
+            baseline = _number(episodes[worst["episode_id"]][column], 6) if known else None
         elif first["dimension"] == dimension.name:  # a per-agent mean against the baselines: their mean
             known = first["agent_id"] in by_agent.index
             baseline = _number(by_agent.at[first["agent_id"], column], 6) if known else None
-    named = [f["episode_id"] for f in group if f["episode_id"] is not None and f["episode_id"] in found.index]
-    trials = int(found.at[named[0], "trials"]) if task is not None and named else 0  # the group's episodes share a task
+    named = [f["episode_id"] for f in group if f["episode_id"] is not None and f["episode_id"] in episodes]
+    trials = int(episodes[named[0]]["trials"]) if task is not None and named else 0  # the group's episodes share a task
     episodes = sorted(f["episode_id"] for f in group if f["episode_id"] is not None)
     return {
         "severity": first["severity"],
