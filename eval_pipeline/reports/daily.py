@@ -224,17 +224,17 @@ def _regressions(alerts: list[dict[str, Any]], found: pd.DataFrame, by_agent: pd
 
     `found`: `DayScores.finding_episodes`, looked up as a dict per episode (a frame's `.at` was most of the time of a
     million episodes' 37,774 findings); `by_agent`: the day's figures per agent."""
-    episodes: dict[str, dict[str, Any]] = found.to_dict("index")
+    by_episode: dict[str, dict[str, Any]] = found.to_dict("index")
     groups: dict[tuple[str, str | None, str, str], list[dict[str, Any]]] = {}
     for alert in alerts:
-        episode = episodes.get(alert["episode_id"]) if alert["episode_id"] is not None else None
+        episode = by_episode.get(alert["episode_id"]) if alert["episode_id"] is not None else None
         task = episode["task_id"] if episode is not None else None
         groups.setdefault((alert["agent_id"], task, alert["dimension"], alert["severity"]), []).append(alert)
-    return [_regression(group, task, episodes, by_agent) for (_, task, _, _), group in groups.items()]
+    return [_regression(group, task, by_episode, by_agent) for (_, task, _, _), group in groups.items()]
 
 
 def _regression(
-    group: list[dict[str, Any]], task: str | None, episodes: dict[str, dict[str, Any]], by_agent: pd.DataFrame
+    group: list[dict[str, Any]], task: str | None, by_episode: dict[str, dict[str, Any]], by_agent: pd.DataFrame
 ) -> Regression:
     first, dimension = group[0], judged_as(group[0]["dimension"])
     above = dimension is None or dimension.direction is Direction.ABOVE
@@ -244,13 +244,13 @@ def _regression(
     if dimension is not None and dimension.measure is not None:  # a percent change: the baseline's ms or $
         column = dimension.measure.baseline_column()
         if worst["episode_id"] is not None:
-            known = worst["episode_id"] in episodes
-            baseline = _number(episodes[worst["episode_id"]][column], 6) if known else None
+            known = worst["episode_id"] in by_episode
+            baseline = _number(by_episode[worst["episode_id"]][column], 6) if known else None
         elif first["dimension"] == dimension.name:  # a per-agent mean against the baselines: their mean
             known = first["agent_id"] in by_agent.index
             baseline = _number(by_agent.at[first["agent_id"], column], 6) if known else None
-    named = [f["episode_id"] for f in group if f["episode_id"] is not None and f["episode_id"] in episodes]
-    trials = int(episodes[named[0]]["trials"]) if task is not None and named else 0  # the group's episodes share a task
+    named = [f["episode_id"] for f in group if f["episode_id"] is not None and f["episode_id"] in by_episode]
+    trials = int(by_episode[named[0]]["trials"]) if task is not None and named else 0  # the group's episodes share a task
     episodes = sorted(f["episode_id"] for f in group if f["episode_id"] is not None)
     return {
         "severity": first["severity"],
