@@ -227,7 +227,7 @@ def _regressions(alerts: list[dict[str, Any]], found: pd.DataFrame, by_agent: pd
     by_episode: dict[str, dict[str, Any]] = found.to_dict("index")
     groups: dict[tuple[str, str | None, str, str], list[dict[str, Any]]] = {}
     for alert in alerts:
-        episode = by_episode.get(alert["episode_id"]) if alert["episode_id"] is not None else None
+        episode = by_episode.get(alert["episode_id"])  # None for a per-agent finding
         task = episode["task_id"] if episode is not None else None
         groups.setdefault((alert["agent_id"], task, alert["dimension"], alert["severity"]), []).append(alert)
     return [_regression(group, task, by_episode, by_agent) for (_, task, _, _), group in groups.items()]
@@ -249,7 +249,7 @@ def _regression(
         elif first["dimension"] == dimension.name:  # a per-agent mean against the baselines: their mean
             known = first["agent_id"] in by_agent.index
             baseline = _number(by_agent.at[first["agent_id"], column], 6) if known else None
-    named = [f["episode_id"] for f in group if f["episode_id"] is not None and f["episode_id"] in by_episode]
+    named = [f["episode_id"] for f in group if f["episode_id"] in by_episode]
     trials = int(by_episode[named[0]]["trials"]) if task is not None and named else 0  # the group's episodes share a task
     episodes = sorted(f["episode_id"] for f in group if f["episode_id"] is not None)
     return {
