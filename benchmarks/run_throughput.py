@@ -483,13 +483,17 @@ def step_figures(instance_home: Path, run: ChildRun) -> dict[str, StepFigure]:
         (latest,) = instance.get_runs(limit=1)
         stats = instance.get_run_step_stats(latest.run_id)
     return {
-        stat.step_key: StepFigure(
-            stat.end_time - stat.start_time,
-            max((kib for t, kib in run.rss_samples if stat.start_time <= t <= stat.end_time), default=0) / 1024,
-        )
+        stat.step_key: StepFigure(stat.end_time - stat.start_time, _peak_mib(run.rss_samples, stat.start_time, stat.end_time))
         for stat in stats
         if stat.start_time is not None and stat.end_time is not None
     }
+
+
+def _peak_mib(samples: list[tuple[float, int]], start: float, end: float) -> float:
+    """The highest resident memory sampled from `start` to `end`; for a step shorter than the sampling interval, the
+    last sample before its end (it would otherwise read 0)."""
+    inside = [kib for t, kib in samples if start <= t <= end] or [kib for t, kib in samples if t <= end][-1:]
+    return max(inside, default=0) / 1024
 
 
 def say(text: str = "") -> None:

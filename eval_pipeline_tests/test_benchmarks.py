@@ -1,0 +1,50 @@
+"""The benchmark scripts run as their usage lines say, on the smallest days: a script nobody runs rots (backfill.py
+once imported names the throughput benchmark no longer had). Their figures are timings, so only their shape and
+their counts are asserted."""
+
+import re
+import subprocess
+import sys
+
+import pytest
+
+from eval_pipeline.settings import PROJECT_ROOT
+
+pytestmark = pytest.mark.slow
+
+_SECONDS = r"\d+\.\d+ s"
+
+
+def _benchmark(script: str, *args: str) -> str:
+    done = subprocess.run(
+        [sys.executable, str(PROJECT_ROOT / "benchmarks" / script), *args],
+        capture_output=True,
+        text=True,
+        cwd=PROJECT_ROOT,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    return done.stdout
+
+
+def test_throughput_benchmark_reports_its_day_against_the_floor_and_every_step():
+    out = _benchmark("run_throughput.py", "--day", "1x1x2", "--repeats", "1")
+    (row,) = [line.split() for line in out.splitlines() if line.strip().startswith("1x1x2 ")]
+    shape, episodes, tasks, wall, per_second, rss, floor, floor_rss, ratio = row
+    assert (shape, episodes, tasks) == ("1x1x2", "2", "1")
+    assert int(per_second) == round(2 / float(wall))
+    assert float(wall) / float(floor) == pytest.approx(float(ratio), rel=0.03)  # of figures rounded to 0.01 s
+    assert float(rss) > 0 and float(floor_rss) > 0
+    steps = out.split("seconds per step")[1].split("peak RSS MiB per step")[0]
+    memory = out.split("peak RSS MiB per step")[1].split("read-only commands")[0]
+    for step in ("episodes", "scores", "regression_findings", "eval_report"):
+        assert re.search(rf"^\s+{step}\s+\d+\.\d\d$", steps, re.M), steps
+        assert re.search(rf"^\s+{step}\s+[1-9]\d*$", memory, re.M), memory  # a step's peak is never 0
+    assert len(re.findall(rf"eval-pipeline .+ {_SECONDS}$", out, re.M)) == 4, out
+
+
+def test_backfill_benchmark_times_one_run_over_the_range_against_one_run_a_day():
+    out = _benchmark("backfill.py", "--days", "2", "--day", "1x1x2")
+    assert "2 days x 2 episodes (1x1x2)" in out
+    assert re.search(rf"one run over the range: +{_SECONDS}$", out, re.M), out
+    assert re.search(rf"one run per day \(2\): +{_SECONDS}  \(\d+\.\dx the range\)$", out, re.M), out
