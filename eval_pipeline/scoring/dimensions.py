@@ -10,7 +10,8 @@ inputs, asset checks, report columns and the `scores` table's columns are all de
 Each compute function takes the scoring frame (candidates beside their baseline snapshots,
 `baseline_*` columns, plus the evidence `score_episodes` adds first) and returns one value per
 row. Numeric work is vectorized; string and sequence comparisons run per distinct pair (cached),
-since many trials share them.
+since many trials share them. A loop over rows reads its columns as lists first (`tolist`): iterating a column of
+text, which pandas keeps in Arrow, value by value took ten times as long (50,000 answers: 0.08 s against 0.007 s).
 
 pandas and numpy are imported by the functions that compute, not with the module: the configuration reads these
 declarations in every command, and the read-only ones (`query`, `status`) must start fast without them.
@@ -59,7 +60,7 @@ def correctness(frame: pd.DataFrame) -> pd.Series:
     answers = [
         answer_match(candidate, reference) if present else np.nan
         for candidate, reference, present in zip(
-            frame["final_output"], frame["baseline_final_output"], has_baseline(frame), strict=False
+            frame["final_output"].tolist(), frame["baseline_final_output"].tolist(), has_baseline(frame).tolist(), strict=True
         )
     ]
     against_baseline = OUTCOME_WEIGHT * outcome(frame) + ANSWER_WEIGHT * pd.Series(answers, index=frame.index, dtype=float)
@@ -100,7 +101,9 @@ def tool_match(frame: pd.DataFrame) -> pd.Series:
 
     values = [
         tool_sequence_match(list(candidate), list(reference)) if present else np.nan
-        for candidate, reference, present in zip(frame["tools"], frame["baseline_tools"], has_baseline(frame), strict=False)
+        for candidate, reference, present in zip(
+            frame["tools"].tolist(), frame["baseline_tools"].tolist(), has_baseline(frame).tolist(), strict=True
+        )
     ]
     return pd.Series(values, index=frame.index, dtype=float)
 
@@ -113,7 +116,7 @@ def leaked_secrets(outputs: pd.Series, extra_patterns: list[str]) -> pd.Series:
 
     patterns = tuple(extra_patterns)
     codes, answers = pd.factorize(outputs.fillna(""))
-    leaks = np.array([contains_secret(text, patterns) for text in answers], dtype=bool)
+    leaks = np.array([contains_secret(text, patterns) for text in answers.tolist()], dtype=bool)
     return pd.Series(leaks[codes], index=outputs.index, dtype=bool)
 
 
@@ -123,10 +126,12 @@ def denied_tools_called(frame: pd.DataFrame, denied_for_agent) -> pd.Series:
     import pandas as pd
 
     denied = {agent: frozenset(denied_for_agent(agent)) for agent in frame["agent_id"].unique()}
+    if not any(denied.values()):
+        return pd.Series([""] * len(frame), index=frame.index)  # built as below, so of the same dtype
     return pd.Series(
         [
             ", ".join(sorted(denied[agent].intersection(tools))) if denied[agent] else ""
-            for tools, agent in zip(frame["tools"], frame["agent_id"], strict=False)
+            for tools, agent in zip(frame["tools"].tolist(), frame["agent_id"].tolist(), strict=True)
         ],
         index=frame.index,
     )
