@@ -91,7 +91,7 @@ def build_report(data: ReportData, context: RunContext) -> Report:
         "without_task_id": scores.without_task_id,
     }
     agents = []
-    alerts_of = findings.groupby(["agent_id", "severity"]).size()  # looked up per agent, not filtered per agent
+    alerts_of = findings.groupby(["agent_id", "severity"]).size().to_dict()  # looked up per agent, not filtered per agent
     for agent in by_agent.itertuples():
         agents.append(
             {
