@@ -59,10 +59,12 @@ def task_trials(frame: pd.DataFrame) -> pd.DataFrame:
 def agent_pass_at_k(tasks: pd.DataFrame) -> pd.DataFrame:
     """Per agent and k = 1..max trials: pass@k and pass^k averaged over its tasks with n ≥ k."""
     rows = []
-    for agent_id, group in tasks.groupby("agent_id", sort=True):
-        trials = group["trials"].to_numpy(dtype=int)
+    all_trials, all_passes = tasks["trials"].to_numpy(dtype=int), tasks["passes"].to_numpy(dtype=int)
+    groups = tasks.groupby("agent_id", sort=True).indices  # numpy slices per agent: a sub-frame each cost 0.15 ms
+    for agent_id in sorted(groups):
+        trials, passes = all_trials[groups[agent_id]], all_passes[groups[agent_id]]
         at_sum, hat_sum = np.zeros(trials.max()), np.zeros(trials.max())
-        for n, c in zip(trials, group["passes"], strict=True):
+        for n, c in zip(trials, passes, strict=True):
             at, hat = pass_curves(int(n), int(c))
             at_sum[:n] += at
             hat_sum[:n] += hat
