@@ -136,8 +136,8 @@ def check_inputs(
     params: dict[str, object] = {"day": day, "agent": agent_id}
     with warehouse.connect(read_only=warehouse.exists()) as con:
         parts = candidate_parts(con, day, agent_id, CHECK_PART_EPISODES)
-        sort_into_parts(con, "check_candidates", _CANDIDATES, {**params, "parts": parts})
-        sort_into_parts(con, "check_steps", _STEPS, {"day": day, "parts": parts})
+        sort_into_parts(con, "check_candidates", _CANDIDATES, params, parts)
+        sort_into_parts(con, "check_steps", _STEPS, {"day": day}, parts)
         for part in range(parts):
             query = _ALL_INPUTS
             if read is not None:
@@ -158,7 +158,7 @@ _DAY_ISSUES = "SELECT * FROM issues WHERE partition_date = $day AND ($agent IS N
 def sort_issues_into_parts(con: duckdb.DuckDBPyConnection, day: date, agent_id: str | None, parts: int) -> None:
     """The day's `issues` rows (one agent's, when scoped) sorted into `parts` (`sort_into_parts`) on `con`, for
     `issues_in_part`."""
-    sort_into_parts(con, "part_issues", _DAY_ISSUES, {"day": day, "agent": agent_id, "parts": parts})
+    sort_into_parts(con, "part_issues", _DAY_ISSUES, {"day": day, "agent": agent_id}, parts)
 
 
 def issues_in_part(con: duckdb.DuckDBPyConnection, part: int) -> pd.DataFrame:

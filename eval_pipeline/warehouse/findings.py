@@ -23,7 +23,7 @@ def scores_in_parts(warehouse: Warehouse, day: date, agent_id: str | None) -> It
     findings never hold the whole day."""
     with warehouse.connect(read_only=warehouse.exists()) as con:
         parts = candidate_parts(con, day, agent_id, FINDING_PART_EPISODES)
-        sort_into_parts(con, "part_scores", _DAY_SCORES, {"day": day, "agent": agent_id, "parts": parts})
+        sort_into_parts(con, "part_scores", _DAY_SCORES, {"day": day, "agent": agent_id}, parts)
         sort_issues_into_parts(con, day, agent_id, parts)
         for part in range(parts):
             scores = frame_of(con.execute(_PART_SCORES, {"part": part}))

@@ -31,13 +31,15 @@ def candidate_parts(con: duckdb.DuckDBPyConnection, day: date, agent_id: str | N
     return max(1, -(-int(finished) // part_episodes))
 
 
-def sort_into_parts(con: duckdb.DuckDBPyConnection, name: str, rows_sql: str, params: dict[str, object]) -> None:
+def sort_into_parts(con: duckdb.DuckDBPyConnection, name: str, rows_sql: str, params: dict[str, object], parts: int) -> None:
     """Temp table `name`: the rows of `rows_sql` (each with an `episode_id`) with their `part`, `hash(episode_id) %
     $parts`, sorted by it. A query of one part (`WHERE part = $part`) then reads that part's blocks only; filtering
     the day's tables by the hash instead scanned the whole day once per part, so a day cost its size times its parts.
-    Dropped with the connection; past the memory limit DuckDB keeps it in its temp directory."""
-    sql = f"CREATE OR REPLACE TEMP TABLE {name} AS SELECT hash(episode_id) % $parts AS part, * FROM ({rows_sql}) ORDER BY part"
-    con.execute(sql, params)
+    Dropped with the connection; past the memory limit DuckDB keeps it in its temp directory. One part is not sorted
+    (a day of 20,000 episodes: 0.1-0.15 s of its steps' time)."""
+    order = " ORDER BY part" if parts > 1 else ""
+    sql = f"CREATE OR REPLACE TEMP TABLE {name} AS SELECT hash(episode_id) % $parts AS part, * FROM ({rows_sql}){order}"
+    con.execute(sql, {**params, "parts": parts})
 
 
 def write_dry_replays(warehouse: Warehouse, day: date, agent_id: str | None = None) -> int:

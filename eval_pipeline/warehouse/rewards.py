@@ -40,9 +40,9 @@ ORDER BY s.partition_date, s.episode_id
 
 def _sort_reward_inputs(con: duckdb.DuckDBPyConnection, first: date, last: date, parts: int) -> None:
     """What `_REWARD_INPUTS` reads of the days, sorted into `parts` (`sort_into_parts`)."""
-    days = {"first": first, "last": last, "parts": parts}
-    sort_into_parts(con, "reward_scored", _SCORED, days)
-    sort_into_parts(con, "reward_issues", _ISSUE_COUNTS, days)
+    days: dict[str, object] = {"first": first, "last": last}
+    sort_into_parts(con, "reward_scored", _SCORED, days, parts)
+    sort_into_parts(con, "reward_issues", _ISSUE_COUNTS, days, parts)
 
 
 def reward_inputs_frame(warehouse: Warehouse, first: date, last: date) -> pd.DataFrame:

@@ -48,11 +48,11 @@ FROM assertions WHERE partition_date = $day GROUP BY episode_id
 
 def _sort_scoring_inputs(con: duckdb.DuckDBPyConnection, day: date, agent_id: str | None, parts: int) -> None:
     """What `_SCORING_INPUT` reads of the day, each sorted into its `parts` (`sort_into_parts`)."""
-    day_only = {"day": day, "parts": parts}
-    sort_into_parts(con, "score_candidates", _SCORE_CANDIDATES, {**day_only, "agent": agent_id})
-    sort_into_parts(con, "score_snapshots", _SCORESNAPSHOTS, day_only)
-    sort_into_parts(con, "score_judgements", _SCORE_JUDGEMENTS, day_only)
-    sort_into_parts(con, "score_cases", _SCORE_CASES, day_only)
+    day_only: dict[str, object] = {"day": day}
+    sort_into_parts(con, "score_candidates", _SCORE_CANDIDATES, {**day_only, "agent": agent_id}, parts)
+    sort_into_parts(con, "score_snapshots", _SCORESNAPSHOTS, day_only, parts)
+    sort_into_parts(con, "score_judgements", _SCORE_JUDGEMENTS, day_only, parts)
+    sort_into_parts(con, "score_cases", _SCORE_CASES, day_only, parts)
     sort_issues_into_parts(con, day, agent_id, parts)
 
 
