@@ -55,7 +55,7 @@ lint: install
 ui: install
 	$(BIN)/eval-pipeline ui
 
-# Days of 20k and 100k episodes (and 20k of 20,000 distinct tasks) against the DuckDB floor; `make bench BENCH_ARGS=--million`
+# Days of 20k and 100k episodes (and 20k of 20,000 distinct tasks, of 2,000 agents) against the DuckDB floor; `make bench BENCH_ARGS=--million`
 # adds a day of 1M (minutes).
 bench: install
 	$(BIN)/python benchmarks/run_throughput.py $(BENCH_ARGS)

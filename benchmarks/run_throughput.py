@@ -4,7 +4,8 @@
 
 A day is AGENTSxTASKSxTRIALS: that many agents, distinct tasks per agent and episodes per task (so every episode id
 is unique at any size). The defaults are 2x1x5 (10 episodes: the fixed start), 20x200x5 (20,000), 20x1000x5
-(100,000) and 20x1000x1 (20,000 episodes of 20,000 distinct tasks); --million adds 20x1000x50.
+(100,000), 20x1000x1 (20,000 episodes of 20,000 distinct tasks) and 2000x2x5 (20,000 of 2,000 agents); --million
+adds 20x1000x50.
 
 For each day (every child gets absolute paths under benchmarks/out/; one DAGSTER_HOME for all, as a deployment
 keeps its instance): two days D1, D2 of the shape are generated; an untimed `run --date D1` builds the warehouse
@@ -690,7 +691,7 @@ def measure_small_commands(shape: Shape, args: argparse.Namespace, session: Path
     return lines
 
 
-DEFAULT_DAYS = ("2x1x5", "20x200x5", "20x1000x5", "20x1000x1")  # fixed start, 20k, 100k, 20k of 20,000 distinct tasks
+DEFAULT_DAYS = ("2x1x5", "20x200x5", "20x1000x5", "20x1000x1", "2000x2x5")  # fixed start, 20k, 100k, 20k of 20,000 tasks, of 2,000 agents
 MILLION = "20x1000x50"
 
 
