@@ -691,7 +691,8 @@ def measure_small_commands(shape: Shape, args: argparse.Namespace, session: Path
     return lines
 
 
-DEFAULT_DAYS = ("2x1x5", "20x200x5", "20x1000x5", "20x1000x1", "2000x2x5")  # fixed start, 20k, 100k, 20k of 20,000 tasks, of 2,000 agents
+# the fixed start, 20k, 100k, 20k of 20,000 distinct tasks, 20k of 2,000 agents
+DEFAULT_DAYS = ("2x1x5", "20x200x5", "20x1000x5", "20x1000x1", "2000x2x5")
 MILLION = "20x1000x50"
 
 
