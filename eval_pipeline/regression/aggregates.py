@@ -182,9 +182,11 @@ def aggregate_findings(today: pd.DataFrame, trailing: pd.DataFrame, day: date, c
     bootstrap runs per agent, and only for a mean past a threshold."""
     means = summary_columns()
     verdicts = today.groupby("agent_id")[["graded", "passes"]].sum()
-    graded_of = {
-        agent: (int(episodes), int(passes) / int(episodes) if int(episodes) else float("nan"))
-        for agent, episodes, passes in zip(verdicts.index, verdicts["graded"].tolist(), verdicts["passes"].tolist(), strict=True)
+    graded_of = {  # per agent: episodes with a verdict, and their pass rate
+        agent: (episodes, passes / episodes if episodes else float("nan"))
+        for agent, episodes, passes in zip(
+            verdicts.index, map(int, verdicts["graded"].tolist()), map(int, verdicts["passes"].tolist()), strict=True
+        )
     }
     now = today[today["task_id"].notna()].set_index(["agent_id", "task_id"])[means]
     before = pd.DataFrame(columns=means, index=pd.MultiIndex.from_tuples([], names=["agent_id", "task_id"]))
