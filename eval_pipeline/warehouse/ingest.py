@@ -282,9 +282,13 @@ _BATCH_ROWS = {  # keyed by the parameters of `_write_batch`
     "batch_rejected": "SELECT p.source, p.locator, p.reason, b.raw, p.agent_id FROM _parsed p JOIN _batch b USING (seq) "
     "WHERE p.reason IS NOT NULL",
     # valid records that lost to a later record of the batch
-    "batch_losers": """SELECT p.episode_id, p.seq, p.source, p.locator, b.raw, p.agent_id
-                 FROM _parsed p JOIN _batch b USING (seq) JOIN _canonical c USING (episode_id)
-                 WHERE p.reason IS NULL AND p.locator <> c.locator""",
+    # (found first, then their raw text: joined the other way round, every valid record's text was read, 29 ms a batch
+    # of 10,000 against 17)
+    "batch_losers": """SELECT l.episode_id, l.seq, l.source, l.locator, b.raw, l.agent_id
+                 FROM (SELECT p.episode_id, p.seq, p.source, p.locator, p.agent_id
+                       FROM _parsed p JOIN _canonical c USING (episode_id)
+                       WHERE p.reason IS NULL AND p.locator <> c.locator) l
+                 JOIN _batch b USING (seq)""",
     # the episodes of earlier batches that the batch supersedes (their raw text is fetched at the end: `_fill_superseded`)
     "batch_superseded": """SELECT k.episode_id, k.seq, k.source, k.locator, k.agent_id, c.locator AS superseded_by
                  FROM _kept k JOIN _canonical c USING (episode_id)""",
