@@ -62,8 +62,9 @@ class _AgentTasks:
     costs a few numpy slices, not pandas operations: at 2,000 agents these took 2 of the findings step's 3 s)."""
 
     def __init__(self, positions: np.ndarray, today: dict[str, np.ndarray], trailing: dict[str, np.ndarray],
-                 frame: pd.DataFrame):  # fmt: skip
+                 relative_changes: dict[str, np.ndarray], frame: pd.DataFrame):  # fmt: skip
         self.positions, self._today, self._trailing, self._frame = positions, today, trailing, frame
+        self._relative_changes = relative_changes
 
     def values(self, column: str) -> np.ndarray:
         """Today's means of `column`, tasks without one left out."""
@@ -72,18 +73,15 @@ class _AgentTasks:
 
     def against_trailing(self, column: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Today's and the trailing days' means of `column` for the tasks with both, and the change between them
-        (relative where the whole day's was computed, `_CHANGED`; else the difference)."""
+        (relative where the whole day's was computed, `relative_changes`; else the difference)."""
         today, before = self._today[column][self.positions], self._trailing[column][self.positions]
         both = ~np.isnan(today) & ~np.isnan(before)
-        relative = self._today.get(_CHANGED + column)
+        relative = self._relative_changes.get(column)
         change = relative[self.positions][both] if relative is not None else today[both] - before[both]
         return today[both], before[both], change
 
     def majority(self) -> pd.Series:
         return _majority(self._frame["passed"].iloc[self.positions].droplevel("agent_id"))
-
-
-_CHANGED = "changed:"  # the key of a trend column's relative change against the trailing days, in `_AgentTasks`
 
 
 def _paired(agent_id: str, tasks: _AgentTasks, graded: tuple[int, float], day: date, config: EvalConfig) -> Iterator[dict]:
@@ -196,16 +194,17 @@ def aggregate_findings(today: pd.DataFrame, trailing: pd.DataFrame, day: date, c
     aligned = before.reindex(now.index)  # each of today's tasks beside its trailing means (NaN without)
     today_columns = {column: now[column].to_numpy(dtype=float, na_value=np.nan) for column in means}
     trailing_columns = {column: aligned[column].to_numpy(dtype=float, na_value=np.nan) for column in means}
+    relative_changes: dict[str, np.ndarray] = {}  # of each percent trend's column, against the trailing days
     for judged_as, _, column in _trend_dimensions():
         if judged_as.percent:  # elementwise, so computed for the whole day once
             change = relative_delta_pct(now[column], aligned[column])[0]
-            today_columns[_CHANGED + column] = change.to_numpy(dtype=float, na_value=np.nan)
+            relative_changes[column] = change.to_numpy(dtype=float, na_value=np.nan)
     rows: list[dict] = []
     history_agents = set(before.index.get_level_values("agent_id"))
     groups = now.groupby(level="agent_id", sort=True).indices
     for agent_id in sorted(groups):
         positions = groups[agent_id]
-        tasks = _AgentTasks(positions, today_columns, trailing_columns, now)
+        tasks = _AgentTasks(positions, today_columns, trailing_columns, relative_changes, now)
         graded = graded_of[agent_id]
         rows += _paired(str(agent_id), tasks, graded, day, config)
         if agent_id in history_agents:
