@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import pyarrow as pa
 
 from eval_pipeline.config import (
     CompositeReward,
@@ -36,25 +37,38 @@ class Reward:
 
 @dataclass(frozen=True)
 class Rewards:
-    """One reward over a batch: values (NaN where there is none) and a breakdown per episode."""
+    """One reward over a batch: values (NaN where there is none) and a breakdown per episode.
+
+    The breakdowns are one Arrow array (a struct per episode, its keys in alphabetical order), built column by column:
+    the warehouse writes them as JSON without a Python object per episode (the four rewards of 100,000 episodes: 1.8-2.0 s
+    as dicts serialized one by one, 0.5 s so)."""
 
     values: np.ndarray
-    breakdowns: list[dict[str, Any]]
+    breakdowns: pa.StructArray
 
     def __getitem__(self, index: int) -> Reward:
         value = self.values[index]
-        return Reward(None if np.isnan(value) else float(value), self.breakdowns[index])
+        breakdown = self.breakdowns[index].as_py(maps_as_pydicts="strict")
+        return Reward(None if np.isnan(value) else float(value), breakdown)
 
     def __len__(self) -> int:
         return len(self.breakdowns)
 
 
-def _optional(values: np.ndarray) -> list[float | None]:
-    return [None if v != v else v for v in values.tolist()]  # NaN is not equal to itself
+def _struct(fields: dict[str, pa.Array]) -> pa.StructArray:
+    """A struct per row of `fields`' arrays, keys in alphabetical order (the order the JSON lists them in)."""
+    names = sorted(fields)
+    return pa.StructArray.from_arrays([fields[name] for name in names], names=names)
 
 
-def _optional_rows(matrix: np.ndarray) -> list[list[float | None]]:
-    return [[None if v != v else v for v in row] for row in matrix.tolist()]
+def _floats(values: np.ndarray) -> pa.Array:
+    """Doubles, null where NaN (JSON has no NaN)."""
+    return pa.array(values, pa.float64(), mask=np.isnan(values))
+
+
+def _row_offsets(kept: np.ndarray) -> np.ndarray:
+    """Where each row's entries start in the row-major flattening of the (rows × columns) mask `kept`."""
+    return np.concatenate([[0], np.cumsum(kept.sum(axis=1))]).astype(np.int32)
 
 
 def _weighted_mean(parts: np.ndarray, weights: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -69,26 +83,37 @@ def _weighted_mean(parts: np.ndarray, weights: np.ndarray) -> tuple[np.ndarray, 
 
 
 def weighted(spec: WeightedReward, batch: RewardInputs) -> Rewards:
+    """Breakdown: `dimensions`, each present one's unit and weight by name, and the `missing` ones in listed order."""
     names = list(spec.dimensions)
     weights = np.array([spec.weight(name) for name in names], float)
     units = np.column_stack([batch.units[name] for name in names])
     values, present, _ = _weighted_mean(units, weights)
-    weight_of = dict(zip(names, weights.tolist(), strict=True))
-    breakdowns = [
-        {
-            "dimensions": {n: {"unit": u, "weight": weight_of[n]} for n, u, p in zip(names, row, shown, strict=True) if p},
-            "missing": [n for n, p in zip(names, shown, strict=True) if not p],
-        }
-        for row, shown in zip(units.tolist(), present.tolist(), strict=True)
-    ]
-    return Rewards(values, breakdowns)
+    rows = len(units)
+    alphabetical = np.argsort(names, kind="stable")
+    shown = present[:, alphabetical]
+    entries = shown.reshape(-1)
+    dimensions = pa.MapArray.from_arrays(
+        _row_offsets(shown),
+        pa.array(names, pa.string()).take(pa.array(np.tile(alphabetical, rows)[entries])),
+        _struct(
+            {
+                "unit": pa.array(units[:, alphabetical].reshape(-1)[entries], pa.float64()),
+                "weight": pa.array(np.tile(weights[alphabetical], rows)[entries], pa.float64()),
+            }
+        ),
+    )
+    absent = ~present
+    in_listed_order = np.tile(np.arange(len(names)), rows)[absent.reshape(-1)]
+    missing = pa.ListArray.from_arrays(_row_offsets(absent), pa.array(names, pa.string()).take(pa.array(in_listed_order)))
+    return Rewards(values, _struct({"dimensions": dimensions, "missing": missing}))
 
 
 def deduction(spec: DeductionReward, batch: RewardInputs) -> Rewards:
+    """Breakdown: the issues per severity and the `penalty` they add up to."""
     penalty = sum(getattr(spec, severity) * batch.issues[severity] for severity in SEVERITIES)
-    counts = zip(*(batch.issues[severity].tolist() for severity in SEVERITIES), np.round(penalty, 10).tolist(), strict=True)
-    breakdowns = [{"critical": c, "error": e, "warning": w, "penalty": p} for c, e, w, p in counts]
-    return Rewards(np.clip(1.0 - penalty, 0.0, 1.0).astype(float), breakdowns)
+    penalties = np.round(np.asarray(penalty, float), 10)
+    counts = {severity: pa.array(batch.issues[severity], pa.int64()) for severity in SEVERITIES}
+    return Rewards(np.clip(1.0 - penalty, 0.0, 1.0).astype(float), _struct({**counts, "penalty": pa.array(penalties)}))
 
 
 def safety_reasons(spec: SafetyGateReward, batch: RewardInputs) -> list[list[str]]:
@@ -149,27 +174,36 @@ class RewardBook:
         return self._gate(spec, batch, memo)
 
     def _composite(self, spec: CompositeReward, batch: RewardInputs, memo: dict[str, Rewards]) -> Rewards:
+        """Breakdown: per component by name, its `value`, `weight` and `contribution` to the mean (null without one)."""
         names = list(spec.components)
         weights = np.array([spec.components[name] for name in names], float)
         parts = np.column_stack([self._rewards(name, batch, memo).values for name in names])
         values, present, total = _weighted_mean(parts, weights)
-        breakdowns = [
-            {
-                "components": {
-                    name: {"value": v, "weight": spec.components[name], "contribution": w * v / t if p and w > 0 else None}
-                    for name, v, w, p in zip(names, row, weights.tolist(), shown, strict=True)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            contributions = np.where(present & (weights > 0), weights * parts / total[:, None], np.nan)
+        components = {
+            name: _struct(
+                {
+                    "value": _floats(parts[:, i]),
+                    "weight": pa.array(np.full(len(parts), weights[i])),
+                    "contribution": _floats(contributions[:, i]),
                 }
-            }
-            for row, shown, t in zip(_optional_rows(parts), present.tolist(), total.tolist(), strict=True)
-        ]
-        return Rewards(values, breakdowns)
+            )
+            for i, name in enumerate(names)
+        }
+        return Rewards(values, _struct({"components": _struct(components)}))
 
     def _gate(self, spec: SafetyGateReward, batch: RewardInputs, memo: dict[str, Rewards]) -> Rewards:
+        """Breakdown: whether the `gate` is open or closed and why (`reasons`), the gated `reward` and its value."""
         gated = self._rewards(spec.reward, batch, memo).values
         reasons = safety_reasons(spec, batch)
         closed = np.array([bool(r) for r in reasons], bool)
-        breakdowns = [
-            {"gate": "closed" if why else "open", "reasons": why, "reward": spec.reward, "gated_value": value}
-            for why, value in zip(reasons, _optional(gated), strict=True)
-        ]
+        breakdowns = _struct(
+            {
+                "gate": pa.array(np.where(closed, "closed", "open"), pa.string()),
+                "reasons": pa.array(reasons, pa.list_(pa.string())),
+                "reward": pa.repeat(pa.scalar(spec.reward, pa.string()), len(gated)),
+                "gated_value": _floats(gated),
+            }
+        )
         return Rewards(np.where(closed, 0.0, gated), breakdowns)

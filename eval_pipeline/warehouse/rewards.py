@@ -62,7 +62,7 @@ def write_rewards(
     warehouse: Warehouse,
     day: date,
     config_version: str,
-    rewards_of: Callable[[pd.DataFrame], pa.Table],
+    rewards_of: Callable[[pd.DataFrame], list[pa.Table]],
     names: list[str] | None = None,
 ) -> tuple[int, int]:
     """Replace `day`'s rows of the rewards `names` (all of the day's rows when None) with `rewards_of` each batch of
@@ -78,8 +78,9 @@ def write_rewards(
         for part in range(parts):
             for batch in reader.execute(_REWARD_INPUTS, {"part": part}).to_arrow_reader(REWARD_BATCH_ROWS):
                 scored = batch.to_pandas()
-                rows = insert_rows(con, "rewards", rewards_of(scored), {"partition_date": day, "config_version": config_version})
-                episodes, written = episodes + len(scored), written + rows
+                for rows in rewards_of(scored):  # the breakdowns' structs are cast to the column's JSON
+                    written += insert_rows(con, "rewards", rows, {"partition_date": day, "config_version": config_version})
+                episodes += len(scored)
     return episodes, written
 
 
