@@ -40,6 +40,9 @@ def test_throughput_benchmark_reports_its_day_against_the_floor_and_every_step()
     for step in ("episodes", "scores", "regression_findings", "eval_report"):
         assert re.search(rf"^\s+{step}\s+\d+\.\d\d$", steps, re.M), steps
         assert re.search(rf"^\s+{step}\s+[1-9]\d*$", memory, re.M), memory  # a step's peak is never 0
+    outside = float(re.search(r"\(wall outside the steps\)\s+(\d+\.\d\d)$", steps, re.M)[1])
+    before_first_step = float(re.search(r"\(of it, before the first step\)\s+(\d+\.\d\d)$", steps, re.M)[1])
+    assert 0 < before_first_step <= outside < float(wall)
     assert len(re.findall(rf"eval-pipeline .+ {_SECONDS}$", out, re.M)) == 4, out
 
 
