@@ -56,6 +56,13 @@ class RewardInputs:
         )
 
 
+def scores_read() -> list[str]:
+    """The `scores` columns `reward_inputs` reads (each registered dimension's among them), and the `agent_id` each
+    reward row keeps: what the rewards step hands it."""
+    verdicts = ["case_passed", "issue_score", "critical_findings", "leaked_secret", "denied_tools_called"]
+    return list(dict.fromkeys(["episode_id", "agent_id", *(d.column for d in dimensions()), *verdicts]))
+
+
 def reward_inputs(frame: pd.DataFrame) -> RewardInputs:
     """The scored episodes of `frame`, dimensions put on the weighted score's 0..1 scale.
 

@@ -26,11 +26,16 @@ SELECT partition_date, episode_id, count(*) FILTER (severity = 'critical') AS cr
 FROM issues WHERE partition_date BETWEEN $first AND $last GROUP BY ALL
 """
 
+# What rewards are computed from, with nothing a benchmark groups or grades them by (the episodes' columns): the
+# rewards step reads a day this way, half the time of the whole rows (100,000 episodes: 0.47 s against 1.19 s).
+_SCORED_FOR_REWARDS = """
+SELECT partition_date, {columns} FROM scores WHERE partition_date BETWEEN $first AND $last
+"""
+
 _REWARD_INPUTS = """
-SELECT s.* EXCLUDE (part, metadata_reward),
+SELECT s.* EXCLUDE (part),
        coalesce(i.critical_issues, 0) AS critical_issues, coalesce(i.error_issues, 0) AS error_issues,
-       coalesce(i.warning_issues, 0) AS warning_issues, coalesce(i.critical_checks, []) AS critical_checks,
-       s.metadata_reward
+       coalesce(i.warning_issues, 0) AS warning_issues, coalesce(i.critical_checks, []) AS critical_checks
 FROM reward_scored s
 LEFT JOIN (SELECT * EXCLUDE (part) FROM reward_issues WHERE part = $part) i USING (partition_date, episode_id)
 WHERE s.part = $part
@@ -38,10 +43,11 @@ ORDER BY s.partition_date, s.episode_id
 """
 
 
-def _sort_reward_inputs(con: duckdb.DuckDBPyConnection, first: date, last: date, parts: int) -> None:
-    """What `_REWARD_INPUTS` reads of the days, sorted into `parts` (`sort_into_parts`)."""
+def _sort_reward_inputs(con: duckdb.DuckDBPyConnection, scored: str, first: date, last: date, parts: int) -> None:
+    """What `_REWARD_INPUTS` reads of the days (the scored episodes as the SELECT `scored` has them), sorted into
+    `parts` (`sort_into_parts`)."""
     days: dict[str, object] = {"first": first, "last": last}
-    sort_into_parts(con, "reward_scored", _SCORED, days, parts)
+    sort_into_parts(con, "reward_scored", scored, days, parts)
     sort_into_parts(con, "reward_issues", _ISSUE_COUNTS, days, parts)
 
 
@@ -50,7 +56,7 @@ def reward_inputs_frame(warehouse: Warehouse, first: date, last: date) -> pd.Dat
     among them), their issues per severity, the checks that raised a critical one, and what a benchmark
     groups and grades them by (task, category, model, case verdict, `metadata.reward`)."""
     with warehouse.connect(read_only=warehouse.exists()) as con:
-        _sort_reward_inputs(con, first, last, 1)
+        _sort_reward_inputs(con, _SCORED, first, last, 1)
         return frame_of(con.execute(_REWARD_INPUTS, {"part": 0}))
 
 
@@ -63,10 +69,11 @@ def write_rewards(
     day: date,
     config_version: str,
     rewards_of: Callable[[pd.DataFrame], list[pa.Table]],
+    columns: list[str],
     names: list[str] | None = None,
 ) -> tuple[int, int]:
     """Replace `day`'s rows of the rewards `names` (all of the day's rows when None) with `rewards_of` each batch of
-    REWARD_BATCH_ROWS of the day's scored episodes (as `reward_inputs_frame` reads them), computed under
+    REWARD_BATCH_ROWS of the day's scored episodes (their `scores` `columns` and their issues), computed under
     `config_version`, in one transaction; return how many episodes and rows. DuckDB gathers parts of about
     REWARD_PART_EPISODES (by episode hash) at a time; the batches are read on a second connection while the first
     writes."""
@@ -74,7 +81,7 @@ def write_rewards(
     with warehouse.transaction() as con, second_cursor(con) as reader:
         clear_partition(con, "rewards", day, within=("reward_name", names) if names is not None else None)
         parts = candidate_parts(reader, day, None, REWARD_PART_EPISODES)
-        _sort_reward_inputs(reader, day, day, parts)
+        _sort_reward_inputs(reader, _SCORED_FOR_REWARDS.format(columns=", ".join(columns)), day, day, parts)
         for part in range(parts):
             for batch in reader.execute(_REWARD_INPUTS, {"part": part}).to_arrow_reader(REWARD_BATCH_ROWS):
                 scored = batch.to_pandas()

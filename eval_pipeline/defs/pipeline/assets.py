@@ -53,6 +53,7 @@ from eval_pipeline.reports.daily import TREND_DAYS, build_report, write_report_f
 from eval_pipeline.reports.document import RunContext
 from eval_pipeline.reports.markdown import Link, table
 from eval_pipeline.rewards.functions import RewardBook
+from eval_pipeline.rewards.inputs import scores_read
 from eval_pipeline.rewards.records import reward_records
 from eval_pipeline.scoring.assessments import assess, reading
 from eval_pipeline.scoring.episodes import score_records
@@ -540,9 +541,10 @@ def rewards(context: dg.AssetExecutionContext, config: RunScope, warehouse: Ware
     book = RewardBook(cfg.rewards)
     only = config.rewards or None  # `eval-pipeline reward --name`: replace only those rewards' rows
     names = only or book.names
+    columns = scores_read()
 
     def compute(day: date) -> DayMetadata:  # always the whole day: an agent-scoped run still leaves every reward current
-        episodes, rows = write_rewards(wh, day, cfg.version, lambda scored: reward_records(scored, book, names), only)
+        episodes, rows = write_rewards(wh, day, cfg.version, lambda scored: reward_records(scored, book, names), columns, only)
         return {"rewards": {"episodes": episodes, "rewards": len(names), "dagster/row_count": rows}}
 
     _each_day(context, _rerun_on_conflict(wh, compute))
