@@ -81,12 +81,13 @@ def write_rewards(
     with warehouse.transaction() as con, second_cursor(con) as reader:
         clear_partition(con, "rewards", day, within=("reward_name", names) if names is not None else None)
         parts = candidate_parts(reader, day, None, REWARD_PART_EPISODES)
-        _sort_reward_inputs(reader, _SCORED_FOR_REWARDS.format(columns=", ".join(columns)), day, day, parts)
+        scored_columns = ", ".join(f'"{column}"' for column in columns)
+        _sort_reward_inputs(reader, _SCORED_FOR_REWARDS.format(columns=scored_columns), day, day, parts)
         for part in range(parts):
             for batch in reader.execute(_REWARD_INPUTS, {"part": part}).to_arrow_reader(REWARD_BATCH_ROWS):
                 scored = batch.to_pandas()
-                for rows in rewards_of(scored):  # the breakdowns' structs are cast to the column's JSON
-                    written += insert_rows(con, "rewards", rows, {"partition_date": day, "config_version": config_version})
+                for one_reward in rewards_of(scored):  # its breakdowns' structs are cast to the column's JSON
+                    written += insert_rows(con, "rewards", one_reward, {"partition_date": day, "config_version": config_version})
                 episodes += len(scored)
     return episodes, written
 
