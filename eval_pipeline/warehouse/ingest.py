@@ -428,9 +428,9 @@ def canonical_episodes(con: duckdb.DuckDBPyConnection, day: date, records: Itera
     any record, nothing is made: planning the parse alone takes 35-65 ms, and most days looked back have none."""
     params = {"day": day, "agent": agent_id, "earliest": EARLIEST_DAY, "latest": latest_day()}
     read = 0
-    for staged in read_ahead(_staged(records)):
+    for batch, staged in enumerate(read_ahead(_staged(records))):
         con.register("_batch", staged)
-        con.execute(f"INSERT INTO _parsed {_PARSE}" if read else f"CREATE OR REPLACE TEMP TABLE _parsed AS {_PARSE}", params)
+        con.execute(f"INSERT INTO _parsed {_PARSE}" if batch else f"CREATE OR REPLACE TEMP TABLE _parsed AS {_PARSE}", params)
         con.unregister("_batch")
         read += pc.sum(staged["source_records"]).as_py()  # lines, where an adapter made one episode of many
     if not read:
