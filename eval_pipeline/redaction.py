@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_right
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
+from itertools import accumulate
 from typing import Any, TypeVar
 
 T = TypeVar("T")
@@ -30,6 +31,7 @@ class SecretKind:
     name: str
     pattern: str
     cue: str  # a regex every match holds, lower case: a text without any kind's cue is not searched for these kinds
+    # (`sk-` with its 16 characters: ids such as `task-0042` hold `sk-` but not a key's length)
     standalone: bool = True
 
 
@@ -38,7 +40,7 @@ _VALUE = r"""[^\s"'&;,<>]"""  # a value's characters, up to a quote, space or se
 _TOKEN = r"[A-Za-z0-9/+=_\-.~]"
 SECRET_KINDS: tuple[SecretKind, ...] = (
     # many vendors' keys too (sk-ant-, ...)
-    SecretKind("OpenAI-style API key", cue="sk-", pattern=r"sk-(?P<secret>[A-Za-z0-9_\-]{16,})"),
+    SecretKind("OpenAI-style API key", cue=r"sk-[a-z0-9_\-]{16}", pattern=r"sk-(?P<secret>[A-Za-z0-9_\-]{16,})"),
     SecretKind("Stripe key", cue="k_(?:live|test)_", pattern=r"[rs]k_(?:live|test)_(?P<secret>[A-Za-z0-9]{10,})"),
     SecretKind("AWS access key id", cue="akia|asia", pattern=r"(?:AKIA|ASIA)(?P<secret>[A-Z0-9]{16})(?![A-Za-z0-9])"),
     SecretKind("GitHub token", cue="gh[pousr]_|github_pat_", pattern=r"(?:gh[pousr]_|github_pat_)(?P<secret>[A-Za-z0-9_]{22,})"),
@@ -93,12 +95,29 @@ _CUES = re.compile("|".join(kind.cue for kind in SECRET_KINDS))
 _FOLD = str.maketrans({"\u0130": "i", "\u0131": "i", "\u017f": "s", "\u212a": "k"})
 
 
+def _folded(text: str) -> str:
+    """`text` read loosely: lower case, without invisible characters or line breaks. A view of the text removes no
+    more than that, so a text whose folded form holds no kind's cue holds no secret of the kinds."""
+    return _INVISIBLE.sub("", text).translate(_FOLD).lower().replace("\r", "").replace("\n", "")
+
+
 def _may_hold_secret(text: str) -> bool:
-    """Whether some kind's cue is in `text` read loosely: lower case, without invisible characters or line breaks (a
-    view of the text removes no more than that, so a text without a cue holds no secret of the kinds). Most answers
-    hold none, and this one search replaces a search per kind."""
-    folded = _INVISIBLE.sub("", text).translate(_FOLD).lower().replace("\r", "").replace("\n", "")
-    return _CUES.search(folded) is not None
+    """Whether some kind's cue is in `text` read loosely. Most answers hold none, and this one search replaces a
+    search per kind."""
+    return _CUES.search(_folded(text)) is not None
+
+
+_APART = "\x00"  # between texts searched together: no cue matches it, and folding keeps it
+
+
+def _cued(texts: Sequence[str]) -> set[int]:
+    """Which of `texts` may hold a secret of the kinds, told by one search over all of them (no cue spans `_APART`)."""
+    folded = _folded(_APART.join(texts))
+    pieces = folded.split(_APART)
+    if len(pieces) != len(texts):  # some text holds `_APART` itself
+        return {at for at, text in enumerate(texts) if _may_hold_secret(text)}
+    ends = list(accumulate(len(piece) + len(_APART) for piece in pieces))
+    return {bisect_right(ends, match.start()) for match in _CUES.finditer(folded)}
 
 
 @dataclass(frozen=True)
@@ -172,10 +191,12 @@ def _matches(compiled: _Compiled, view: _View) -> Iterator[re.Match[str]]:
             reach = match.end()
 
 
-def secret_spans(text: str, extra_patterns: Iterable[str] = ()) -> list[tuple[int, int]]:
-    """Where `text` holds secrets: sorted, non-overlapping (start, end) spans of the parts to hide."""
+def secret_spans(text: str, extra_patterns: Iterable[str] = (), cued: bool | None = None) -> list[tuple[int, int]]:
+    """Where `text` holds secrets: sorted, non-overlapping (start, end) spans of the parts to hide. `cued`: whether it
+    may hold one of the kinds, when the caller searched for their cues already."""
     compiled = _compiled(tuple(extra_patterns))
-    searched = compiled if _may_hold_secret(text) else compiled[len(SECRET_KINDS) :]  # configured patterns: always
+    cued = _may_hold_secret(text) if cued is None else cued
+    searched = compiled if cued else compiled[len(SECRET_KINDS) :]  # configured patterns: always
     spans = []
     for view in _views(text) if searched else ():
         for regexes in searched:
@@ -197,13 +218,19 @@ def contains_secret(text: str, extra_patterns: Iterable[str] = ()) -> bool:
     return bool(secret_spans(text, extra_patterns))
 
 
-def redact(text: str, extra_patterns: Iterable[str] = ()) -> str:
+def redact(text: str, extra_patterns: Iterable[str] = (), cued: bool | None = None) -> str:
     """Each secret's hidden part becomes `…[redacted]`, e.g. `sk-…[redacted]`, `password=…[redacted]`."""
     pieces, last = [], 0
-    for start, end in secret_spans(text, extra_patterns):
+    for start, end in secret_spans(text, extra_patterns, cued):
         pieces += [text[last:start], HIDDEN]
         last = end
     return "".join(pieces) + text[last:]
+
+
+def redact_each(texts: Sequence[str], extra_patterns: Iterable[str] = ()) -> list[str]:
+    """`redact` of each text, the kinds' cues searched once over all of them: a listing of thousands of ids holds none."""
+    patterns, cued = tuple(extra_patterns), _cued(texts)
+    return [redact(text, patterns, at in cued) if patterns or at in cued else text for at, text in enumerate(texts)]
 
 
 def redact_tree(value: T, extra_patterns: Iterable[str] = ()) -> T:

@@ -4,7 +4,7 @@ import time
 
 import pytest
 
-from eval_pipeline.redaction import HIDDEN, SECRET_KINDS, contains_secret, excerpt, redact, redact_tree
+from eval_pipeline.redaction import HIDDEN, SECRET_KINDS, contains_secret, excerpt, redact, redact_each, redact_tree
 from eval_pipeline_tests.leaks import LEAKS, ZERO_WIDTH_SPACE
 
 
@@ -107,3 +107,25 @@ def test_a_configured_pattern_that_is_no_regex_is_refused_when_the_config_is_rea
     config.write_text("[policies]\nsecret_patterns = ['INT-[0-9']\n")
     with pytest.raises(UserInputError, match=r"secret_patterns.*'INT-\[0-9' is not a regular expression"):
         load_config(config)
+
+
+def test_texts_redacted_together_read_as_each_alone():
+    """`redact_each` searches the kinds' cues once over all its texts: a cue split between two texts is none, and a text
+    holding the separator itself is still searched."""
+    texts = [
+        *(leak.text for leak in LEAKS),
+        "task-0042",
+        "ask-the-user",
+        "s",
+        "k-" + "a" * 20,  # `sk-` and a key's length, only if read across the two texts
+        "ticket INT-12345",
+        "",
+        "Here:\nsk-Ab3dEf6h" + ZERO_WIDTH_SPACE + "\nIj9kLm2nOp5qRs8t. Thanks",
+    ]
+    for listed in (texts, [*texts, "before\x00sk-" + "Ab3dEf6hIj9kLm2nOp5qRs8t"]):
+        for patterns in ((), ("int-[0-9]+",)):
+            together = redact_each(listed, patterns)
+            assert together == [redact(text, patterns) for text in listed]
+            assert together[listed.index("k-" + "a" * 20)] == "k-" + "a" * 20
+            hidden_in = len(LEAKS) + (len(listed) - len(texts)) + 1 + bool(patterns)  # the split key, the ticket
+            assert HIDDEN in together[-1] and sum(HIDDEN in text for text in together) == hidden_in

@@ -13,6 +13,7 @@ import sys
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import date
+from itertools import chain
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -194,17 +195,21 @@ def print_table(table: Rows | pd.DataFrame, title: str | None = None, secret_pat
     from rich.table import Table
     from rich.text import Text
 
+    from eval_pipeline.redaction import redact_each
     from eval_pipeline.warehouse.rows import Rows
 
     rows = table if isinstance(table, Rows) else Rows.of_frame(table)
     patterns = tuple(secret_patterns)
     console = Console()
-    shown_title = title and _terminal_text(title, patterns)
+    texts = [[_cell(value) for value in row] for row in rows.values]
+    distinct = list(dict.fromkeys(chain([title or ""], rows.columns, *texts)))  # a listing repeats agents, days, statuses
+    shown_text = dict(zip(distinct, map(_escaped, redact_each(distinct, patterns)), strict=True))
+    shown_title = title and shown_text[title]
     if not rows.values:
         print(f"{shown_title}: (no rows)" if shown_title else "(no rows)")
         return
-    cells = [[_terminal_text(_cell(value), patterns) for value in row] for row in rows.values]
-    headers = [_terminal_text(column, patterns) for column in rows.columns]
+    cells = [[shown_text[text] for text in row] for row in texts]
+    headers = [shown_text[column] for column in rows.columns]
     if not console.is_terminal:
         if shown_title:
             print(f"\n{shown_title}")
@@ -232,16 +237,16 @@ def _aligned(headers: list[str], cells: list[list[str]]) -> str:
 _NOT_FOR_A_TERMINAL = re.compile("[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")  # controls, bidi overrides
 
 
-def _terminal_text(text: str, secret_patterns: tuple[str, ...]) -> str:
-    """Redacted, with each control character as its escape (`\\x1b`, `\\n`): shown, never obeyed."""
-    from eval_pipeline.redaction import redact
-
-    return _NOT_FOR_A_TERMINAL.sub(lambda match: match.group().encode("unicode_escape").decode(), redact(text, secret_patterns))
+def _escaped(text: str) -> str:
+    """Each control character as its escape (`\\x1b`, `\\n`): shown, never obeyed."""
+    return _NOT_FOR_A_TERMINAL.sub(lambda match: match.group().encode("unicode_escape").decode(), text)
 
 
 def _cell(value: Any) -> str:
     """A value as a table shows it. numpy and pandas values come only from frames, so they are looked up, not
     imported (as `jsonout` does)."""
+    if type(value) is str:
+        return value  # most cells: nothing to look up
     np, pd = sys.modules.get("numpy"), sys.modules.get("pandas")
     if np is not None and isinstance(value, np.ndarray):
         value = value.tolist()
