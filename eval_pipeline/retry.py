@@ -6,9 +6,10 @@ import random
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
-import httpx
+if TYPE_CHECKING:
+    import httpx
 
 T = TypeVar("T")
 
@@ -44,6 +45,8 @@ def retry_after_seconds(response: httpx.Response) -> float | None:
 
 def with_retries(what: str, call: Callable[[], T], backoff: Backoff, sleep: Callable[[float], None] = time.sleep) -> T:
     """Run `call`; retry transport errors and retryable statuses (raised as HTTPStatusError)."""
+    import httpx  # here, not at the top: a run that calls no HTTP peer does not import it
+
     last_error = ""
     for attempt in range(backoff.attempts):
         retry_after = None

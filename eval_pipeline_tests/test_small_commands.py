@@ -22,7 +22,7 @@ _LOADED = """
 import json, sys
 from eval_pipeline.cli import main
 code = main(sys.argv[1:]) if sys.argv[1:] else 0
-print(json.dumps([code, [name for name in ("dagster", "pandas", "numpy", "pyarrow") if name in sys.modules]]), file=sys.stderr)
+print(json.dumps([code, [name for name in ("dagster", "pandas", "numpy", "pyarrow", "httpx") if name in sys.modules]]), file=sys.stderr)
 """
 
 
@@ -49,3 +49,10 @@ def test_read_only_commands_load_no_dagster_and_the_command_line_no_pandas(proje
         ["report", "--date", "2026-11-01"],
     ):
         assert loaded_by(argv) == (0, []), argv  # rows as DuckDB gives them, printed as they are: no frames, no Dagster
+
+
+def test_a_run_over_files_without_a_webhook_loads_no_http_client(project_env):
+    """httpx (0.1 s to import) is for the store, the gateway and the webhook: a run that calls none does not load it."""
+    write_samples(project_env / "episodes")
+    code, loaded = loaded_by(["run", "--date", "2026-11-01"])
+    assert code == 0 and "dagster" in loaded and "httpx" not in loaded

@@ -11,14 +11,16 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-
-import httpx
+from typing import TYPE_CHECKING
 
 from eval_pipeline import jsonout
 from eval_pipeline.alerts.messages import MessageLinks, group_key, slack_message
 from eval_pipeline.alerts.outbox import Alert, DeliveryReport, Outbox
 from eval_pipeline.durable import append_lines
 from eval_pipeline.retry import Backoff, RetriesExhausted, with_retries
+
+if TYPE_CHECKING:
+    pass  # imported where a webhook is posted to: a run without one does not pay 0.2 s for it
 
 log = logging.getLogger(__name__)
 WEBHOOK_BACKOFF = Backoff(attempts=3, base_seconds=0.5, max_seconds=5.0)
@@ -43,6 +45,8 @@ class WebhookError(Exception):
 
 def webhook_host(url: str) -> str:
     """How logs, errors and sensor ticks name a webhook (Slack's URLs are secrets)."""
+    import httpx
+
     return httpx.URL(url).host or "the webhook"
 
 
@@ -53,6 +57,8 @@ class _WebhookUrlAsHost(logging.Filter):
     """httpx logs each request's URL at INFO; while a webhook is posted to, its host stands in for it."""
 
     def filter(self, record: logging.LogRecord) -> bool:
+        import httpx  # what logs to this logger has imported it
+
         if _posting_to_webhook.get() and isinstance(record.args, tuple):
             record.args = tuple(arg.host if isinstance(arg, httpx.URL) else arg for arg in record.args)
         return True
@@ -66,6 +72,8 @@ def post_webhook(
 ) -> None:
     """POST with retries on transport errors, 429 and 5xx, all within `deadline_seconds`; raises WebhookError when
     it still fails or the deadline passes (the POST is then abandoned: its socket is closed under it)."""
+    import httpx
+
     client = httpx.Client(timeout=min(15.0, deadline_seconds))
 
     def call() -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from datetime import date
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import dagster as dg
 from pydantic import Field, PrivateAttr
@@ -17,7 +18,6 @@ from eval_pipeline.capture.cases import CaseSetError, CaseSpec, load_case_set
 from eval_pipeline.config import EvalConfig, JudgeConfig, Price, beside_config, load_config
 from eval_pipeline.episodes.files import FileSource
 from eval_pipeline.episodes.source import open_source, source_index_path
-from eval_pipeline.episodes.store import EpisodeStore
 from eval_pipeline.errors import UserInputError
 from eval_pipeline.llm.gateway import Gateway, GatewayError
 from eval_pipeline.llm.judge import judge_gateway, judge_off_because
@@ -28,6 +28,9 @@ from eval_pipeline.viewer.links import day_url, episode_url, report_url
 from eval_pipeline.warehouse.alerts import open_outbox
 from eval_pipeline.warehouse.connection import Warehouse
 from eval_pipeline.warehouse.lake import Lake
+
+if TYPE_CHECKING:
+    from eval_pipeline.episodes.store import EpisodeStore  # with httpx, imported by `open_source` for a store only
 
 
 class WarehouseResource(dg.ConfigurableResource):

@@ -9,9 +9,12 @@ from __future__ import annotations
 
 import hashlib
 from datetime import date, timedelta
+from typing import TYPE_CHECKING
 
 from eval_pipeline.episodes.files import FileSource
-from eval_pipeline.episodes.store import EpisodeStore
+
+if TYPE_CHECKING:
+    from eval_pipeline.episodes.store import EpisodeStore  # with httpx, imported for a store only
 
 
 def _digest(parts: list[str]) -> str:
@@ -20,7 +23,7 @@ def _digest(parts: list[str]) -> str:
 
 def day_fingerprints(source: FileSource | EpisodeStore, today: date, store_window_days: int) -> dict[str, str]:
     """{ISO day: fingerprint}: every day the files hold, or the store's trailing window up to today."""
-    if isinstance(source, EpisodeStore):
+    if not isinstance(source, FileSource):
         days = [today - timedelta(days=n) for n in range(store_window_days)]
         return {
             day.isoformat(): _digest([f"{s['episode_id']}:{s.get('status')}" for s in summaries])
