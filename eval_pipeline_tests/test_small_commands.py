@@ -22,7 +22,8 @@ _LOADED = """
 import json, sys
 from eval_pipeline.cli import main
 code = main(sys.argv[1:]) if sys.argv[1:] else 0
-print(json.dumps([code, [name for name in ("dagster", "pandas", "numpy", "pyarrow", "httpx") if name in sys.modules]]), file=sys.stderr)
+heavy = ("dagster", "pandas", "numpy", "pyarrow", "httpx")
+print(json.dumps([code, [name for name in heavy if name in sys.modules]]), file=sys.stderr)
 """
 
 
