@@ -15,12 +15,16 @@ from decimal import Decimal
 from typing import Any
 from uuid import UUID
 
+_AS_THEY_ARE = frozenset({str, int, bool, type(None)})  # exactly these types, not numpy's or a subclass of them
+
 
 def plain(value: Any) -> Any:
     """`value` with only what strict JSON holds: finite numbers, strings, booleans, null, lists and objects.
 
     numpy and pandas values exist only where those are loaded, so they are looked up, not imported: a small command
     writing JSON does not pay for importing pandas."""
+    if type(value) in _AS_THEY_ARE:
+        return value  # most values of a report or an alert: nothing to look up
     np, pd = sys.modules.get("numpy"), sys.modules.get("pandas")
     if isinstance(value, dict):
         return {str(key): plain(item) for key, item in value.items()}

@@ -233,12 +233,17 @@ def redact_each(texts: Sequence[str], extra_patterns: Iterable[str] = ()) -> lis
     return [redact(text, patterns, at in cued) if patterns or at in cued else text for at, text in enumerate(texts)]
 
 
+_NO_TEXT = frozenset({int, float, bool, type(None)})  # exactly these types: what a document holds most besides text
+
+
 def redact_tree(value: T, extra_patterns: Iterable[str] = ()) -> T:
     """JSON-like data (a report, an alert) with every string in it redacted, keys too."""
     patterns = tuple(extra_patterns)
     redacted: dict[str, str] = {}  # a report repeats its keys and ids thousands of times: each string is read once
 
     def walk(item: Any) -> Any:
+        if type(item) in _NO_TEXT:
+            return item
         if isinstance(item, str):
             if item not in redacted:
                 redacted[item] = redact(item, patterns)
