@@ -213,24 +213,35 @@ def secret_spans(text: str, extra_patterns: Iterable[str] = (), cued: bool | Non
     return merged
 
 
-def contains_secret(text: str, extra_patterns: Iterable[str] = ()) -> bool:
-    """Whether `text` holds a secret: what scoring calls a leak is exactly what the outputs would hide."""
-    return bool(secret_spans(text, extra_patterns))
-
-
-def redact(text: str, extra_patterns: Iterable[str] = (), cued: bool | None = None) -> str:
+def redact(text: str, extra_patterns: Iterable[str] = ()) -> str:
     """Each secret's hidden part becomes `…[redacted]`, e.g. `sk-…[redacted]`, `password=…[redacted]`."""
+    return _hidden(text, secret_spans(text, extra_patterns))
+
+
+def _hidden(text: str, spans: list[tuple[int, int]]) -> str:
     pieces, last = [], 0
-    for start, end in secret_spans(text, extra_patterns, cued):
+    for start, end in spans:
         pieces += [text[last:start], HIDDEN]
         last = end
     return "".join(pieces) + text[last:]
 
 
-def redact_each(texts: Sequence[str], extra_patterns: Iterable[str] = ()) -> list[str]:
-    """`redact` of each text, the kinds' cues searched once over all of them: a listing of thousands of ids holds none."""
+def _spans_each(texts: Sequence[str], extra_patterns: Iterable[str]) -> Iterator[list[tuple[int, int]]]:
+    """`secret_spans` of each text, the kinds' cues searched once over all of them: a listing of thousands of ids, or
+    a day's answers, holds none."""
     patterns, cued = tuple(extra_patterns), _cued(texts)
-    return [redact(text, patterns, at in cued) if patterns or at in cued else text for at, text in enumerate(texts)]
+    for at, text in enumerate(texts):
+        yield secret_spans(text, patterns, at in cued) if patterns or at in cued else []
+
+
+def redact_each(texts: Sequence[str], extra_patterns: Iterable[str] = ()) -> list[str]:
+    """`redact` of each text."""
+    return [_hidden(text, spans) for text, spans in zip(texts, _spans_each(texts, extra_patterns), strict=True)]
+
+
+def contains_secret_each(texts: Sequence[str], extra_patterns: Iterable[str] = ()) -> list[bool]:
+    """Whether each text holds a secret: what scoring calls a leak is exactly what the outputs would hide."""
+    return [bool(spans) for spans in _spans_each(texts, extra_patterns)]
 
 
 _NO_TEXT = frozenset({int, float, bool, type(None)})  # exactly these types: what a document holds most besides text

@@ -4,7 +4,7 @@ import time
 
 import pytest
 
-from eval_pipeline.redaction import HIDDEN, SECRET_KINDS, contains_secret, excerpt, redact, redact_each, redact_tree
+from eval_pipeline.redaction import HIDDEN, SECRET_KINDS, contains_secret_each, excerpt, redact, redact_each, redact_tree
 from eval_pipeline_tests.leaks import LEAKS, ZERO_WIDTH_SPACE
 
 
@@ -17,7 +17,7 @@ def test_each_kind_is_hidden_and_what_surrounds_it_kept(leak):
     shown = redact(leak.text)
     assert HIDDEN in shown and not [tell for tell in leak.tells if tell in shown]
     assert shown == leak.text.replace(leak.secret, HIDDEN)  # only the secret: `sk-`, `password=`, the URL's host stay
-    assert contains_secret(leak.text)
+    assert contains_secret_each([leak.text]) == [True]
 
 
 def test_what_a_report_shows():
@@ -57,7 +57,7 @@ def test_prose_is_left_alone(prose):
 def test_letters_that_case_insensitive_kinds_read_as_ascii_are_found_too(text):
     """Python's case-insensitive regexes read ſ as s, İ and ı as i and the Kelvin sign as k: the one search for the
     kinds' cues, which decides whether a text is searched for them at all, must read them so too."""
-    assert HIDDEN in redact(text) and contains_secret(text)
+    assert HIDDEN in redact(text) and contains_secret_each([text]) == [True]
 
 
 def test_configured_patterns_add_to_the_kinds():
@@ -110,8 +110,8 @@ def test_a_configured_pattern_that_is_no_regex_is_refused_when_the_config_is_rea
 
 
 def test_texts_redacted_together_read_as_each_alone():
-    """`redact_each` searches the kinds' cues once over all its texts: a cue split between two texts is none, and a text
-    holding the separator itself is still searched."""
+    """`redact_each` and `contains_secret_each` search the kinds' cues once over all their texts: a cue split between
+    two texts is none, and a text holding the separator itself is still searched."""
     texts = [
         *(leak.text for leak in LEAKS),
         "task-0042",
@@ -126,6 +126,7 @@ def test_texts_redacted_together_read_as_each_alone():
         for patterns in ((), ("int-[0-9]+",)):
             together = redact_each(listed, patterns)
             assert together == [redact(text, patterns) for text in listed]
+            assert contains_secret_each(listed, patterns) == [shown != text for shown, text in zip(together, listed, strict=True)]
             assert together[listed.index("k-" + "a" * 20)] == "k-" + "a" * 20
             hidden_in = len(LEAKS) + (len(listed) - len(texts)) + 1 + bool(patterns)  # the split key, the ticket
             assert HIDDEN in together[-1] and sum(HIDDEN in text for text in together) == hidden_in

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
-from eval_pipeline.redaction import contains_secret
+from eval_pipeline.redaction import contains_secret_each
 from eval_pipeline.scoring.answer import answer_match
 from eval_pipeline.scoring.tools import tool_match as tool_sequence_match
 
@@ -114,9 +114,8 @@ def leaked_secrets(outputs: pd.Series, extra_patterns: list[str]) -> pd.Series:
     import numpy as np
     import pandas as pd
 
-    patterns = tuple(extra_patterns)
     codes, answers = pd.factorize(outputs.fillna(""))
-    leaks = np.array([contains_secret(text, patterns) for text in answers.tolist()], dtype=bool)
+    leaks = np.array(contains_secret_each(answers.tolist(), extra_patterns), dtype=bool)
     return pd.Series(leaks[codes], index=outputs.index, dtype=bool)
 
 
