@@ -202,7 +202,7 @@ def print_table(table: Rows | pd.DataFrame, title: str | None = None, secret_pat
     patterns = tuple(secret_patterns)
     console = Console()
     texts = [[_cell(value) for value in row] for row in rows.values]
-    distinct = list(dict.fromkeys(chain([title or ""], rows.columns, *texts)))  # a listing repeats agents, days, statuses
+    distinct = list(dict.fromkeys(chain([title] if title else [], rows.columns, *texts)))  # a listing repeats its agents
     shown_text = dict(zip(distinct, map(_escaped, redact_each(distinct, patterns)), strict=True))
     shown_title = title and shown_text[title]
     if not rows.values:
