@@ -16,7 +16,9 @@ pytestmark = pytest.mark.slow
 
 # A plug-in check, as a user writes it in their own package: a `Check`, like the built-in ones.
 POLITENESS = '''
-from eval_pipeline.scoring.checks import Check
+import numpy
+
+from eval_pipeline.scoring.checks import Check, answer_check
 
 
 def too_polite(trajectory, config):
@@ -26,6 +28,23 @@ def too_polite(trajectory, config):
 
 
 TOO_POLITE = Check("too_polite", too_polite)
+
+
+# The same rule declared as a check of the answer alone: a night applies it to answers, not to episodes.
+ASKED = []  # the answers the rule was asked about
+
+
+def thanks_in(answer, config):
+    ASKED.append(answer)
+    thanks = (answer or "").lower().count("thank")
+    return [("warning", f"thanked the user {thanks} times")] if thanks > 1 else []
+
+
+def may_thank(summaries, config):
+    return numpy.array(["thank" in (answer or "").lower() for answer in summaries.final_outputs], dtype=bool)
+
+
+POLITE_ANSWER = answer_check("polite_answer", thanks_in, may_thank)
 '''
 
 # A plug-in adapter for a made-up format ("minilog": one run a line, the tools it used inline).
@@ -122,6 +141,35 @@ def test_a_plug_in_check_and_adapter_run_by_name_end_to_end(user_package, capsys
     every = query('SELECT episode_id, "check" FROM issues ORDER BY ALL', capsys)
     assert ("minilog-guess", "short_answer") in {(i["episode_id"], i["check"]) for i in every}
     assert "too_polite" in {i["check"] for i in every}
+
+
+def test_a_plug_in_check_of_the_answer_alone_asks_each_distinct_answer_once_and_finds_what_a_check_of_each_run_does(
+    user_package, capsys
+):
+    polite = "Thank you so much for asking, and thank you for waiting! Oslo looks mild today."
+    runs = [{**RUNS[0], "run": f"polite-{n}", "when": f"2026-11-05T0{n}:00:00+00:00", "said": polite} for n in range(3)]
+    runs += [{**RUNS[0], "run": "thankful", "said": "Thank you! It is 4 C in Oslo, thanks again for your patience."}, RUNS[1]]
+    (user_package / "episodes" / "weather.log.jsonl").write_text("".join(json.dumps(run) + "\n" for run in runs))
+    (user_package / "eval.toml").write_text(
+        '[checks]\nplugins = ["my_checks:TOO_POLITE", "my_checks:POLITE_ANSWER"]\n\n[sources]\nplugins = ["my_formats"]\n'
+    )
+    by_answer = 'SELECT episode_id, severity, detail FROM issues WHERE "check" = $check ORDER BY ALL'
+
+    assert main(["run", "--date", "2026-11-05", "--checks", "polite_answer,short_answer", "--fail-on", "never"]) == 0
+    # three runs gave one answer: the rule read it once, and the answer without a "thank" not at all
+    assert sorted(sys.modules["my_checks"].ASKED) == sorted([polite, runs[3]["said"]])
+    found = query(by_answer.replace("$check", "'polite_answer'"), capsys)
+    assert [(i["episode_id"], i["detail"]) for i in found] == [
+        *((f"minilog-polite-{n}", "thanked the user 2 times") for n in range(3)),
+        ("minilog-thankful", "thanked the user 2 times"),
+    ]
+    # a check that cannot say which runs it could fault (too_polite) makes the night run every check on every run:
+    # the answer check, run on each, finds the same, and the same as the check of each run that states the same rule
+    sys.modules["my_checks"].ASKED.clear()
+    assert main(["run", "--date", "2026-11-05", "--checks", "polite_answer,too_polite", "--fail-on", "never"]) == 0
+    assert len(sys.modules["my_checks"].ASKED) == len(runs)
+    assert query(by_answer.replace("$check", "'polite_answer'"), capsys) == found
+    assert query(by_answer.replace("$check", "'too_polite'"), capsys) == found
 
 
 @pytest.mark.parametrize(

@@ -6,7 +6,7 @@ These need each run's trajectory, so they are per-row Python (DESIGN §5), kept 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -14,7 +14,7 @@ import pandas as pd
 
 from eval_pipeline.config import ChecksConfig
 from eval_pipeline.scoring.cases import Case, assert_case, case_for
-from eval_pipeline.scoring.checks import Check, all_checks, run_checks
+from eval_pipeline.scoring.checks import AnswerRule, Check, Issue, MayFind, all_checks, issues_of, run_checks
 from eval_pipeline.scoring.trajectory import Summaries
 from eval_pipeline.scoring.trajectory import trajectory as trajectory_of
 
@@ -48,35 +48,64 @@ class Reading:
 MAX_SCREENED_CHECKS = 63  # the bits of an int64
 
 
-def reading(
-    cases: dict[str, Case], config: ChecksConfig, checks: Sequence[Check] | None = None
-) -> Callable[[Summaries], Reading] | None:
-    """How `assess` reads a part's episodes, from their summaries (`Check.may_find`): only the checks that could find
-    an issue in an episode run on it, only on the episodes some check or a case wants, and with steps only where one
-    reads them. None (every episode, every check, with steps) when a check cannot tell, as a plug-in may not."""
-    chosen = all_checks() if checks is None else tuple(checks)
-    screens = [check.may_find for check in chosen if check.may_find is not None]
-    if len(screens) < len(chosen) or len(chosen) > MAX_SCREENED_CHECKS:
-        return None
+class Screen:
+    """How `assess` reads a day, part by part, from the parts' summaries (`Check.may_find`; called as
+    `check_inputs` reads it): only the checks that could find an issue in an episode run on it, only on the episodes
+    some check or a case wants, and with steps only where one reads them. A check of the answer alone
+    (`Check.on_answer`) is not run on any episode: its rule is applied once to each distinct answer it could fault,
+    and what it finds is gathered here, for `assess` to add."""
 
-    def read(summaries: Summaries) -> Reading:
-        with_case = np.array([task in cases for task in summaries.task_ids], dtype=bool)
+    def __init__(self, cases: dict[str, Case], config: ChecksConfig, screens: Sequence[tuple[Check, MayFind]]):
+        """`screens`: each check that runs, in order (bit i is the i-th), with its `may_find`."""
+        self.cases, self.config, self.screens = cases, config, screens
+        self.found = _Rows(ISSUE_COLUMNS)
+
+    def __call__(self, summaries: Summaries) -> Reading:
+        with_case = np.array([task in self.cases for task in summaries.task_ids], dtype=bool)
         steps = with_case | summaries.with_expected | summaries.with_grader
         bits = np.zeros(len(summaries), dtype=np.int64)
-        for index, (check, screen) in enumerate(zip(chosen, screens, strict=True)):
-            found = screen(summaries, config)
+        for index, (check, may_find) in enumerate(self.screens):
+            found = may_find(summaries, self.config)
+            if check.on_answer is not None:
+                self._answered(check, check.on_answer, summaries, np.flatnonzero(found))
+                continue
             bits |= found.astype(np.int64) << index
             steps |= found & check.reads_steps
         return Reading(bits, steps)
 
-    return read
+    def _answered(self, check: Check, rule: AnswerRule, summaries: Summaries, entries: np.ndarray) -> None:
+        """What `rule` finds in the answers of `entries`, each distinct answer asked once."""
+        by_answer: dict[str | None, list[Issue]] = {}
+        rows: list[dict] = []
+        for entry in entries.tolist():
+            answer = summaries.final_outputs[entry]
+            if answer not in by_answer:
+                by_answer[answer] = issues_of(check, rule(answer, self.config))
+            ids = {"episode_id": summaries.episode_ids[entry], "agent_id": summaries.agent_ids[entry]}
+            rows.extend({**ids, **vars(issue)} for issue in by_answer[answer])
+        self.found.add(rows)
+
+
+def reading(cases: dict[str, Case], config: ChecksConfig, checks: Sequence[Check] | None = None) -> Screen | None:
+    """The `Screen` a day is read with, or None (every episode, every check, with steps) when a check cannot tell which
+    episodes it could find an issue in, as a plug-in may not."""
+    chosen = all_checks() if checks is None else tuple(checks)
+    screens = [(check, check.may_find) for check in chosen if check.may_find is not None]
+    if len(screens) < len(chosen) or len(chosen) > MAX_SCREENED_CHECKS:
+        return None
+    return Screen(cases, config, screens)
 
 
 def assess(
-    candidates: Iterable[dict], cases: dict[str, Case], config: ChecksConfig, checks: Sequence[Check] | None = None
+    candidates: Iterable[dict],
+    cases: dict[str, Case],
+    config: ChecksConfig,
+    checks: Sequence[Check] | None = None,
+    screen: Screen | None = None,
 ) -> Assessment:
     """`candidates` as `warehouse.assertions.check_inputs` streams them, each with its steps, one at a time; `checks`:
-    those that run (every built-in one by default), on a candidate read by `reading` only those its `check_bits` name."""
+    those that run (every built-in one by default), on a candidate read by `screen` only those its `check_bits` name;
+    the issues `screen` found on the way (pass the one `candidates` were read with) are the assessment's too."""
     chosen = all_checks() if checks is None else tuple(checks)
     assertions, issues = _Rows(ASSERTION_COLUMNS), _Rows(ISSUE_COLUMNS)
     for candidate in candidates:
@@ -92,6 +121,8 @@ def assess(
         if candidate.get("grader"):  # an executable grader's verdict on a captured run
             assertions.add([{**ids, **_grader_assertion(json.loads(candidate["grader"]))}])
         issues.add({**ids, **vars(issue)} for issue in run_checks(trajectory, config, run_here))
+    if screen is not None:
+        issues.absorb(screen.found)
     return Assessment(assertions.frame(), issues.frame())
 
 
@@ -108,6 +139,11 @@ class _Rows:
         self.rows.extend(rows)
         if len(self.rows) >= FRAME_ROWS:
             self._to_frame()
+
+    def absorb(self, other: _Rows) -> None:
+        """`other`'s rows after these."""
+        self.frames.extend(other.frames)
+        self.add(other.rows)
 
     def frame(self) -> pd.DataFrame:
         if self.rows or not self.frames:  # an empty frame's columns are objects: concatenated, every column would be

@@ -111,6 +111,7 @@ class Summaries:
     issue in without reading their steps (`Check.may_find`). The counts are over what `trajectory` would read."""
 
     episode_ids: list[str]
+    agent_ids: list[str]
     task_ids: list[str]
     final_outputs: list[str | None]
     with_expected: np.ndarray  # the episode states its own expectations (`metadata.expected`)

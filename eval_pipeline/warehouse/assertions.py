@@ -62,7 +62,7 @@ _CHOSEN_INPUTS = _CHECK_INPUTS.format(
 # What `Summaries` holds of each candidate of a part, counted as `scoring.trajectory.trajectory` reads the steps (a live
 # replay's calls are its tool names, without arguments, results or agents).
 _SUMMARIES = f"""
-SELECT c.episode_id, c.task_id, c.final_output, coalesce(c.expected, '') <> '' AS with_expected,
+SELECT c.episode_id, c.agent_id, c.task_id, c.final_output, coalesce(c.expected, '') <> '' AS with_expected,
        coalesce(c.grader, '') <> '' AS with_grader, coalesce(c.total_duration_ms, 'NaN') AS duration_ms,
        coalesce(s.llm_calls, 0) AS llm_calls,
        CASE WHEN live THEN len(coalesce(c.tools, [])) ELSE coalesce(s.tool_calls, 0) END AS tool_calls,
@@ -115,6 +115,7 @@ def _summaries(con: duckdb.DuckDBPyConnection, part: int) -> Summaries:
 
     return Summaries(
         episode_ids=ids.to_pylist(),
+        agent_ids=table["agent_id"].to_pylist(),
         task_ids=table["task_id"].to_pylist(),
         final_outputs=table["final_output"].to_pylist(),
         **{name: counts(name) for name in _SUMMARY_ARRAYS},

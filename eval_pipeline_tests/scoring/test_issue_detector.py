@@ -14,7 +14,7 @@ from eval_pipeline.config import ChecksConfig
 from eval_pipeline.episodes.model import Episode
 from eval_pipeline.episodes.records import RawRecord
 from eval_pipeline.rewards.online import _candidate
-from eval_pipeline.scoring.assessments import assess, reading
+from eval_pipeline.scoring.assessments import Assessment, assess, reading
 from eval_pipeline.warehouse.assertions import check_inputs
 from eval_pipeline.warehouse.connection import Warehouse
 from eval_pipeline.warehouse.ingest import load_episodes
@@ -78,9 +78,14 @@ def issues(tmp_path, *episodes: dict, config: ChecksConfig | None = None) -> dic
     warehouse = evaluated(tmp_path, list(episodes))
     config = config or ChecksConfig()
     found: dict[str, list[tuple[str, str, str]]] = {e["episode_id"]: [] for e in episodes}
-    screened = assess(check_inputs(warehouse, DAY, read=reading({}, config)), {}, config).issues
-    # the step reads only the episodes (and steps) their summaries point the checks to: it finds what reading all does
-    assert screened.equals(assess(check_inputs(warehouse, DAY), {}, config).issues)
+    screen = reading({}, config)
+    screened = assess(check_inputs(warehouse, DAY, read=screen), {}, config, screen=screen).issues
+    # the step reads only the episodes (and steps) their summaries point the checks to, and gives the answers alone to
+    # the checks of the answer: it finds what reading all does
+    every_column = list(screened.columns)
+    assert screened.sort_values(every_column, ignore_index=True).equals(
+        assess(check_inputs(warehouse, DAY), {}, config).issues.sort_values(every_column, ignore_index=True)
+    )
     for row in screened.to_dict("records"):
         found[row["episode_id"]].append((row["check"], row["severity"], row["detail"]))
     online = [_candidate(n, Episode.model_validate(e)) for n, e in enumerate(episodes)]
@@ -188,7 +193,7 @@ def test_each_check_finds_what_it_found_reading_only_the_episodes_their_summarie
         episode("crashed", crashed),
         episode("traceback", CLEAN["steps"], f"Sorry. Traceback (most recent call last): {ANSWER}"),
         episode("chatty", CLEAN["steps"] + [llm("writer", f"Draft {n}.") for n in range(21)]),
-        episode("padded", solo, "\u2003\u00a0ok\u3000\n"),  # an answer alone is read without its steps
+        episode("padded", solo, "\u2003\u00a0ok\u3000\n"),  # an answer alone is judged without reading the episode
     )
     assert found["clean"] == found["plain"] == []
     assert "stalls" in [check for check, *_ in found["stalled"]]
@@ -199,7 +204,7 @@ def test_each_check_finds_what_it_found_reading_only_the_episodes_their_summarie
     assert "empty_answer" in [check for check, *_ in found["padded"]]
     warehouse = Warehouse(tmp_path / "eval.duckdb")
     read = {c["episode_id"]: c["steps"] is not None for c in check_inputs(warehouse, DAY, read=reading({}, ChecksConfig()))}
-    assert "plain" not in read and read["clean"] is True and read["padded"] is False and read["stalled"] is True
+    assert "plain" not in read and "padded" not in read and read["clean"] is True and read["stalled"] is True
 
 
 @pytest.mark.parametrize("bad", [{"no_data_patterns": ["(unclosed"]}, {"max_agent_share": 0}, {"plugins": "x:Y"}])
@@ -227,9 +232,14 @@ def test_a_day_whose_rows_fill_several_frames_gives_the_frames_gathered_at_once(
         [episode(f"ep-{n}", CLEAN["steps"][: 1 + n % len(CLEAN["steps"])], grader=verdict) for n, verdict in enumerate(verdicts)],
     )
     config = ChecksConfig()
-    at_once = assess(check_inputs(warehouse, DAY, read=reading({}, config)), {}, config)
+
+    def assessed() -> Assessment:
+        screen = reading({}, config)
+        return assess(check_inputs(warehouse, DAY, read=screen), {}, config, screen=screen)
+
+    at_once = assessed()
     monkeypatch.setattr("eval_pipeline.scoring.assessments.FRAME_ROWS", 2)
-    in_frames = assess(check_inputs(warehouse, DAY, read=reading({}, config)), {}, config)
+    in_frames = assessed()
     assert len(at_once.assertions) == 23 and len(at_once.issues) > 4
     pd.testing.assert_frame_equal(in_frames.assertions, at_once.assertions)
     pd.testing.assert_frame_equal(in_frames.issues, at_once.issues)

@@ -411,8 +411,8 @@ def assertions(
     run_checks = eval_config.checks(cfg, config.checks)
 
     def assess_day(day: date) -> DayMetadata:
-        candidates = check_inputs(wh, day, config.agent_id, reading(cases, cfg.checks, run_checks))
-        outcome = assess(candidates, cases, cfg.checks, run_checks)
+        screen = reading(cases, cfg.checks, run_checks)
+        outcome = assess(check_inputs(wh, day, config.agent_id, screen), cases, cfg.checks, run_checks, screen)
         stamp = {"partition_date": day, "config_version": cfg.version}
         write_checks(wh, day, outcome.assertions.assign(**stamp), outcome.issues.assign(**stamp), config.agent_id)
         with_case = outcome.assertions.groupby("episode_id")["passed"].all()

@@ -32,16 +32,28 @@ class Issue:
     detail: str
 
 
+Found = list[tuple[str, str]]  # (severity, detail) per issue; severity is critical, error, warning or info
+MayFind = Callable[[Summaries, ChecksConfig], np.ndarray]
+AnswerRule = Callable[[str | None, ChecksConfig], Found]
+
+
 @dataclass(frozen=True)
 class Check:
     name: str
-    # (severity, detail) per issue; severity is critical, error, warning or info
-    run: Callable[[Trajectory, ChecksConfig], list[tuple[str, str]]]
+    run: Callable[[Trajectory, ChecksConfig], Found]
     # Of a part of a day's episodes, those the check could find an issue in, from their summaries alone (True for each
     # such episode; others may be True too). Only episodes some check or a case wants are read step by step, which most
     # of a day's episodes are not worth. None: every episode (a plug-in's, unless it says otherwise).
-    may_find: Callable[[Summaries, ChecksConfig], np.ndarray] | None = None
+    may_find: MayFind | None = None
     reads_steps: bool = True  # False: `run` reads the final answer only, so an episode only it may fault is read without steps
+    # The rule of a check of the final answer alone (`answer_check`): a night applies it to each distinct answer of the
+    # episodes `may_find` names, from their summaries, and reads none of those episodes for it.
+    on_answer: AnswerRule | None = None
+
+
+def answer_check(name: str, rule: AnswerRule, may_find: MayFind) -> Check:
+    """A check whose issues follow from the final answer alone: `run` is `rule` on the trajectory's answer."""
+    return Check(name, lambda trajectory, config: rule(trajectory.final_output, config), may_find, False, rule)
 
 
 @cache
@@ -78,9 +90,15 @@ def select(checks: dict[str, Check], names: Sequence[str] | None) -> tuple[Check
 def run_checks(trajectory: Trajectory, config: ChecksConfig, checks: Iterable[Check] | None = None) -> list[Issue]:
     """The issues `checks` (every built-in one by default) find in the trajectory."""
     chosen = all_checks() if checks is None else checks
-    issues = [Issue(check.name, severity, detail) for check in chosen for severity, detail in check.run(trajectory, config)]
+    return [issue for check in chosen for issue in issues_of(check, check.run(trajectory, config))]
+
+
+def issues_of(check: Check, found: Found) -> list[Issue]:
+    """What `check` found, as issues; a severity there is no such thing as (a plug-in's) is refused: no count or penalty
+    would see it."""
+    issues = [Issue(check.name, severity, detail) for severity, detail in found]
     for issue in issues:
-        if issue.severity not in ISSUE_PENALTY:  # a plug-in's: an issue no count or penalty would see
+        if issue.severity not in ISSUE_PENALTY:
             raise CheckError(f"check {issue.check!r} gave severity {issue.severity!r}; severities: {', '.join(ISSUE_PENALTY)}")
     return issues
 

@@ -5,16 +5,16 @@ from __future__ import annotations
 import numpy as np
 
 from eval_pipeline.config import ChecksConfig
-from eval_pipeline.scoring.checks import Check
-from eval_pipeline.scoring.trajectory import Summaries, Trajectory
+from eval_pipeline.scoring.checks import Found, answer_check
+from eval_pipeline.scoring.trajectory import Summaries
 
 
-def run(trajectory: Trajectory, config: ChecksConfig) -> list[tuple[str, str]]:
-    answer = (trajectory.final_output or "").strip()
-    if not answer:
+def rule(answer: str | None, config: ChecksConfig) -> Found:
+    text = (answer or "").strip()
+    if not text:
         return [("critical", "no final answer")]
-    if len(answer) < config.near_empty_chars:
-        return [("error", f"near-empty final answer ({len(answer)} characters): {answer!r}")]
+    if len(text) < config.near_empty_chars:
+        return [("error", f"near-empty final answer ({len(text)} characters): {text!r}")]
     return []
 
 
@@ -22,4 +22,4 @@ def may_find(summaries: Summaries, config: ChecksConfig) -> np.ndarray:
     return summaries.answer_lengths < max(config.near_empty_chars, 1)
 
 
-CHECK = Check("empty_answer", run, may_find, reads_steps=False)
+CHECK = answer_check("empty_answer", rule, may_find)

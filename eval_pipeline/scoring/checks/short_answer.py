@@ -8,14 +8,14 @@ from __future__ import annotations
 import numpy as np
 
 from eval_pipeline.config import ChecksConfig
-from eval_pipeline.scoring.checks import Check
-from eval_pipeline.scoring.trajectory import Summaries, Trajectory
+from eval_pipeline.scoring.checks import Found, answer_check
+from eval_pipeline.scoring.trajectory import Summaries
 
 
-def run(trajectory: Trajectory, config: ChecksConfig) -> list[tuple[str, str]]:
-    answer = (trajectory.final_output or "").strip()
-    if config.near_empty_chars <= len(answer) < config.short_answer_chars and answer:
-        return [("warning", f"short final answer ({len(answer)} characters, under {config.short_answer_chars})")]
+def rule(answer: str | None, config: ChecksConfig) -> Found:
+    text = (answer or "").strip()
+    if config.near_empty_chars <= len(text) < config.short_answer_chars and text:
+        return [("warning", f"short final answer ({len(text)} characters, under {config.short_answer_chars})")]
     return []
 
 
@@ -24,4 +24,4 @@ def may_find(summaries: Summaries, config: ChecksConfig) -> np.ndarray:
     return (lengths > 0) & (lengths >= config.near_empty_chars) & (lengths < config.short_answer_chars)
 
 
-CHECK = Check("short_answer", run, may_find, reads_steps=False)
+CHECK = answer_check("short_answer", rule, may_find)
