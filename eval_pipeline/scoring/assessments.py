@@ -14,7 +14,7 @@ import pandas as pd
 
 from eval_pipeline.config import ChecksConfig
 from eval_pipeline.scoring.cases import Case, assert_case, case_for
-from eval_pipeline.scoring.checks import AnswerRule, Check, Issue, MayFind, all_checks, issues_of, run_checks
+from eval_pipeline.scoring.checks import AnswerRule, Check, MayFind, all_checks, issues_of, run_checks
 from eval_pipeline.scoring.trajectory import Summaries
 from eval_pipeline.scoring.trajectory import trajectory as trajectory_of
 
@@ -74,16 +74,17 @@ class Screen:
         return Reading(bits, steps)
 
     def _answered(self, check: Check, rule: AnswerRule, summaries: Summaries, entries: np.ndarray) -> None:
-        """What `rule` finds in the answers of `entries`, each distinct answer asked once."""
-        by_answer: dict[str | None, list[Issue]] = {}
-        rows: list[dict] = []
-        for entry in entries.tolist():
-            answer = summaries.final_outputs[entry]
-            if answer not in by_answer:
-                by_answer[answer] = issues_of(check, rule(answer, self.config))
-            ids = {"episode_id": summaries.episode_ids[entry], "agent_id": summaries.agent_ids[entry]}
-            rows.extend({**ids, **vars(issue)} for issue in by_answer[answer])
-        self.found.add(rows)
+        """What `rule` finds in the answers of `entries`, asked once per distinct answer."""
+        codes, distinct = summaries.answers
+        entry_codes = codes[entries].tolist()
+        found = {code: issues_of(check, rule(distinct[code], self.config)) for code in set(entry_codes)}
+        rows = [(entry, issue) for entry, code in zip(entries.tolist(), entry_codes, strict=True) for issue in found[code]]
+        columns = {
+            "episode_id": [summaries.episode_ids[entry] for entry, _ in rows],
+            "agent_id": [summaries.agent_ids[entry] for entry, _ in rows],
+            **{name: [getattr(issue, name) for _, issue in rows] for name in ("check", "severity", "detail")},
+        }
+        self.found.add_frame(pd.DataFrame(columns, columns=ISSUE_COLUMNS))
 
 
 def reading(cases: dict[str, Case], config: ChecksConfig, checks: Sequence[Check] | None = None) -> Screen | None:
@@ -140,10 +141,22 @@ class _Rows:
         if len(self.rows) >= FRAME_ROWS:
             self._to_frame()
 
+    def add_frame(self, frame: pd.DataFrame) -> None:
+        """Rows already a frame of these columns, after those added before (an empty one adds nothing: its columns are
+        objects, see `frame`)."""
+        if len(frame):
+            self._flush()
+            self.frames.append(frame)
+
     def absorb(self, other: _Rows) -> None:
         """`other`'s rows after these."""
+        self._flush()
         self.frames.extend(other.frames)
         self.add(other.rows)
+
+    def _flush(self) -> None:
+        if self.rows:
+            self._to_frame()
 
     def frame(self) -> pd.DataFrame:
         if self.rows or not self.frames:  # an empty frame's columns are objects: concatenated, every column would be

@@ -124,13 +124,26 @@ class Summaries:
     errored_steps: np.ndarray  # len(Trajectory.error_outputs)
     agents: np.ndarray  # distinct agents in Trajectory.agent_steps
     available_tools: np.ndarray  # len(Trajectory.available_tools)
-    # (entries, outputs): the recorded outputs of tool calls and results, a batch at a time, each with its entry's index
-    tool_outputs: Callable[[], Iterator[tuple[np.ndarray, list[str]]]]
+    # The recorded outputs of tool calls and results, a batch at a time: (entries, codes, texts), output i being
+    # texts[codes[i]] of entry entries[i], so that each distinct text of a batch is one string to read
+    tool_outputs: Callable[[], Iterator[tuple[np.ndarray, np.ndarray, list[str]]]]
 
     def __len__(self) -> int:
         return len(self.episode_ids)
 
     @cached_property
+    def answers(self) -> tuple[np.ndarray, list[str | None]]:
+        """(codes, distinct): entry i's final answer is distinct[codes[i]]. Trials of a task often answer alike."""
+        positions: dict[str | None, int] = {}
+        codes = [positions.setdefault(text, len(positions)) for text in self.final_outputs]
+        return np.array(codes, dtype=np.int64), list(positions)
+
+    def per_answer(self, of: Callable[[str | None], Any], dtype: type) -> np.ndarray:
+        """`of` each entry's final answer, asked once per distinct answer."""
+        codes, distinct = self.answers
+        return np.array([of(text) for text in distinct], dtype=dtype)[codes]
+
+    @cached_property
     def answer_lengths(self) -> np.ndarray:
         """The length of each final answer without the whitespace around it, as the answer checks measure it."""
-        return np.array([len((text or "").strip()) for text in self.final_outputs], dtype=np.int64)
+        return self.per_answer(lambda text: len((text or "").strip()), np.int64)

@@ -105,10 +105,11 @@ def _summaries(con: duckdb.DuckDBPyConnection, part: int) -> Summaries:
     table = con.execute(_SUMMARIES, {"part": part}).to_arrow_table()
     ids = table["episode_id"]
 
-    def tool_outputs() -> Iterator[tuple[np.ndarray, list[str]]]:
+    def tool_outputs() -> Iterator[tuple[np.ndarray, np.ndarray, list[str]]]:
         for batch in con.execute(_TOOL_OUTPUTS, {"part": part}).to_arrow_reader(CHECK_BATCH_ROWS * 10):
             entries = pc.index_in(batch.column("episode_id"), value_set=ids).to_numpy(zero_copy_only=False)
-            yield entries, batch.column("output").to_pylist()
+            outputs = pc.dictionary_encode(batch.column("output"))
+            yield entries, outputs.indices.to_numpy(zero_copy_only=False), outputs.dictionary.to_pylist()
 
     def counts(name: str) -> np.ndarray:
         return table[name].to_numpy()

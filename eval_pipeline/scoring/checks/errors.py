@@ -27,7 +27,7 @@ def run(trajectory: Trajectory, config: ChecksConfig) -> list[tuple[str, str]]:
 
 
 def may_find(summaries: Summaries, config: ChecksConfig) -> np.ndarray:
-    in_answer = np.array([TRACEBACK in (text or "") for text in summaries.final_outputs], dtype=bool)
+    in_answer = summaries.per_answer(lambda text: TRACEBACK in (text or ""), bool)
     return in_answer | (summaries.errored_steps > 0)
 
 

@@ -80,7 +80,7 @@ def run(trajectory: Trajectory, config: ChecksConfig) -> list[tuple[str, str]]:
 
 
 def may_find(summaries: Summaries, config: ChecksConfig) -> np.ndarray:
-    return np.array([bool(_DIGIT.search(text or "")) for text in summaries.final_outputs], dtype=bool)
+    return summaries.per_answer(lambda text: _DIGIT.search(text or "") is not None, bool)
 
 
 CHECK = Check("numeric_fabrication", run, may_find)

@@ -38,9 +38,9 @@ def may_find(summaries: Summaries, config: ChecksConfig) -> np.ndarray:
     if not config.no_data_patterns:
         return found
     no_data = _no_data(tuple(config.no_data_patterns))
-    for entries, outputs in summaries.tool_outputs():
-        matched = {text: no_data.search(text) is not None for text in set(outputs)}
-        found[entries[np.array([matched[text] for text in outputs], dtype=bool)]] = True
+    for entries, codes, texts in summaries.tool_outputs():
+        matched = np.array([no_data.search(text) is not None for text in texts], dtype=bool)
+        found[entries[matched[codes]]] = True
     return found
 
 
