@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pandas as pd
 
-from eval_pipeline.config import ISSUE_PENALTY, EvalConfig
+from eval_pipeline.config import EvalConfig
 from eval_pipeline.regression.findings import with_verdicts
 from eval_pipeline.scoring import dimensions as dim
-from eval_pipeline.scoring.checks import SEVERITIES, grade
+from eval_pipeline.scoring.checks import SEVERITIES, grades, issue_scores
 from eval_pipeline.scoring.dimensions import dimensions
 from eval_pipeline.scoring.weighted import units, weighted_score
 
@@ -42,9 +42,8 @@ def score_episodes(frame: pd.DataFrame, config: EvalConfig) -> pd.DataFrame:
         scored[dimension.column] = dimension.values(scored)
     weighed = weighted_score(units({d.name: scored[d.column] for d in dimensions()}), config.weights)
     scored["weighted_score"] = weighed.where(dim.has_baseline(frame) | dim.has_case(frame))
-    penalty = sum(ISSUE_PENALTY[severity] * frame[f"{severity}_issues"].fillna(0) for severity in SEVERITIES)
-    scored["issue_score"] = (100.0 - penalty).clip(lower=0.0)
-    scored["issue_grade"] = [grade(score) for score in scored["issue_score"]]
+    scored["issue_score"] = issue_scores({s: frame[f"{s}_issues"].fillna(0).to_numpy(dtype=float) for s in SEVERITIES})
+    scored["issue_grade"] = grades(scored["issue_score"].to_numpy())
     return scored
 
 

@@ -2,10 +2,11 @@
 
 import json
 
+import numpy as np
 import pytest
 
 from eval_pipeline.config import ChecksConfig
-from eval_pipeline.scoring.checks import Check, CheckError, Issue, all_checks, grade, issue_score, run_checks
+from eval_pipeline.scoring.checks import Check, CheckError, all_checks, grades, issue_scores, run_checks
 from eval_pipeline.scoring.checks.fabrication import numbers
 from eval_pipeline.scoring.trajectory import ToolCall, Trajectory
 
@@ -103,11 +104,11 @@ def test_the_issue_detector():
 
 
 def test_issues_add_up_to_a_score_and_grade():
-    issues = [Issue("x", "critical", ""), Issue("y", "error", ""), Issue("z", "warning", ""), Issue("w", "info", "")]
-    assert issue_score(issues) == 60.0 and grade(60.0) == "D"
-    assert issue_score([]) == 100.0 and grade(100.0) == "A"
-    assert issue_score([Issue("x", "critical", "")] * 5) == 0.0 and grade(0.0) == "F"
-    assert [grade(s) for s in (95, 85, 75, 65, 59.9)] == ["A", "B", "C", "D", "F"]
+    # one of each severity (info costs nothing), none, five critical
+    counts = {"critical": np.array([1, 0, 5]), "error": np.array([1, 0, 0]), "warning": np.array([1, 0, 0])}
+    assert issue_scores(counts).tolist() == [60.0, 100.0, 0.0]
+    assert grades(issue_scores(counts)).tolist() == ["D", "A", "F"]
+    assert grades(np.array([95, 90, 85, 75, 65, 59.9])).tolist() == ["A", "A", "B", "C", "D", "F"]
 
 
 def test_an_issue_of_no_known_severity_is_refused():

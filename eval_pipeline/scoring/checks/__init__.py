@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
 
@@ -103,12 +103,19 @@ def issues_of(check: Check, found: Found) -> list[Issue]:
     return issues
 
 
-def issue_score(issues: list[Issue]) -> float:
-    return float(max(0, 100 - sum(ISSUE_PENALTY[issue.severity] for issue in issues)))
+def issue_scores(counts: Mapping[str, np.ndarray]) -> np.ndarray:
+    """Each episode's issue score: 100 less the penalty of each of its issues (`ISSUE_PENALTY`), not below 0; `counts`:
+    its issues of each severity of SEVERITIES."""
+    penalty = sum(ISSUE_PENALTY[severity] * counts[severity] for severity in SEVERITIES)
+    return np.clip(100.0 - penalty, 0.0, None)
 
 
-def grade(score: float) -> str:
-    return next(letter for floor, letter in ((90, "A"), (80, "B"), (70, "C"), (60, "D"), (0, "F")) if score >= floor)
+GRADES = (("A", 90), ("B", 80), ("C", 70), ("D", 60))  # each letter from its floor; below the last, F
+
+
+def grades(scores: np.ndarray) -> np.ndarray:
+    """Each issue score's letter grade."""
+    return np.select([scores >= floor for _, floor in GRADES], [letter for letter, _ in GRADES], default="F")
 
 
 FINDING_CHECKS = frozenset(check.name for check in all_checks() if check.name in DEFAULT_FINDING_SEVERITY)
