@@ -248,24 +248,39 @@ _NO_TEXT = frozenset({int, float, bool, type(None)})  # exactly these types: wha
 
 
 def redact_tree(value: T, extra_patterns: Iterable[str] = ()) -> T:
-    """JSON-like data (a report, an alert) with every string in it redacted, keys too."""
-    patterns = tuple(extra_patterns)
-    redacted: dict[str, str] = {}  # a report repeats its keys and ids thousands of times: each string is read once
+    """JSON-like data (a report, an alert) with every string in it redacted, keys too. Its distinct strings are
+    redacted together (a report repeats its keys and ids thousands of times, and most of its texts hold no cue), and
+    only a tree where one changed is rebuilt: else `value` itself is returned."""
+    texts: dict[str, None] = {}
 
-    def walk(item: Any) -> Any:
+    def gather(item: Any) -> None:
+        if type(item) in _NO_TEXT:
+            return
+        if isinstance(item, str):
+            texts[item] = None
+        elif isinstance(item, dict):
+            for key, inner in item.items():
+                gather(key)
+                gather(inner)
+        elif isinstance(item, list | tuple):
+            for inner in item:
+                gather(inner)
+
+    gather(value)
+    changed = {text: shown for text, shown in zip(texts, redact_each(list(texts), extra_patterns), strict=True) if shown != text}
+
+    def rebuilt(item: Any) -> Any:
         if type(item) in _NO_TEXT:
             return item
         if isinstance(item, str):
-            if item not in redacted:
-                redacted[item] = redact(item, patterns)
-            return redacted[item]
+            return changed.get(item, item)
         if isinstance(item, dict):
-            return {walk(key): walk(inner) for key, inner in item.items()}
+            return {rebuilt(key): rebuilt(inner) for key, inner in item.items()}
         if isinstance(item, list | tuple):
-            return type(item)(walk(inner) for inner in item)
+            return type(item)(rebuilt(inner) for inner in item)
         return item
 
-    return walk(value)
+    return rebuilt(value) if changed else value
 
 
 def excerpt(text: str, extra_patterns: Iterable[str], limit: int) -> str:

@@ -74,6 +74,27 @@ def test_every_string_of_a_document_is_redacted_keys_too():
     }
 
 
+def test_a_document_is_redacted_as_each_of_its_strings_alone():
+    """Its distinct strings are redacted together, and a document without a secret comes back as it is."""
+
+    def each_alone(item, patterns):
+        if isinstance(item, str):
+            return redact(item, patterns)
+        if isinstance(item, dict):
+            return {each_alone(key, patterns): each_alone(inner, patterns) for key, inner in item.items()}
+        if isinstance(item, list | tuple):
+            return type(item)(each_alone(inner, patterns) for inner in item)
+        return item
+
+    plain = {"summary": {"episodes": 3, "rate": 0.5, "ok": True, "none": None}, "ids": ["task-0042", "ask-the-user"]}
+    assert redact_tree(plain) is plain
+    for leak in LEAKS:
+        document = {**plain, "alerts": [{"message": f"saw {leak.text}", "n": 1}, (leak.text, "s", "k-" + "a" * 20)]}
+        for patterns in ((), (r"ticket-\d+",)):
+            assert redact_tree(document, patterns) == each_alone(document, patterns)
+    assert redact_tree({"note": "ticket-7 done"}, [r"ticket-\d+"]) == {"note": "…[redacted] done"}
+
+
 def _near_misses(size: int = 100_000) -> dict[str, str]:
     """Texts built to make a regex backtrack: each kind's prefix glued on, split up, or repeated without its end."""
     texts = {
