@@ -1,0 +1,66 @@
+"""The instance's SQLite storage (dagster.yaml `instance_class`): Dagster's files, one engine per file."""
+
+from pathlib import Path
+
+import dagster as dg
+import pytest
+
+from eval_pipeline import instance_storage
+from eval_pipeline.cli import main
+from eval_pipeline.episodes.samples import SAMPLE_DAYS
+from eval_pipeline.settings import PROJECT_ROOT
+
+pytestmark = pytest.mark.slow
+
+DAGSTER_DEFAULT = "telemetry:\n  enabled: false\n"  # an instance file without `instance_class`: Dagster's own storage
+
+
+def _instance_file(home: Path, text: str) -> None:
+    home.mkdir(parents=True, exist_ok=True)
+    (home / "dagster.yaml").write_text(text)
+
+
+def _runs(home: Path) -> list[tuple[str, int]]:
+    """Each run of the instance at `home`, oldest first, with how many materializations its event log holds."""
+    with dg.DagsterInstance.from_config(str(home)) as instance:
+        return [
+            (run.run_id, len(instance.get_records_for_run(run.run_id, of_type=dg.DagsterEventType.ASSET_MATERIALIZATION).records))
+            for run in reversed(instance.get_runs())
+        ]
+
+
+def test_an_instance_keeps_its_history_from_dagsters_storage_to_the_projects_and_back(sample_root):
+    home, day = sample_root / "dagster_home", SAMPLE_DAYS[0].isoformat()
+    _instance_file(home, DAGSTER_DEFAULT)
+    assert main(["run", "--date", day, "--fail-on", "never"]) == 0
+    (before,) = _runs(home)
+    assert before[1] > 0
+
+    _instance_file(home, (PROJECT_ROOT / "dagster.yaml").read_text())
+    with dg.DagsterInstance.from_config(str(home)) as instance:
+        assert isinstance(instance, instance_storage.Instance)
+        assert isinstance(instance.event_log_storage, instance_storage.SqliteEventLogStorage)
+    assert _runs(home) == [before]  # the run Dagster's storage recorded, events and all
+    assert main(["run", "--date", day, "--fail-on", "never"]) == 0
+    both = _runs(home)
+    assert both[0] == before and len(both) == 2 and both[1][1] == before[1]
+
+    _instance_file(home, DAGSTER_DEFAULT)
+    assert _runs(home) == both  # and Dagster's storage reads what this one wrote
+
+
+def test_a_run_builds_an_engine_per_database_file_not_per_event(sample_root, monkeypatch):
+    built: list[str] = []
+    create_engine = instance_storage.create_engine
+
+    def counted(url, **options):
+        built.append(str(url))
+        return create_engine(url, **options)
+
+    monkeypatch.setattr(instance_storage, "create_engine", counted)
+    assert main(["run", "--date", SAMPLE_DAYS[0].isoformat(), "--fail-on", "never"]) == 0
+    with dg.DagsterInstance.get() as instance:
+        (run,) = instance.get_runs()
+        events = len(instance.all_logs(run.run_id))
+    # the runs, schedules and index files, and the run's own event file: each engine built once
+    assert len(built) == len(set(built)) <= 4 and events > 100
