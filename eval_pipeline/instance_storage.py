@@ -3,9 +3,9 @@
 Dagster's SQLite storages build a new engine for every connection, and so compile every statement anew: a run writes
 some 440 events, each through a connection of its own. Keeping the engines made a 10-episode run take 3.6 s instead of
 4.3 s after its imports (medians of 5, alternated). Connections stay unpooled, as Dagster's are: each use opens its file
-and closes it after (other processes see every commit); only the engine, with its compiled statements, is kept. The
-files and their layout are Dagster's default (`history/runs.db`, `history/runs/*.db`, `schedules/schedules.db` under
-`$DAGSTER_HOME`): an instance keeps its history whichever storage reads it.
+and closes it after (no handle outlives a use: a wiped run's file is deleted); only the engine, with its compiled
+statements, is kept. The files and their layout are Dagster's default (`history/runs.db`, `history/runs/*.db`,
+`schedules/schedules.db` under `$DAGSTER_HOME`): an instance keeps its history whichever storage reads it.
 
 `Instance` (dagster.yaml `instance_class`) makes `SqliteStorage` the storage of an instance whose dagster.yaml names
 none; a `storage:` block (Postgres: deploy/dagster-postgres.yaml) still takes its place.
