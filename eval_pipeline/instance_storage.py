@@ -65,18 +65,23 @@ def _transaction(engine: Engine) -> Iterator[Connection]:
         yield connection
 
 
-class SqliteRunStorage(DagsterRunStorage):
+class _KeptEngine:
+    """`connect` of a storage of one file (`_conn_string`: Dagster's runs and schedules storages), its engine kept."""
+
+    _conn_string: str
+
     @contextmanager
     def connect(self) -> Iterator[Connection]:
         with _transaction(_ENGINES.get(self._conn_string)) as connection:
             yield connection
 
 
-class SqliteScheduleStorage(DagsterScheduleStorage):
-    @contextmanager
-    def connect(self) -> Iterator[Connection]:
-        with _transaction(_ENGINES.get(self._conn_string)) as connection:
-            yield connection
+class SqliteRunStorage(_KeptEngine, DagsterRunStorage):
+    pass
+
+
+class SqliteScheduleStorage(_KeptEngine, DagsterScheduleStorage):
+    pass
 
 
 class SqliteEventLogStorage(DagsterEventLogStorage):
