@@ -8,17 +8,19 @@ import sys
 
 from eval_pipeline.collector import THRESHOLDS
 
+PYTHON_DEFAULTS = (700, 10, 10)  # what walked the start's objects again and again
+
 # Each child prints gc.get_threshold() as the process running the graph has it, after Python's defaults were restored.
-_THROUGH_THE_COMMAND = """
+_THROUGH_THE_COMMAND = f"""
 import gc, eval_pipeline.cli as cli
-gc.set_threshold(700, 10, 10)
+gc.set_threshold(*{PYTHON_DEFAULTS})
 cli.main = lambda: print(gc.get_threshold()) or 0  # what `run` would find
 cli.entry_point()
 """
-_THROUGH_THE_CODE_LOCATION = """
+_THROUGH_THE_CODE_LOCATION = f"""
 import gc
 from eval_pipeline.definitions import defs
-gc.set_threshold(700, 10, 10)
+gc.set_threshold(*{PYTHON_DEFAULTS})
 defs()  # as Dagster's run worker loads it
 print(gc.get_threshold())
 """
@@ -32,4 +34,4 @@ def _threshold_in(program: str) -> tuple[int, ...]:
 def test_the_command_and_the_code_location_collect_garbage_at_one_pace():
     assert _threshold_in(_THROUGH_THE_COMMAND) == THRESHOLDS
     assert _threshold_in(_THROUGH_THE_CODE_LOCATION) == THRESHOLDS
-    assert THRESHOLDS[0] > 700  # Python's default: what walked the start's objects again and again
+    assert THRESHOLDS[0] > PYTHON_DEFAULTS[0]
