@@ -12,8 +12,8 @@ keeps its instance): two days D1, D2 of the shape are generated; an untimed `run
 and `duckdb_floor.py baseline` the floor's baseline table; then, --repeats times on fresh copies of both, the timed
 `run --date D2 --fail-on never` and `duckdb_floor.py day` on the same D2 file, alternating so both see the same
 load. Printed: median wall, episodes/s, peak RSS (wait4 rusage, through a small launcher) of each, the ratio of
-run to floor, and the
-median seconds of every step from Dagster's step events. --history-days N also re-runs the last day of a
+run to floor, the median seconds and peak RSS of every step from Dagster's step events, the read-only commands'
+start-to-exit times, and the issue's targets (`TARGETS`), each met or NOT met. --history-days N also re-runs the last day of a
 warehouse holding N earlier days against one holding one earlier day (about 1.0 if no stage rescans history).
 
 The episodes are generated with string templates (no pydantic), deterministically from --seed,
@@ -35,6 +35,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import date, timedelta
 from pathlib import Path
@@ -546,6 +547,20 @@ class DayFigures:
         values = [getattr(run[step], figure) for run in self.steps if step in run]
         return statistics.median(values) if values else None
 
+    @property
+    def outside_steps_s(self) -> float:
+        return statistics.median(
+            r.wall_s - sum(f.seconds for f in s.values()) for r, s in zip(self.runs, self.steps, strict=True)
+        )
+
+    @property
+    def fixed_start_s(self) -> float:
+        """What the issue calls the fixed start: launch to the first step's start (imports, the instance, the run's
+        record)."""
+        return statistics.median(
+            min(f.start for f in s.values()) - r.started_at for r, s in zip(self.runs, self.steps, strict=True)
+        )
+
 
 def measure_day(shape: Shape, args: argparse.Namespace, session: Path, instance_home: Path) -> DayFigures:
     """`run --date D2` of a shaped day on a warehouse holding D1, against the floor on the same file, `--repeats` times.
@@ -623,20 +638,63 @@ def step_table(days: list[DayFigures]) -> list[str]:
             cells = (d.step_median(step, figure) for d in days)
             lines.append(f"{step:>32}" + "".join(f" {'-' if c is None else f'{c:.{digits}f}':>12}" for c in cells))
         if figure == "seconds":
-            outside = (
-                statistics.median(r.wall_s - sum(f.seconds for f in s.values()) for r, s in zip(d.runs, d.steps, strict=True))
-                for d in days
-            )
-            # what the issue calls the fixed start: launch to the first step's start (imports, the instance, the run's record)
-            before = (
-                statistics.median(min(f.start for f in s.values()) - r.started_at for r, s in zip(d.runs, d.steps, strict=True))
-                for d in days
-            )
             lines += [
-                f"{'(wall outside the steps)':>32}" + "".join(f" {c:>12.2f}" for c in outside),
-                f"{'(of it, before the first step)':>32}" + "".join(f" {c:>12.2f}" for c in before),
+                f"{'(wall outside the steps)':>32}" + "".join(f" {d.outside_steps_s:>12.2f}" for d in days),
+                f"{'(of it, before the first step)':>32}" + "".join(f" {d.fixed_start_s:>12.2f}" for d in days),
                 "",
             ]
+    return lines
+
+
+@dataclass(frozen=True)
+class Target:
+    """One of the issue's targets (#19): which days it bounds, what of them it measures, and the bound."""
+
+    says: str
+    applies: Callable[[DayFigures], bool]
+    measured: Callable[[DayFigures], float]
+    bound: Callable[[DayFigures], float]
+    unit: str
+
+
+MILLION_EPISODES, TWENTY_THOUSAND = 1_000_000, 20_000
+TARGETS = (
+    Target("fixed start <= 2 s", lambda d: True, lambda d: d.fixed_start_s, lambda d: 2.0, "s"),
+    Target(
+        "20,000: wall <= 2 x floor + fixed start",
+        lambda d: d.shape.episodes == TWENTY_THOUSAND,
+        lambda d: d.wall_s,
+        lambda d: 2 * d.floor_s + d.fixed_start_s,
+        "s",
+    ),
+    Target(
+        "1,000,000: wall <= 4 x floor", lambda d: d.shape.episodes >= MILLION_EPISODES, lambda d: d.wall_s,
+        lambda d: 4 * d.floor_s, "s",
+    ),
+    Target(
+        "1,000,000: peak RSS <= 2 GiB", lambda d: d.shape.episodes >= MILLION_EPISODES, lambda d: d.rss_mib,
+        lambda d: 2048.0, "MiB",
+    ),
+)  # fmt: skip
+READ_ONLY_BOUND_S = 1.0  # and each read-only command starts and exits within this
+
+
+def target_table(days: list[DayFigures], read_only: dict[str, float]) -> list[str]:
+    """Each target against the medians above, for every day it bounds, and each read-only command against its bound:
+    met or NOT met."""
+    rows = [
+        (target.says, str(day.shape), target.measured(day), target.bound(day), target.unit)
+        for target in TARGETS
+        for day in days
+        if target.applies(day)
+    ]
+    rows += [
+        (f"{command} < {READ_ONLY_BOUND_S:g} s", "", seconds, READ_ONLY_BOUND_S, "s") for command, seconds in read_only.items()
+    ]
+    lines = ["targets (issue #19), of the medians above:", f"{'target':>46} {'day':>12} {'measured':>12} {'bound':>12}  verdict"]
+    for says, day, measured, bound, unit in rows:
+        verdict = "met" if measured <= bound else "NOT met"
+        lines.append(f"{says:>46} {day:>12} {measured:>8.2f} {unit:<3} {bound:>8.2f} {unit:<3}  {verdict}")
     return lines
 
 
@@ -693,20 +751,24 @@ SMALL_COMMANDS = (("query", "select 1"), ("status",), ("report", "--date", "{day
 SMALL_COMMAND_REPEATS = 5
 
 
-def measure_small_commands(shape: Shape, args: argparse.Namespace, session: Path, instance_home: Path) -> list[str]:
-    """The read-only commands' wall time, start to exit, on the warehouse `measure_day` set up for `shape` (holding D1;
-    the shared instance holds every run so far)."""
+def measure_small_commands(shape: Shape, args: argparse.Namespace, session: Path, instance_home: Path) -> dict[str, float]:
+    """The read-only commands' median wall time, start to exit, by command line, on the warehouse `measure_day` set up
+    for `shape` (holding D1; the shared instance holds every run so far)."""
     d1 = args.first_day
     env = child_env(session / f"src-{shape}", session / f"base-{shape}", date.fromisoformat(d1), instance_home)
-    lines = [f"read-only commands on the warehouse of [{shape}], start to exit (median of {SMALL_COMMAND_REPEATS}):"]
+    medians = {}
     for command in SMALL_COMMANDS:
         argv = [part.format(day=d1) for part in command]
         runs = [
             run_child(f"small-{argv[0]}", eval_pipeline_args(*argv), env, session / "logs") for _ in range(SMALL_COMMAND_REPEATS)
         ]
-        walls = [run.wall_s for run in runs]
-        lines.append(f"{'eval-pipeline ' + ' '.join(argv):>40} {statistics.median(walls):>6.2f} s")
-    return lines
+        medians["eval-pipeline " + " ".join(argv)] = statistics.median(run.wall_s for run in runs)
+    return medians
+
+
+def small_command_table(shape: Shape, medians: dict[str, float]) -> list[str]:
+    lines = [f"read-only commands on the warehouse of [{shape}], start to exit (median of {SMALL_COMMAND_REPEATS}):"]
+    return lines + [f"{command:>40} {seconds:>6.2f} s" for command, seconds in medians.items()]
 
 
 # the fixed start, 20k, 100k, 20k of 20,000 distinct tasks, 20k of 2,000 agents
@@ -752,7 +814,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         figures = [measure_day(shape, args, session, instance_home) for shape in days]
         summary = [*day_table(figures, args.repeats), "", *step_table(figures)]
-        summary += ["", *measure_small_commands(days[0], args, session, instance_home)]
+        read_only = measure_small_commands(days[0], args, session, instance_home)
+        summary += [*small_command_table(days[0], read_only), "", *target_table(figures, read_only)]
         if args.history_days:
             summary += ["", *measure_history(args, session)]
     except ChildFailed:

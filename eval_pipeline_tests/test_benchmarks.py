@@ -43,7 +43,20 @@ def test_throughput_benchmark_reports_its_day_against_the_floor_and_every_step()
     outside = float(re.search(r"\(wall outside the steps\)\s+(\d+\.\d\d)$", steps, re.M)[1])
     before_first_step = float(re.search(r"\(of it, before the first step\)\s+(\d+\.\d\d)$", steps, re.M)[1])
     assert 0 < before_first_step <= outside < float(wall)
-    assert len(re.findall(rf"eval-pipeline .+ {_SECONDS}$", out, re.M)) == 4, out
+    commands = re.findall(rf"^\s+(eval-pipeline .+?) +{_SECONDS}$", out, re.M)
+    assert len(commands) == 4, out
+    # the issue's targets that bound this day, and the read-only commands', each judged by its own figures
+    targets = out.split("targets (issue #19)")[1]
+    rows = re.findall(
+        r"^\s+(.+?)\s+(\d+x\d+x\d+)?\s+(\d+\.\d\d) (?:s|MiB)\s+(\d+\.\d\d) (?:s|MiB)\s+(met|NOT met)$", targets, re.M
+    )
+    assert [(says, day) for says, day, *_ in rows] == [
+        ("fixed start <= 2 s", "1x1x2"),
+        *((f"{command} < 1 s", "") for command in commands),
+    ], targets
+    assert float(rows[0][2]) == before_first_step
+    for _, _, measured, bound, verdict in rows:
+        assert (verdict == "met") == (float(measured) <= float(bound))
 
 
 def test_backfill_benchmark_times_one_run_over_the_range_against_one_run_a_day():
