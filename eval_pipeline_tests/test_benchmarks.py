@@ -27,7 +27,7 @@ def _benchmark(script: str, *args: str) -> str:
     return done.stdout
 
 
-def test_throughput_benchmark_reports_its_day_against_the_floor_and_every_step():
+def test_throughput_benchmark_reports_its_day_against_the_floor_every_step_and_the_targets():
     out = _benchmark("run_throughput.py", "--day", "1x1x2", "--repeats", "1")
     (row,) = [line.split() for line in out.splitlines() if line.strip().startswith("1x1x2 ")]
     shape, episodes, tasks, wall, per_second, rss, floor, floor_rss, ratio = row
