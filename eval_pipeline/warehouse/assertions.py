@@ -32,7 +32,7 @@ WHERE r.partition_date = $day AND r.status <> 'running' AND ($agent IS NULL OR r
 
 _STEPS = """
 SELECT episode_id, step_index, step_type, tool_name, input, output, error, agent, offered_tools
-FROM episode_steps WHERE partition_date = $day
+FROM episode_steps WHERE partition_date = $day AND ($agent IS NULL OR agent_id = $agent)
 """
 # Only the steps of the episodes the checks asked to read (`check_chosen`, when read through `Summaries`)
 _CHOSEN_STEPS = _STEPS + "AND episode_id IN (SELECT episode_id FROM check_chosen WHERE steps)"
@@ -76,7 +76,8 @@ FROM ({_STEPS}) GROUP BY episode_id
 # The recorded outputs of tool calls and results, the one text of a step the summaries' checks read
 _OUTPUT_STEPS = """
 SELECT episode_id, output FROM episode_steps
-WHERE partition_date = $day AND step_type IN ('tool_call', 'tool_result') AND output IS NOT NULL
+WHERE partition_date = $day AND ($agent IS NULL OR agent_id = $agent)
+    AND step_type IN ('tool_call', 'tool_result') AND output IS NOT NULL
 """
 
 # What `Summaries` holds of each candidate of a part (a live replay's calls are its tool names, without arguments,
@@ -150,11 +151,11 @@ def check_inputs(
         sort_into_parts(con, "check_candidates", _CANDIDATES, params, parts)
         query = _ALL_INPUTS
         if read is not None:
-            sort_into_parts(con, "check_step_counts", _STEP_COUNTS, {"day": day}, parts)
-            sort_into_parts(con, "check_outputs", _OUTPUT_STEPS, {"day": day}, parts)
+            sort_into_parts(con, "check_step_counts", _STEP_COUNTS, params, parts)
+            sort_into_parts(con, "check_outputs", _OUTPUT_STEPS, params, parts)
             con.register("check_chosen", pa.concat_tables([_chosen(_summaries(con, part), read) for part in range(parts)]))
             query = _CHOSEN_INPUTS
-        sort_into_parts(con, "check_steps", _STEPS if read is None else _CHOSEN_STEPS, {"day": day}, parts)
+        sort_into_parts(con, "check_steps", _STEPS if read is None else _CHOSEN_STEPS, params, parts)
         for part in range(parts):
             for batch in con.execute(query, {"part": part}).to_arrow_reader(CHECK_BATCH_ROWS):
                 yield from batch.to_pylist()  # nested rows straight to Python: twice as fast as via pandas
