@@ -101,13 +101,25 @@ CHROMIUM_FLAGS = [*HEADLESS, "--virtual-time-budget=20000", "--dump-dom"]  # let
 def test_a_browser_sees_the_six_assets_on_the_graph_page(ui):
     base_url, project = ui
     ask(base_url)  # the UI is up
-    page = subprocess.run(
-        ["chromium", *CHROMIUM_FLAGS, f"--user-data-dir={project / 'chromium'}", f"{base_url}/asset-groups/evaluation/lineage"],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    ).stdout
+    page = lineage_dom(f"{base_url}/asset-groups/evaluation/lineage", project)
     assert all(f">{asset}<" in page for asset in ASSETS), page[:500]
+
+
+def lineage_dom(url: str, project: Path, attempts: int = 3) -> str:
+    """The DOM chromium builds of the UI's `url`. Headless chromium waiting out its virtual time budget on the UI's
+    live GraphQL connection now and then never returns (once in five CI runs of a loaded machine): each attempt that hangs for
+    90 s is killed and the page asked again, in a fresh profile."""
+    for attempt in range(attempts):
+        try:
+            return subprocess.run(
+                ["chromium", *CHROMIUM_FLAGS, f"--user-data-dir={project / f'chromium-{attempt}'}", url],
+                capture_output=True,
+                text=True,
+                timeout=90,
+            ).stdout
+        except subprocess.TimeoutExpired:
+            continue
+    raise TimeoutError(f"chromium did not return the page in {attempts} attempts of 90 s")
 
 
 def test_ui_starts_the_viewer_on_its_base_url_and_a_sigterm_stops_everything(tmp_path):
