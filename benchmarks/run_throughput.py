@@ -10,9 +10,10 @@ adds 20x1000x50.
 For each day (every child gets absolute paths under benchmarks/out/; one DAGSTER_HOME for all, as a deployment
 keeps its instance): two days D1, D2 of the shape are generated; an untimed `run --date D1` builds the warehouse
 and `duckdb_floor.py baseline` the floor's baseline table; then, --repeats times on fresh copies of both, the timed
-`run --date D2 --fail-on never` and `duckdb_floor.py day` on the same D2 file, alternating so both see the same
-load. Printed: median wall, episodes/s, peak RSS (wait4 rusage, through a small launcher) of each, the ratio of
-run to floor, the median seconds and peak RSS of every step from Dagster's step events, the read-only commands'
+`run --date D2 --fail-on never`, `duckdb_floor.py day` and `duckdb_floor.py load` on the same D2 file, in turn so
+all see the same load. Printed: median wall, episodes/s, peak RSS (wait4 rusage, through a small launcher) of each,
+the ratio of run to floor and to the load (plain DuckDB storing the day whole: what keeping it costs before any
+check), the median seconds and peak RSS of every step from Dagster's step events, the read-only commands'
 start-to-exit times, and the issue's targets (`TARGETS`), each met or NOT met. --history-days N also re-runs the last day of a
 warehouse holding N earlier days against one holding one earlier day (about 1.0 if no stage rescans history).
 
@@ -525,6 +526,7 @@ class DayFigures:
     shape: Shape
     runs: list[ChildRun]
     floors: list[ChildRun]
+    loads: list[ChildRun]  # `duckdb_floor.py load`: the day stored whole, a reference beside the floor
     steps: list[dict[str, StepFigure]]
 
     @property
@@ -542,6 +544,10 @@ class DayFigures:
     @property
     def floor_rss_mib(self) -> float:
         return statistics.median(r.rss_mib for r in self.floors)
+
+    @property
+    def load_s(self) -> float:
+        return statistics.median(r.wall_s for r in self.loads)
 
     def step_median(self, step: str, figure: str) -> float | None:
         values = [getattr(run[step], figure) for run in self.steps if step in run]
@@ -583,7 +589,7 @@ def measure_day(shape: Shape, args: argparse.Namespace, session: Path, instance_
     # D2's file arrives after D1's run, as the night's file does: each run finds it new and indexes it first
     write_days(source, [d2], shape, args.seed)
     run_child(f"floor-setup-{shape}", floor_args("baseline", day_file(source, d1), base / "floor.duckdb"), None, logs)
-    figures = DayFigures(shape, [], [], [])
+    figures = DayFigures(shape, [], [], [], [])
     for i in range(args.repeats):
         home = session / f"{shape}-{i}"
         shutil.copytree(base, home)
@@ -593,32 +599,38 @@ def measure_day(shape: Shape, args: argparse.Namespace, session: Path, instance_
         figures.steps.append(step_figures(instance_home, run))
         floor = run_child(f"floor-{shape}", floor_args("day", day_file(source, d2), home / "floor.duckdb"), None, logs)
         figures.floors.append(floor)
+        load = run_child(f"load-{shape}", floor_args("load", day_file(source, d2), home / "load.duckdb"), None, logs)
+        figures.loads.append(load)
         say(
             f"  run {i + 1}/{args.repeats}: {run.wall_s:6.2f} s  peak RSS {run.rss_mib:6.0f} MiB  "
             f"({run.episodes_seen():,} episodes reported) | floor {floor.wall_s:5.2f} s  peak RSS {floor.rss_mib:5.0f} MiB"
+            f" | load {load.wall_s:5.2f} s  peak RSS {load.rss_mib:5.0f} MiB"
         )
         if i == 0:
             show_child_output(run)
             if run.episodes_seen() != shape.episodes:
                 say(f"  WARNING: the run reported {run.episodes_seen()} episodes, expected {shape.episodes}")
+            if (stored := json.loads(load.stdout)["episodes"]) != shape.episodes:
+                say(f"  WARNING: the load stored {stored} episodes, expected {shape.episodes}")
         if not args.keep:
             shutil.rmtree(home, ignore_errors=True)
     return figures
 
 
 def day_table(days: list[DayFigures], repeats: int) -> list[str]:
-    """One line per day: the run's wall, episodes/s and peak RSS, the floor's, and their ratio."""
+    """One line per day: the run's wall, episodes/s and peak RSS, the floor's, their ratio, and the load's and the
+    run's ratio to it."""
     lines = [
         f"day `run --date D` on a warehouse holding D-1; medians of {repeats} runs; floor = benchmarks/duckdb_floor.py "
-        "on the same JSONL, in the same run",
+        "day, load = duckdb_floor.py load (the day stored whole), on the same JSONL, in the same run",
         f"{'agents x tasks x trials':>24} {'episodes':>9} {'tasks':>7} {'wall s':>8} {'episodes/s':>10} {'RSS MiB':>8}"
-        f" {'floor s':>8} {'floor RSS':>9} {'x floor':>8}",
+        f" {'floor s':>8} {'floor RSS':>9} {'x floor':>8} {'load s':>8} {'x load':>7}",
     ]
     for day in days:
         lines.append(
             f"{day.shape!s:>24} {day.shape.episodes:>9,} {day.shape.tasks:>7,} {day.wall_s:>8.2f} "
             f"{day.shape.episodes / day.wall_s:>10,.0f} {day.rss_mib:>8.0f} {day.floor_s:>8.2f} {day.floor_rss_mib:>9.0f} "
-            f"{day.wall_s / day.floor_s:>8.1f}"
+            f"{day.wall_s / day.floor_s:>8.1f} {day.load_s:>8.2f} {day.wall_s / day.load_s:>7.1f}"
         )
     return lines
 

@@ -29,11 +29,13 @@ def _benchmark(script: str, *args: str) -> str:
 
 def test_throughput_benchmark_reports_its_day_against_the_floor_every_step_and_the_targets():
     out = _benchmark("run_throughput.py", "--day", "1x1x2", "--repeats", "1")
+    assert "WARNING" not in out, out  # the run reported, and the load stored, every episode of the day
     (row,) = [line.split() for line in out.splitlines() if line.strip().startswith("1x1x2 ")]
-    shape, episodes, tasks, wall, per_second, rss, floor, floor_rss, ratio = row
+    shape, episodes, tasks, wall, per_second, rss, floor, floor_rss, ratio, load, load_ratio = row
     assert (shape, episodes, tasks) == ("1x1x2", "2", "1")
     assert int(per_second) == round(2 / float(wall))
     assert float(wall) / float(floor) == pytest.approx(float(ratio), rel=0.03)  # of figures rounded to 0.01 s
+    assert float(wall) / float(load) == pytest.approx(float(load_ratio), rel=0.03)
     assert float(rss) > 0 and float(floor_rss) > 0
     steps = out.split("seconds per step")[1].split("peak RSS MiB per step")[0]
     memory = out.split("peak RSS MiB per step")[1].split("read-only commands")[0]
