@@ -25,12 +25,13 @@ from pydantic import BaseModel
 from eval_pipeline.durable import replace_whole
 from eval_pipeline.episodes.adapters import ADAPTERS, CANONICAL, Adapter, detect_format
 from eval_pipeline.episodes.adapters.base import priced
-from eval_pipeline.episodes.records import RawRecord, record_days
+from eval_pipeline.episodes.records import STARTED_AT_BYTES, RawRecord, latest_day, record_days, started_day
 from eval_pipeline.errors import InfrastructureError
 
 EPISODE_FILE_SUFFIXES = (".jsonl", ".ndjson", ".json")  # read as canonical episodes even when their first record is bad
 INDEX_VERSION = 3  # raised when the days of a format are read differently: every file's days are read again
 _CHUNK = 1 << 20
+_BLOCK = 1 << 24  # bytes of a file of lines whose days are read at a time (`line_days`)
 _SAMPLE_CHARS = 2000  # of a file of no known format, what its quarantine row keeps
 
 
@@ -44,9 +45,19 @@ class FileRecord:
     raw: str
 
 
+def _opened(path: Path):
+    return path.open("r", encoding="utf-8-sig", errors="replace")  # a byte-order mark is no record
+
+
+def file_layout(path: Path) -> str:
+    """How the file's records are laid out (`_layout`)."""
+    with _opened(path) as handle:
+        return _layout(handle)
+
+
 def iter_file_records(path: Path) -> Iterator[FileRecord]:
     """Yield each record's raw text with its line; JSONL, JSON arrays and indented JSON are told apart by content."""
-    with path.open("r", encoding="utf-8-sig", errors="replace") as handle:  # a byte-order mark is no record
+    with _opened(path) as handle:
         layout = _layout(handle)
         handle.seek(0)
         if layout != "lines":
@@ -55,6 +66,34 @@ def iter_file_records(path: Path) -> Iterator[FileRecord]:
         for line_no, text in enumerate(handle, 1):
             if text.strip():
                 yield FileRecord(line_no, text.rstrip("\r\n"))
+
+
+def line_days(path: Path) -> Counter[date]:
+    """Records per UTC day of a file of one record per line (JSONL), as `record_days` of each line counts them, read in
+    blocks: one regex scan of a block finds the `started_at` of all its records, and no line becomes a Python string
+    (the benchmark's 100,000 episodes, 261 MB: 0.45-0.51 s against 0.63-0.65 s line by line).
+
+    Lines end as `iter_file_records` reads them (a newline, a carriage return, or both); a day named twice in one
+    record counts once."""
+    days: Counter[date] = Counter()
+    latest = latest_day()
+    with path.open("rb") as handle:
+        tail = b""
+        while True:
+            read = handle.read(_BLOCK)
+            block = tail + read
+            if b"\r" in block:  # every line end a newline, so that a record begins after the last newline before it
+                block = block.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+            end = len(block) if not read else block.rfind(b"\n") + 1  # the rest waits for the next block
+            named = {  # (where the record begins, a day it names): each day once per record
+                (block.rfind(b"\n", 0, match.start()), day)
+                for match in STARTED_AT_BYTES.finditer(block, 0, end)
+                if (day := started_day(match.group(1).decode("utf-8", "replace"), latest)) is not None
+            }
+            days.update(day for _, day in named)
+            if not read:
+                return days
+            tail = block[end:]
 
 
 def _layout(handle) -> str:
@@ -220,21 +259,30 @@ class FileSource:
                 if known and current and (known.mtime_ns, known.size) == (stat.st_mtime_ns, stat.st_size):
                     fresh[str(path)] = known
                     continue
-                days: Counter[date] = Counter()
-                reader = record_days
-                for number, record in enumerate(iter_file_records(path)):
-                    if number == 0:
-                        adapter = self.adapter_for(path, record.raw)
-                        reader = getattr(adapter, "days", record_days) if adapter else record_days
-                    days.update(reader(record.raw))
                 first_seen = known.first_seen if known else today
                 fresh[str(path)] = IndexedFile(
-                    mtime_ns=stat.st_mtime_ns, size=stat.st_size, days=dict(days), first_seen=first_seen
+                    mtime_ns=stat.st_mtime_ns, size=stat.st_size, days=dict(self._days(path)), first_seen=first_seen
                 )
             names = [adapter.NAME for adapter in self.adapters]
             index = FileIndex(source=str(self.root), version=INDEX_VERSION, adapters=names, files=fresh)
             replace_whole(self.index_path, index.model_dump_json())
         return index
+
+    def _days(self, path: Path) -> Counter[date]:
+        """Records per UTC day of the file: of each record as its adapter reads days, or a file of episode lines in
+        blocks (`line_days`)."""
+        records = iter_file_records(path)
+        first = next(records, None)
+        if first is None:
+            return Counter()
+        adapter = self.adapter_for(path, first.raw)
+        if adapter is None and file_layout(path) == "lines":
+            return line_days(path)
+        reader = getattr(adapter, "days", record_days) if adapter else record_days
+        days: Counter[date] = Counter()
+        for record in chain([first], records):
+            days.update(reader(record.raw))
+        return days
 
     def _read_index(self) -> FileIndex:
         try:

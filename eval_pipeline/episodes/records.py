@@ -10,7 +10,10 @@ import re
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 
-_STARTED_AT = re.compile(r'"started_at"\s*:\s*"([^"]+)"')
+_STARTED_AT_VALUE = r'"started_at"\s*:\s*"([^"]+)"'
+_STARTED_AT = re.compile(_STARTED_AT_VALUE)
+# The same values in a file's bytes: no decoding (a day is ASCII; a quote byte is never part of a multi-byte character)
+STARTED_AT_BYTES = re.compile(_STARTED_AT_VALUE.encode())
 
 # The timestamps we read: ISO 8601 as both Python's `fromisoformat` and DuckDB's cast read it alike (a day, a
 # time to the minute or finer, `Z` or an offset). Anything else ("... UTC", a zone name, a leading space) is
@@ -56,18 +59,21 @@ def record_days(raw: str) -> set[date]:
     Used to index files by day; the warehouse parses `started_at` properly, so an extra day
     here costs a file read, never a wrong partition.
     """
-    days = set()
-    for value in _STARTED_AT.findall(raw):
-        if not is_iso_timestamp(value):
-            continue
-        try:
-            parsed = datetime.fromisoformat(value)
-        except ValueError:
-            continue
-        day = (parsed.astimezone(UTC) if parsed.tzinfo else parsed).date()
-        if plausible_day(day):
-            days.add(day)
-    return days
+    latest = latest_day()
+    return {day for value in _STARTED_AT.findall(raw) if (day := started_day(value, latest)) is not None}
+
+
+def started_day(value: str, latest: date) -> date | None:
+    """The UTC day a `started_at` value names: None unless it is an ISO 8601 timestamp of a day from EARLIEST_DAY to
+    `latest`."""
+    if not is_iso_timestamp(value):
+        return None
+    try:
+        parsed = datetime.fromisoformat(value)
+    except ValueError:
+        return None
+    day = (parsed.astimezone(UTC) if parsed.tzinfo else parsed).date()
+    return day if EARLIEST_DAY <= day <= latest else None
 
 
 def record_episode_id(raw: str) -> str | None:

@@ -4,7 +4,8 @@ from datetime import date
 import pytest
 
 from eval_pipeline.episodes import files
-from eval_pipeline.episodes.files import FileSource, iter_file_records
+from eval_pipeline.episodes.files import FileSource, iter_file_records, line_days
+from eval_pipeline.episodes.records import record_days
 
 
 def episode(episode_id: str, started_at: str) -> dict:
@@ -57,6 +58,35 @@ def test_index_knows_which_files_hold_which_days_and_rescans_only_changes(tmp_pa
     assert set(source.refresh_index().files[str(day1)].days) == {date(2026, 11, 1), date(2026, 11, 3)}
     assert read == [day1]
     assert [r.locator for r in source.records_for(date(2026, 11, 3))] == [f"{day1}:1", f"{day1}:2"]
+
+
+@pytest.mark.parametrize("block_bytes", [1 << 24, 64, 7])
+def test_a_file_of_lines_counts_the_days_of_its_records_in_blocks_as_line_by_line(tmp_path, monkeypatch, block_bytes):
+    """Blocks of any size (lines and values cut at their edges), every line end `iter_file_records` knows, a byte-order
+    mark, bytes that are no UTF-8, a record naming a day twice or two days (nested), an offset across midnight,
+    timestamps that are none or of a broken clock."""
+    monkeypatch.setattr(files, "_BLOCK", block_bytes)
+    lines = [
+        json.dumps(episode("e1", "2026-11-01T10:00:00Z")),
+        json.dumps(episode("e2", "2026-11-01T23:30:00-02:00")),  # 2026-11-02 in UTC
+        json.dumps(episode("e3", "2026-11-01T10:00:00Z") | {"metadata": {"started_at": "2026-11-01T11:00:00Z"}}),
+        json.dumps(episode("e4", "2026-11-03T10:00:00Z") | {"metadata": {"started_at": "2026-10-31"}}),
+        json.dumps(episode("e5", "1970-01-01T00:00:00Z")),
+        json.dumps(episode("e6", "2026-11-01 10:00 UTC")),
+        '{"episode_id": "e7", "started_at" :  "2026-11-04T00:00:00Z", "note": "\xff"}',
+        "",
+        "not json at all",
+    ]
+    path = tmp_path / "day.jsonl"
+    text = "\ufeff" + "\r\n".join(lines[:3]) + "\r" + "\n".join(lines[3:]) + "\n"
+    path.write_bytes(text.encode().replace(b"\\xff", b"\xff"))
+    by_line: dict[date, int] = {}
+    for record in iter_file_records(path):
+        for day in record_days(record.raw):
+            by_line[day] = by_line.get(day, 0) + 1
+    assert by_line == {date(2026, 11, 1): 2, date(2026, 11, 2): 1, date(2026, 10, 31): 1, date(2026, 11, 3): 1,
+                       date(2026, 11, 4): 1}  # fmt: skip
+    assert line_days(path) == by_line
 
 
 def test_a_missing_directory_holds_no_episodes_only_where_it_is_not_required(tmp_path):
