@@ -235,6 +235,12 @@ def step(**overrides) -> dict:
     return {"step_index": 0, "step_type": "llm_call", "input_summary": "hi", "output_summary": "hello", **overrides}
 
 
+def numbered(episode_id: str, tokens: object = 5, **overrides) -> dict:
+    """An episode whose every number is given: its one step's and its totals."""
+    totals = {"total_tokens": 5, "total_cost_usd": 0.01, "total_duration_ms": 5.0}
+    return good(episode_id, steps=[step(tokens=tokens, cost_usd=0.01, duration_ms=5.0)], **{**totals, **overrides})
+
+
 # What a red team fed the loader: each kind once. Before, the three marked loaded as if valid (a negative
 # step index or cost, text for tokens), a NaN cost scored 1.0, and the timestamps DuckDB reads but Python
 # does not (or a broken clock) were neither loaded nor quarantined.
@@ -264,6 +270,13 @@ MALFORMED = {
     "total cost as numeric text": good("m21", total_cost_usd="0.5"),
     "total duration as numeric text": good("m22", total_duration_ms="1200"),
     "total tokens beyond a count": good("m23", total_tokens=2**70),
+    # as JSON may write them, every other number given, which a look at the raw text for mistyped numbers must not
+    # miss: a key spelled with an escape, space before the colon and a tab after it
+    "tokens as text, its key escaped": json.dumps(numbered("m24", tokens="5")).replace('"tokens"', '"tok\\u0065ns"'),
+    "total cost as text, spaced": json.dumps(numbered("m25", total_cost_usd="0.5")).replace(
+        '"total_cost_usd": ', '"total_cost_usd" :\t'
+    ),
+    "total tokens as a float, the rest given": numbered("m26", total_tokens=2.5),
 }
 
 
@@ -286,6 +299,9 @@ def test_every_malformed_kind_is_quarantined_naming_its_field_and_the_model_reje
         "total cost as numeric text": "total_cost_usd is not a number",
         "total duration as numeric text": "total_duration_ms is not a number",
         "total tokens beyond a count": "total_tokens is not an integer",
+        "tokens as text, its key escaped": "step 0: tokens must be an integer",
+        "total cost as text, spaced": "total_cost_usd is not a number",
+        "total tokens as a float, the rest given": "total_tokens is not an integer",
     }  # fmt: skip
     for kind, word in expected_words.items():
         assert word in by_kind[kind], (kind, by_kind[kind])
