@@ -68,6 +68,7 @@ def _same(expected: object, actual: object) -> bool:
 # Every size by which a step takes a day a part or a batch at a time, and a size that splits the test's days many times
 SMALL_PARTS = {
     "eval_pipeline.warehouse.ingest.BATCH_ROWS": 7,
+    "eval_pipeline.warehouse.ingest.WRITE_ROWS": 15,
     "eval_pipeline.warehouse.assertions.CHECK_PART_EPISODES": 11,
     "eval_pipeline.warehouse.assertions.CHECK_BATCH_ROWS": 3,
     "eval_pipeline.warehouse.scores.SCORE_PART_EPISODES": 13,

@@ -324,13 +324,14 @@ def test_an_agents_reload_in_small_batches_narrows_and_supersedes_its_own_episod
         good("ep-5", started_at="2026-11-01T11:00:00Z"),  # the third of the agent's by start: beyond --limit 2
     )
     loaded = {}
-    for name, batch_rows in (("at once", 1_000), ("in batches", 2)):
+    for name, batch_rows, write_rows in (("at once", 1_000, 1_000), ("in batches", 2, 1_000), ("each written", 2, 1)):
         monkeypatch.setattr("eval_pipeline.warehouse.ingest.BATCH_ROWS", batch_rows)
+        monkeypatch.setattr("eval_pipeline.warehouse.ingest.WRITE_ROWS", write_rows)
         warehouse = Warehouse(tmp_path / f"{name}.duckdb")
         load_episodes(warehouse, DAY, lambda: day)
         counts = load_episodes(warehouse, DAY, lambda: day, agent_id="support-bot", limit=2)
         loaded[name] = (counts, _tables(warehouse))
-    assert loaded["in batches"] == loaded["at once"]
+    assert loaded["in batches"] == loaded["each written"] == loaded["at once"]
     assert rows(warehouse, "SELECT agent_id, episode_id, status FROM episodes ORDER BY 2") == [
         ("support-bot", "ep-1", "failure"),
         ("billing-bot", "ep-2", "success"),
