@@ -341,6 +341,11 @@ _BATCH_ROWS = {  # keyed by the parameters of `_write_batch`
     "batch_episodes": "SELECT * EXCLUDE (ordered) FROM _canonical",
     "batch_steps": _STEPS,
 }
+# Whether a batch has rejected records, and valid ones that lost to a later one: most have neither, and their queries
+# (a join with the batch's raw text each) are then asked for no rows (100,000 episodes: 0.05 s against 0.18 s).
+_REJECTED_AND_LOSERS = """SELECT count(*) FILTER (reason IS NOT NULL) > 0,
+       count(*) FILTER (reason IS NULL) > (SELECT count(*) FROM _newest)
+FROM _parsed"""
 # The index of the episodes kept by earlier batches, on the scratch connection: there each statement commits, and
 # DuckDB scans a committed table several times faster than rows still pending in a transaction (at 1,000,000
 # episodes, finding a batch's ids among those kept cost 13.8 s in the day's transaction against 2.8 s outside it).
@@ -415,7 +420,11 @@ def _parse(scratch: duckdb.DuckDBPyConnection, staged: pa.Table, params: dict) -
     scratch.execute(f"CREATE OR REPLACE TEMP TABLE _parsed AS {_PARSE}", params)
     scratch.execute(_NEWEST)
     scratch.execute(_CANONICAL)
-    parsed = {name: scratch.sql(sql).to_arrow_table() for name, sql in _BATCH_ROWS.items()}
+    rejected, losers = one_row(scratch, _REJECTED_AND_LOSERS)
+    none = {"batch_rejected": not rejected, "batch_losers": not losers}
+    parsed = {
+        name: scratch.sql(f"{sql} LIMIT 0" if none.get(name) else sql).to_arrow_table() for name, sql in _BATCH_ROWS.items()
+    }
     scratch.unregister("_batch")
     if parsed["batch_superseded"].num_rows:
         scratch.execute(_FORGET_SUPERSEDED)
