@@ -179,8 +179,18 @@ _STEP_REASONS = "\n                ".join(
         _step_reason(_BAD_STEP_TIME, "timestamp is not an ISO 8601 timestamp"),
     ]
 )
+
+
+def _any_step(conditions: Iterable[str]) -> str:
+    """Whether a step of the record meets any of `conditions`, in one pass over its steps."""
+    return f"coalesce(list_bool_or(list_transform(e.steps, lambda s, i: {' OR '.join(f'({c})' for c in conditions)})), false)"
+
+
+# A record whose numbers were not read again (`_MAY_BE_MISTYPED`) has each as a number as given, a count whole: only a
+# number out of range is wrong with it (100,000 episodes: the parse 1.15 s against 1.23 s asking every step the whole question).
+_NUMBERS_AS_GIVEN_STEP_CONDITIONS = (_BAD_STEP, *(_out_of_range(f"s.{name}") for name in _STEP_NUMBERS), _BAD_STEP_TIME)
 _STEP_TROUBLE = (
-    f"coalesce(list_bool_or(list_transform(e.steps, lambda s, i: {' OR '.join(f'({c})' for c in _STEP_CONDITIONS)})), false)"
+    f"CASE WHEN numbers IS NULL THEN {_any_step(_NUMBERS_AS_GIVEN_STEP_CONDITIONS)} ELSE {_any_step(_STEP_CONDITIONS)} END"
     f" OR coalesce({_REPEATED_INDEX}, false)"
 )
 

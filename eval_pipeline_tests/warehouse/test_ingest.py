@@ -277,6 +277,10 @@ MALFORMED = {
         '"total_cost_usd": ', '"total_cost_usd" :\t'
     ),
     "total tokens as a float, the rest given": numbered("m26", total_tokens=2.5),
+    "negative step tokens, the rest given": numbered("m27", tokens=-3),  # a number as given, out of range
+    "step cost below minus infinity, the rest given": json.dumps(numbered("m28")).replace(
+        '"cost_usd": 0.01', '"cost_usd": -Infinity'
+    ),
 }
 
 
@@ -302,6 +306,8 @@ def test_every_malformed_kind_is_quarantined_naming_its_field_and_the_model_reje
         "tokens as text, its key escaped": "step 0: tokens must be an integer",
         "total cost as text, spaced": "total_cost_usd is not a number",
         "total tokens as a float, the rest given": "total_tokens is not an integer",
+        "negative step tokens, the rest given": "step 0: tokens must be an integer, finite and not negative",
+        "step cost below minus infinity, the rest given": "step 0: cost_usd must be a number, finite and not negative",
     }  # fmt: skip
     for kind, word in expected_words.items():
         assert word in by_kind[kind], (kind, by_kind[kind])
