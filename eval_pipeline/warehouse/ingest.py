@@ -4,8 +4,9 @@ Raw text goes into a staging table in Arrow batches; DuckDB's JSON functions the
 validate and derive the canonical columns of each batch at once, applying the rules of
 `episodes/model.py` (final output, tool sequence, task identity). Each rejected record keeps
 its locator and a reason. Episodes, steps and quarantine of the day are replaced in one
-transaction, batch by batch: a day costs one batch of memory plus a small index of the
-episodes kept (id, source, locator), whatever its size. A record whose id comes again later is
+transaction, batch by batch: a day costs a few batches of memory (the one parsed, and those
+not yet written: `WRITE_ROWS`) plus a small index of the episodes kept (id, source, locator),
+whatever its size. A record whose id comes again later is
 superseded by the later one, in the same batch or not.
 """
 
