@@ -73,7 +73,7 @@ def test_a_file_of_lines_counts_the_days_of_its_records_in_blocks_as_line_by_lin
         json.dumps(episode("e4", "2026-11-03T10:00:00Z") | {"metadata": {"started_at": "2026-10-31"}}),
         json.dumps(episode("e5", "1970-01-01T00:00:00Z")),
         json.dumps(episode("e6", "2026-11-01 10:00 UTC")),
-        '{"episode_id": "e7", "started_at" :  "2026-11-04T00:00:00Z", "note": "\xff"}',
+        '{"episode_id": "e7", "started_at" :  "2026-11-04T00:00:00Z", "note": "\\xff"}',
         "",
         "not json at all",
     ]
