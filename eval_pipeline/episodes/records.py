@@ -36,8 +36,9 @@ def latest_day() -> date:
     return datetime.now(UTC).date() + _ONE_DAY
 
 
-def plausible_day(day: date) -> bool:
-    return EARLIEST_DAY <= day <= latest_day()
+def plausible_day(day: date, latest: date | None = None) -> bool:
+    """From EARLIEST_DAY to `latest` (when None, `latest_day()`)."""
+    return EARLIEST_DAY <= day <= (latest or latest_day())
 
 
 _EPISODE_ID = re.compile(r'"episode_id"\s*:\s*"([^"]+)"')
@@ -73,7 +74,7 @@ def started_day(value: str, latest: date) -> date | None:
     except ValueError:
         return None
     day = (parsed.astimezone(UTC) if parsed.tzinfo else parsed).date()
-    return day if EARLIEST_DAY <= day <= latest else None
+    return day if plausible_day(day, latest) else None
 
 
 def record_episode_id(raw: str) -> str | None:

@@ -74,10 +74,8 @@ SELECT episode_id,
 FROM ({_STEPS}) GROUP BY episode_id
 """
 # The recorded outputs of tool calls and results, the one text of a step the summaries' checks read
-_OUTPUT_STEPS = """
-SELECT episode_id, output FROM episode_steps
-WHERE partition_date = $day AND ($agent IS NULL OR agent_id = $agent)
-    AND step_type IN ('tool_call', 'tool_result') AND output IS NOT NULL
+_OUTPUT_STEPS = f"""
+SELECT episode_id, output FROM ({_STEPS}) WHERE step_type IN ('tool_call', 'tool_result') AND output IS NOT NULL
 """
 
 # What `Summaries` holds of each candidate of a part (a live replay's calls are its tool names, without arguments,
