@@ -1,15 +1,17 @@
-"""One item ahead: a generator run by a thread while its caller works on what it made last."""
+"""One item ahead: a generator run by a thread while its caller works on what it made last; and one written behind."""
 
 from __future__ import annotations
 
 import queue
 import threading
-from collections.abc import Generator, Iterator
+from collections.abc import Callable, Generator, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import closing
 from dataclasses import dataclass
 from typing import TypeVar
 
 T = TypeVar("T")
+U = TypeVar("U")
 
 _DONE = object()  # what the thread queues after the last item
 
@@ -22,7 +24,7 @@ class _Raised:
 def read_ahead(items: Generator[T]) -> Iterator[T]:
     """`items` in order, the next one made by a thread while the caller works on this one: Python making a batch
     while DuckDB (which releases the GIL) writes the last one. One item ahead at most; what making them raises is
-    raised here, and a caller that stops early stops the thread and closes `items`."""
+    raised here, and a caller that stops early stops the thread and closes `items` before going on."""
     ready: queue.Queue = queue.Queue(maxsize=1)
     stop = threading.Event()
 
@@ -46,7 +48,8 @@ def read_ahead(items: Generator[T]) -> Iterator[T]:
                 return
         put(_DONE)
 
-    threading.Thread(target=read, name="read-ahead", daemon=True).start()
+    thread = threading.Thread(target=read, name="read-ahead", daemon=True)
+    thread.start()
     try:
         while (item := ready.get()) is not _DONE:
             if isinstance(item, _Raised):
@@ -54,3 +57,22 @@ def read_ahead(items: Generator[T]) -> Iterator[T]:
             yield item
     finally:
         stop.set()
+        thread.join()  # the item being made is finished and `items` closed: what it reads through may be closed next
+
+
+def pipelined(items: Generator[T], work: Callable[[T], U], write: Callable[[U], int]) -> int:
+    """The sum of `write(work(item))` over `items`, in order, in three stages at once: the next item made by a thread
+    (`read_ahead`), this one worked on by the caller, the last one written by another thread. DuckDB releases the GIL
+    while it reads and writes, so Python's work on a part overlaps both. One item in each stage at most; what a stage
+    raises is raised here, after the write in flight has ended."""
+    written = 0
+    with ThreadPoolExecutor(1, thread_name_prefix="write-behind") as writer:
+        in_flight: Future[int] | None = None
+        for item in read_ahead(items):
+            done = work(item)
+            if in_flight is not None:
+                written += in_flight.result()
+            in_flight = writer.submit(write, done)
+        if in_flight is not None:
+            written += in_flight.result()
+    return written

@@ -24,7 +24,7 @@ import pyarrow.compute as pc
 
 from eval_pipeline.episodes.model import DERIVED_TASK_PREFIX, EpisodeStatus, StepType
 from eval_pipeline.episodes.records import EARLIEST_DAY, ISO_TIMESTAMP, RawRecord, latest_day
-from eval_pipeline.read_ahead import read_ahead
+from eval_pipeline.read_ahead import pipelined, read_ahead
 from eval_pipeline.warehouse.connection import Warehouse, clear_partition, second_cursor
 from eval_pipeline.warehouse.rows import one_row
 
@@ -548,10 +548,10 @@ def load_episodes(
     episodes and the first `limit` of them by start time, when given (`run --model`, `--limit`).
 
     Batches are parsed on a scratch connection in autocommit, so that what a batch leaves behind is freed at once:
-    inside the day's transaction, every replaced temp table would be kept until COMMIT. `records` is called once, and
-    once more only when an episode of one batch was superseded by a later batch."""
+    inside the day's transaction, every replaced temp table would be kept until COMMIT. The next batch is parsed while
+    the last one is written (`pipelined`). `records` is called once, and once more only when an episode of one batch
+    was superseded by a later batch."""
     params = {"day": day, "agent": agent_id, "earliest": EARLIEST_DAY, "latest": latest_day()}
-    read = 0
     day_records = records()  # a store answers (into its spool) before the warehouse is opened and locked
     with warehouse.transaction() as con, second_cursor(con) as scratch:
         for table in ("episodes", "episode_steps", "quarantine"):
@@ -559,9 +559,17 @@ def load_episodes(
         con.execute(_SUPERSEDED_TABLE)
         scratch.execute(_KEPT)
         pending = _PendingEpisodes([], [])
-        for staged in read_ahead(_staged(day_records)):
-            read += pc.sum(staged["source_records"]).as_py()  # lines, where an adapter made one episode of many
-            _write_batch(con, day, pending, **_parse(scratch, staged, params))
+
+        def parse(staged: pa.Table) -> tuple[int, dict[str, pa.Table]]:
+            # the records read are lines, where an adapter made one episode of many
+            return pc.sum(staged["source_records"]).as_py(), _parse(scratch, staged, params)
+
+        def write(batch: tuple[int, dict[str, pa.Table]]) -> int:
+            records_read, parsed = batch
+            _write_batch(con, day, pending, **parsed)
+            return records_read
+
+        read = pipelined(_staged(day_records), parse, write)  # a batch parsed while the last one is written
         pending.write(con)
         if model is not None or limit is not None:
             for statement in _NARROWED:

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Generator
 from datetime import date
 
 import duckdb
 import pandas as pd
 import pyarrow as pa
 
+from eval_pipeline.read_ahead import pipelined
 from eval_pipeline.warehouse.connection import Warehouse, clear_partition, frame_of, insert_rows, second_cursor
 from eval_pipeline.warehouse.replays import candidate_parts, sort_into_parts
 
@@ -60,7 +61,7 @@ def reward_inputs_frame(warehouse: Warehouse, first: date, last: date) -> pd.Dat
         return frame_of(con.execute(_REWARD_INPUTS, {"part": 0}))
 
 
-REWARD_BATCH_ROWS = 10_000  # scored episodes whose rewards are computed and written at a time
+REWARD_BATCH_ROWS = 50_000  # scored episodes whose rewards are computed and written at a time
 REWARD_PART_EPISODES = 50_000  # scored episodes DuckDB joins and orders at a time
 
 
@@ -76,19 +77,30 @@ def write_rewards(
     REWARD_BATCH_ROWS of the day's scored episodes (their `scores` `columns` and their issues), computed under
     `config_version`, in one transaction; return how many episodes and rows. DuckDB gathers parts of about
     REWARD_PART_EPISODES (by episode hash) at a time; the batches are read on a second connection while the first
-    writes."""
-    episodes = written = 0
+    writes, the next batch read and the last one written while Python computes this one's rewards (`pipelined`)."""
+    episodes = 0
+
+    def compute(scored: pd.DataFrame) -> list[pa.Table]:
+        nonlocal episodes
+        episodes += len(scored)
+        return rewards_of(scored)
+
     with warehouse.transaction() as con, second_cursor(con) as reader:
         clear_partition(con, "rewards", day, within=("reward_name", names) if names is not None else None)
         parts = candidate_parts(reader, day, None, REWARD_PART_EPISODES)
         scored_columns = ", ".join(f'"{column}"' for column in columns)
         _sort_reward_inputs(reader, _SCORED_FOR_REWARDS.format(columns=scored_columns), day, day, parts)
-        for part in range(parts):
-            for batch in reader.execute(_REWARD_INPUTS, {"part": part}).to_arrow_reader(REWARD_BATCH_ROWS):
-                scored = batch.to_pandas()
-                for one_reward in rewards_of(scored):  # its breakdowns' structs are cast to the column's JSON
-                    written += insert_rows(con, "rewards", one_reward, {"partition_date": day, "config_version": config_version})
-                episodes += len(scored)
+
+        def read() -> Generator[pd.DataFrame]:
+            for part in range(parts):
+                for batch in reader.execute(_REWARD_INPUTS, {"part": part}).to_arrow_reader(REWARD_BATCH_ROWS):
+                    yield batch.to_pandas()
+
+        def write(tables: list[pa.Table]) -> int:  # its breakdowns' structs are cast to the column's JSON
+            constants = {"partition_date": day, "config_version": config_version}
+            return sum(insert_rows(con, "rewards", one_reward, constants) for one_reward in tables)
+
+        written = pipelined(read(), compute, write)
     return episodes, written
 
 

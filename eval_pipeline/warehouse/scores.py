@@ -3,12 +3,13 @@ written for them."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Generator
 from datetime import date
 
 import duckdb
 import pandas as pd
 
+from eval_pipeline.read_ahead import pipelined
 from eval_pipeline.warehouse.assertions import issues_in_part, sort_issues_into_parts
 from eval_pipeline.warehouse.baselines import PRECEDENCE, SNAPSHOT
 from eval_pipeline.warehouse.connection import Warehouse, clear_partition, frame_of, insert_rows, second_cursor
@@ -117,14 +118,15 @@ def write_scores(
 
     `inputs`: the part's `scoring_input` rows; `issues`: the `issues` rows of the same episodes. A score depends on
     its own episode only, so the parts give the rows the whole day would. They are read on a second connection
-    while the first writes."""
-    written = 0
+    while the first writes: the next part read and the last one written while Python scores this one (`pipelined`)."""
     with warehouse.transaction() as con, second_cursor(con) as reader:
         clear_partition(con, "scores", day, agent_id)
         parts = candidate_parts(reader, day, agent_id, SCORE_PART_EPISODES)
         _sort_scoring_inputs(reader, day, agent_id, parts)
-        for part in range(parts):
-            issues = issues_in_part(reader, part)
-            inputs = frame_of(reader.execute(_SCORING_INPUT, {"day": day, "policy": policy, "part": part}))
-            written += insert_rows(con, "scores", score(inputs, issues))
-    return written
+
+        def read() -> Generator[tuple[pd.DataFrame, pd.DataFrame]]:
+            for part in range(parts):
+                inputs = frame_of(reader.execute(_SCORING_INPUT, {"day": day, "policy": policy, "part": part}))
+                yield inputs, issues_in_part(reader, part)
+
+        return pipelined(read(), lambda part: score(*part), lambda rows: insert_rows(con, "scores", rows))
