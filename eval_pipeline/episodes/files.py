@@ -71,29 +71,37 @@ def iter_file_records(path: Path) -> Iterator[FileRecord]:
 def line_days(path: Path) -> Counter[date]:
     """Records per UTC day of a file of one record per line (JSONL), as `record_days` of each line counts them, read in
     blocks: one regex scan of a block finds the `started_at` of all its records, and no line becomes a Python string
-    (the benchmark's 100,000 episodes, 261 MB: 0.45-0.51 s against 0.63-0.65 s line by line).
+    (the benchmark's 100,000 episodes, 261 MB: 0.45-0.51 s against 0.63-0.65 s line by line). The line a block cuts
+    is read with the next block's start, not the next block copied behind it.
 
     Lines end as `iter_file_records` reads them (a newline, a carriage return, or both); a day named twice in one
     record counts once."""
     days: Counter[date] = Counter()
     latest = latest_day()
+
+    def count(lines: bytes, start: int, end: int) -> None:
+        named = {  # (where the record begins, a day it names): each day once per record
+            (lines.rfind(b"\n", start, match.start()), day)
+            for match in STARTED_AT_BYTES.finditer(lines, start, end)
+            if (day := started_day(match.group(1).decode("utf-8", "replace"), latest)) is not None
+        }
+        days.update(day for _, day in named)
+
     with path.open("rb") as handle:
-        tail = b""
-        while True:
-            read = handle.read(_BLOCK)
-            block = tail + read
+        cut = b""  # the start of the line the last block ended in
+        while block := handle.read(_BLOCK):
             if b"\r" in block:  # every line end a newline, so that a record begins after the last newline before it
                 block = block.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
-            end = len(block) if not read else block.rfind(b"\n") + 1  # the rest waits for the next block
-            named = {  # (where the record begins, a day it names): each day once per record
-                (block.rfind(b"\n", 0, match.start()), day)
-                for match in STARTED_AT_BYTES.finditer(block, 0, end)
-                if (day := started_day(match.group(1).decode("utf-8", "replace"), latest)) is not None
-            }
-            days.update(day for _, day in named)
-            if not read:
-                return days
-            tail = block[end:]
+            if not (first := block.find(b"\n") + 1):
+                cut += block
+                continue
+            whole = cut + block[:first]
+            count(whole, 0, len(whole))
+            last = block.rfind(b"\n") + 1
+            count(block, first, last)
+            cut = block[last:]
+        count(cut, 0, len(cut))
+    return days
 
 
 def _layout(handle) -> str:

@@ -74,6 +74,7 @@ def test_a_file_of_lines_counts_the_days_of_its_records_in_blocks_as_line_by_lin
         json.dumps(episode("e5", "1970-01-01T00:00:00Z")),
         json.dumps(episode("e6", "2026-11-01 10:00 UTC")),
         '{"episode_id": "e7", "started_at" :  "2026-11-04T00:00:00Z", "note": "\\xff"}',
+        '{"started_at": "2026-11-05T01:00:00Z", "episode_id": "e8"}',  # its day at its start, wherever a block cuts it
         "",
         "not json at all",
     ]
@@ -85,8 +86,11 @@ def test_a_file_of_lines_counts_the_days_of_its_records_in_blocks_as_line_by_lin
         for day in record_days(record.raw):
             by_line[day] = by_line.get(day, 0) + 1
     assert by_line == {date(2026, 11, 1): 2, date(2026, 11, 2): 1, date(2026, 10, 31): 1, date(2026, 11, 3): 1,
-                       date(2026, 11, 4): 1}  # fmt: skip
+                       date(2026, 11, 4): 1, date(2026, 11, 5): 1}  # fmt: skip
     assert line_days(path) == by_line
+    with path.open("ab") as unended:  # the last line without its end
+        unended.write(json.dumps(episode("e9", "2026-11-06T00:00:00Z")).encode())
+    assert line_days(path) == {**by_line, date(2026, 11, 6): 1}
 
 
 def test_a_missing_directory_holds_no_episodes_only_where_it_is_not_required(tmp_path):
