@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import queue
 import threading
-from collections.abc import Callable, Generator, Iterator
+from collections.abc import Callable, Generator
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import closing
 from dataclasses import dataclass
@@ -21,7 +21,7 @@ class _Raised:
     error: BaseException  # what making the items raised: the caller raises it
 
 
-def read_ahead(items: Generator[T]) -> Iterator[T]:
+def read_ahead(items: Generator[T]) -> Generator[T]:
     """`items` in order, the next one made by a thread while the caller works on this one: Python making a batch
     while DuckDB (which releases the GIL) writes the last one. One item ahead at most; what making them raises is
     raised here, and a caller that stops early stops the thread and closes `items` before going on."""
@@ -66,9 +66,9 @@ def pipelined(items: Generator[T], work: Callable[[T], U], write: Callable[[U], 
     while it reads and writes, so Python's work on a part overlaps both. One item in each stage at most; what a stage
     raises is raised here, after the write in flight has ended."""
     written = 0
-    with ThreadPoolExecutor(1, thread_name_prefix="write-behind") as writer:
+    with ThreadPoolExecutor(1, thread_name_prefix="write-behind") as writer, closing(read_ahead(items)) as ahead:
         in_flight: Future[int] | None = None
-        for item in read_ahead(items):
+        for item in ahead:
             done = work(item)
             if in_flight is not None:
                 written += in_flight.result()
