@@ -8,6 +8,7 @@ from datetime import date
 from pathlib import Path
 
 import pandas as pd
+import pyarrow as pa
 import pytest
 
 from eval_pipeline.cli import main
@@ -32,17 +33,20 @@ def _rows(warehouse: Warehouse, table: str, day: date) -> list[tuple]:
         return con.execute(f"SELECT * FROM {table} WHERE partition_date = ? ORDER BY ALL", [day]).fetchall()
 
 
-def _failing_on_second(work):
-    """`work`, except that its second call raises."""
+def _second_call(work, spoil):
+    """`work`, except that what its second call gives is passed through `spoil` (which may raise)."""
     calls = []
 
-    def failing(*args, **kwargs):
+    def second(*args, **kwargs):
         calls.append(None)
-        if len(calls) == 2:
-            raise RuntimeError("part 2 could not be worked on")
-        return work(*args, **kwargs)
+        done = work(*args, **kwargs)
+        return spoil(done) if len(calls) == 2 else done
 
-    return failing
+    return second
+
+
+def _raise(_) -> None:
+    raise RuntimeError("part 2 could not be worked on")
 
 
 def _threads_left() -> list[str]:
@@ -57,36 +61,39 @@ def warehouse(sample_root: Path) -> Warehouse:
 
 @pytest.mark.parametrize("failing", ["work", "write"])
 def test_a_failed_part_of_scores_or_rewards_leaves_the_day_as_it_was(warehouse, monkeypatch, failing):
+    """The second part fails: in Python (`work`), or in DuckDB, which refuses to insert a column the table lacks, on the
+    writing thread (`write`), after the first part was written in the same transaction."""
     monkeypatch.setattr("eval_pipeline.warehouse.scores.SCORE_PART_EPISODES", 2)
     monkeypatch.setattr("eval_pipeline.warehouse.rewards.REWARD_PART_EPISODES", 2)
     monkeypatch.setattr("eval_pipeline.warehouse.rewards.REWARD_BATCH_ROWS", 1)
     config = load_config(PROJECT_ROOT / "eval.toml")
+    book = RewardBook(config.rewards)
     scores, rewards = _rows(warehouse, "scores", DAY), _rows(warehouse, "rewards", DAY)
     assert len(scores) > 4 and len(rewards) > 4
+    if failing == "work":
+        spoil_scores, spoil_rewards, error = _raise, _raise, "part 2 could not be worked on"
+    else:
+        error = "no_such_column"
 
-    def score(inputs: pd.DataFrame, issues: pd.DataFrame) -> pd.DataFrame:
-        scored = score_records(inputs, issues, config)
-        return scored if failing == "work" else scored.assign(no_such_column=1)  # refused by the INSERT, on its thread
+        def spoil_scores(rows: pd.DataFrame) -> pd.DataFrame:
+            return rows.assign(no_such_column=1)
 
-    book = RewardBook(config.rewards)
+        def spoil_rewards(tables: list[pa.Table]) -> list[pa.Table]:
+            return [table.append_column("no_such_column", [[1] * table.num_rows]) for table in tables]
 
-    def rewards_of(scored: pd.DataFrame):
-        tables = reward_records(scored, book, book.names)
-        return tables if failing == "work" else [table.append_column("no_such_column", [[1] * len(scored)]) for table in tables]
-
-    scoring = _failing_on_second(score) if failing == "work" else score
-    with pytest.raises(Exception, match="part 2 could not be worked on" if failing == "work" else "no_such_column"):
-        write_scores(warehouse, DAY, config.baseline.policy, None, scoring)
-    rewarding = _failing_on_second(rewards_of) if failing == "work" else rewards_of
-    with pytest.raises(Exception, match="part 2 could not be worked on" if failing == "work" else "no_such_column"):
-        write_rewards(warehouse, DAY, config.version, rewarding, scores_read())
+    score = _second_call(lambda inputs, issues: score_records(inputs, issues, config), spoil_scores)
+    with pytest.raises(Exception, match=error):
+        write_scores(warehouse, DAY, config.baseline.policy, None, score)
+    rewards_of = _second_call(lambda scored: reward_records(scored, book, book.names), spoil_rewards)
+    with pytest.raises(Exception, match=error):
+        write_rewards(warehouse, DAY, config.version, rewards_of, scores_read())
     assert _rows(warehouse, "scores", DAY) == scores and _rows(warehouse, "rewards", DAY) == rewards
     assert not _threads_left()
 
 
 def test_a_failed_batch_of_ingest_leaves_the_day_as_it_was(warehouse, sample_root, monkeypatch):
     monkeypatch.setattr(ingest, "BATCH_ROWS", 2)
-    monkeypatch.setattr(ingest, "_write_batch", _failing_on_second(ingest._write_batch))
+    monkeypatch.setattr(ingest, "_write_batch", _second_call(ingest._write_batch, _raise))  # on the writing thread
     episodes, steps = _rows(warehouse, "episodes", DAY), _rows(warehouse, "episode_steps", DAY)
     assert len(episodes) > 4
     source = FileSource(sample_root / "episodes", sample_root / "index.json")
