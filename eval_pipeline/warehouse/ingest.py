@@ -63,7 +63,6 @@ _STEP_FIELDS = {
 _COUNT = "an integer"
 _NUMBERS = {"total_tokens": _COUNT, "total_cost_usd": "a number", "total_duration_ms": "a number"}
 _STEP_NUMBERS = {"tokens": _COUNT, "cost_usd": "a number", "duration_ms": "a number"}
-_STEP_COUNTS = [name for name, kind in _STEP_NUMBERS.items() if kind == _COUNT]
 _COUNTS = [name for name, kind in {**_NUMBERS, **_STEP_NUMBERS}.items() if kind == _COUNT]
 _EPISODE_SCHEMA = json.dumps(
     {
@@ -154,7 +153,7 @@ def _fraction(given: str, typed: str) -> str:
 def _bad_step_number(name: str) -> str:
     """A step whose `name` is no number, a fraction for a count, negative or not finite."""
     given, typed = f"numbers.steps[i].{name}", f"s.{name}"
-    fraction = f" OR {_fraction(given, typed)}" if name in _STEP_COUNTS else ""
+    fraction = f" OR {_fraction(given, typed)}" if _STEP_NUMBERS[name] == _COUNT else ""
     return f"{_not_a_number(given, typed)} OR coalesce({_out_of_range(typed)}{fraction}, false)"
 
 
@@ -208,8 +207,11 @@ _NUMBER_REASONS = "\n        ".join(
             f"WHEN {_out_of_range(f'e.{name}')} THEN '{name} must be finite and not negative, not ' || e.{name}"
             for name in _NUMBERS
         ),
-        f"WHEN {_fraction('numbers.total_tokens', 'e.total_tokens')} "
-        "THEN 'total_tokens is not an integer: ' || numbers.total_tokens",
+        *(
+            f"WHEN {_fraction(f'numbers.{name}', f'e.{name}')} THEN '{name} is not {kind}: ' || numbers.{name}"
+            for name, kind in _NUMBERS.items()
+            if kind == _COUNT
+        ),
     ]
 )
 
