@@ -9,6 +9,7 @@ severity): a re-run keeps it, an escalation gets a new one, so alerts go out onc
 from __future__ import annotations
 
 import hashlib
+import math
 from collections.abc import Iterable
 from dataclasses import astuple, dataclass
 from datetime import date
@@ -54,6 +55,43 @@ def limits(agent_ids: pd.Series, dimension: str, config: EvalConfig) -> tuple[np
     per_agent = [config.thresholds_for(str(agent)).get(dimension, Threshold()) for agent in agents]
     as_float = lambda level: np.array([getattr(t, level) for t in per_agent], dtype=float)[codes]  # noqa: E731
     return as_float("warning"), as_float("critical")
+
+
+@dataclass(frozen=True)
+class Breachable:
+    """A `scores` column and the loosest limit any agent's thresholds set on it: a value past it may breach."""
+
+    column: str
+    above: bool  # a value above `limit` may breach (a rise is bad); else a value below it
+    limit: float
+
+
+@dataclass(frozen=True)
+class FindingScreen:
+    """What an episode's `scores` row shows when the episode may have a finding of its own: a value past one of
+    `breachable`, a failed case, or an issue of one of `checks`. The findings step reads only such rows (at a million
+    episodes, 4 % of them), and `episode_findings` judges them exactly; a row the screen passes over has none."""
+
+    breachable: tuple[Breachable, ...]
+    checks: tuple[str, ...]
+
+
+def finding_screen(config: EvalConfig) -> FindingScreen:
+    """The screen of `config`: each judged dimension's loosest limit over the default thresholds and every agent's
+    overrides (an agent without overrides is judged by the defaults)."""
+    every_agents = [config.thresholds, *(config.thresholds_for(agent) for agent in config.agents)]
+    breachable = []
+    for dimension in judged_dimensions():
+        limits = [
+            limit
+            for threshold in (thresholds.get(dimension.name, Threshold()) for thresholds in every_agents)
+            for limit in (threshold.warning, threshold.critical)
+            if limit is not None and not math.isnan(limit)  # NaN never breaches
+        ]
+        if limits:
+            above = dimension.direction is Direction.ABOVE
+            breachable.append(Breachable(dimension.column, above, min(limits) if above else max(limits)))
+    return FindingScreen(tuple(breachable), tuple(sorted(FINDING_CHECKS)))
 
 
 def classify(values: pd.Series, warning: np.ndarray, critical: np.ndarray, direction: Direction) -> tuple[pd.Series, pd.Series]:

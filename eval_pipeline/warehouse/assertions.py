@@ -167,13 +167,19 @@ def _chosen(summaries: Summaries, read: Callable[[Summaries], Reading]) -> pa.Ta
     return pa.table({"episode_id": ids, "check_bits": how.checks[chosen], "steps": how.steps[chosen]})
 
 
-_DAY_ISSUES = "SELECT * FROM issues WHERE partition_date = $day AND ($agent IS NULL OR agent_id = $agent)"
+_DAY_ISSUES = """
+SELECT * FROM issues
+WHERE partition_date = $day AND ($agent IS NULL OR agent_id = $agent) AND ($checks IS NULL OR list_contains($checks, "check"))
+"""
 
 
-def sort_issues_into_parts(con: duckdb.DuckDBPyConnection, day: date, agent_id: str | None, parts: int) -> None:
-    """The day's `issues` rows (one agent's, when scoped) sorted into `parts` (`sort_into_parts`) on `con`, for
-    `issues_in_part`."""
-    sort_into_parts(con, "part_issues", _DAY_ISSUES, {"day": day, "agent": agent_id}, parts)
+def sort_issues_into_parts(
+    con: duckdb.DuckDBPyConnection, day: date, agent_id: str | None, parts: int, checks: tuple[str, ...] | None = None
+) -> None:
+    """The day's `issues` rows (one agent's, when scoped; of `checks` only, when given) sorted into `parts`
+    (`sort_into_parts`) on `con`, for `issues_in_part`."""
+    params: dict[str, object] = {"day": day, "agent": agent_id, "checks": list(checks) if checks is not None else None}
+    sort_into_parts(con, "part_issues", _DAY_ISSUES, params, parts)
 
 
 def issues_in_part(con: duckdb.DuckDBPyConnection, part: int) -> pd.DataFrame:

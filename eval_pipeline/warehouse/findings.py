@@ -1,4 +1,5 @@
-"""What findings read (a day's scores a part at a time, per-task summaries of the days around it) and write."""
+"""What findings read (a day's scores that may find something, a part at a time; per-task summaries of the days around
+it) and write."""
 
 from __future__ import annotations
 
@@ -7,24 +8,37 @@ from datetime import date
 
 import pandas as pd
 
+from eval_pipeline.regression.findings import FindingScreen
 from eval_pipeline.warehouse.assertions import issues_in_part, sort_issues_into_parts
 from eval_pipeline.warehouse.connection import Warehouse, frame_of, replace_partition
 from eval_pipeline.warehouse.replays import candidate_parts, sort_into_parts
 
 FINDING_PART_EPISODES = 50_000  # scored episodes whose findings are found at a time
 
-_DAY_SCORES = "SELECT * FROM scores WHERE partition_date = $day AND ($agent IS NULL OR agent_id = $agent)"
+_SCREENED_SCORES = """
+SELECT * FROM scores
+WHERE partition_date = $day AND ($agent IS NULL OR agent_id = $agent)
+    AND (case_passed = false OR {breaches} OR episode_id IN (
+        SELECT episode_id FROM issues WHERE partition_date = $day AND list_contains($checks, "check")))
+"""
 _PART_SCORES = "SELECT * EXCLUDE (part) FROM part_scores WHERE part = $part ORDER BY episode_id"
 
 
-def scores_in_parts(warehouse: Warehouse, day: date, agent_id: str | None) -> Iterator[tuple[pd.DataFrame, pd.DataFrame]]:
-    """The day's `scores` rows (one agent's, when scoped) with the `issues` rows of the same episodes, in parts of
-    about FINDING_PART_EPISODES episodes (by a hash of their ids: `sort_into_parts`), each in id order, so a day's
-    findings never hold the whole day."""
+def screened_scores_in_parts(
+    warehouse: Warehouse, day: date, agent_id: str | None, screen: FindingScreen
+) -> Iterator[tuple[pd.DataFrame, pd.DataFrame]]:
+    """The day's `scores` rows (one agent's, when scoped) that pass `screen`, with the `issues` rows of its checks of
+    the same episodes, in as many parts as the day's episodes fill at FINDING_PART_EPISODES (by a hash of their ids:
+    `sort_into_parts`), each in id order: a day's findings never hold the whole day, even when every episode passes
+    the screen."""
+    breaches = [f'"{b.column}" {">" if b.above else "<"} $limit{i}' for i, b in enumerate(screen.breachable)]
+    params: dict[str, object] = {"day": day, "agent": agent_id, "checks": list(screen.checks)}
+    params |= {f"limit{i}": b.limit for i, b in enumerate(screen.breachable)}
+    sql = _SCREENED_SCORES.format(breaches=" OR ".join(breaches) or "false")
     with warehouse.connect(read_only=warehouse.exists()) as con:
         parts = candidate_parts(con, day, agent_id, FINDING_PART_EPISODES)
-        sort_into_parts(con, "part_scores", _DAY_SCORES, {"day": day, "agent": agent_id}, parts)
-        sort_issues_into_parts(con, day, agent_id, parts)
+        sort_into_parts(con, "part_scores", sql, params, parts)
+        sort_issues_into_parts(con, day, agent_id, parts, screen.checks)
         for part in range(parts):
             scores = frame_of(con.execute(_PART_SCORES, {"part": part}))
             yield scores, issues_in_part(con, part)

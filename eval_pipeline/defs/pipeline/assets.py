@@ -44,7 +44,7 @@ from eval_pipeline.episodes.records import RawRecord
 from eval_pipeline.llm.judge import configured_rubrics, judge_partition, judge_summary
 from eval_pipeline.redaction import redact, redact_tree
 from eval_pipeline.regression.aggregates import summary_columns
-from eval_pipeline.regression.findings import VerdictCounts, partition_findings
+from eval_pipeline.regression.findings import VerdictCounts, finding_screen, partition_findings
 from eval_pipeline.regression.lifecycle import with_lifecycle
 from eval_pipeline.regression.source_health import TRAILING_DAYS
 from eval_pipeline.regression.trials import agent_pass_at_k, task_trials
@@ -60,7 +60,7 @@ from eval_pipeline.scoring.episodes import score_records
 from eval_pipeline.warehouse.assertions import check_inputs, write_checks
 from eval_pipeline.warehouse.baselines import days_to_look_back, write_baselines
 from eval_pipeline.warehouse.connection import Warehouse
-from eval_pipeline.warehouse.findings import scores_in_parts, task_summaries, write_findings
+from eval_pipeline.warehouse.findings import screened_scores_in_parts, task_summaries, write_findings
 from eval_pipeline.warehouse.health import source_counts
 from eval_pipeline.warehouse.history_baselines import write_history_baselines
 from eval_pipeline.warehouse.ingest import load_episodes
@@ -501,7 +501,7 @@ def regression_findings(
         trailing = task_summaries(wh, first, last, config.agent_id, summary_columns())
         counts = None if config.agent_id else source_counts(wh, day, TRAILING_DAYS)  # the source is judged whole
         yesterday = read_partition(wh, "findings", day - timedelta(days=1), config.agent_id)
-        scored_parts = scores_in_parts(wh, day, config.agent_id)
+        scored_parts = screened_scores_in_parts(wh, day, config.agent_id, finding_screen(cfg))
         found = with_lifecycle(partition_findings(scored_parts, today, trailing, counts, day, cfg), yesterday, day)
         write_findings(wh, day, found, config.agent_id)
         # announced by the alert sensor, or by `eval-pipeline run` itself; a re-run replaces the day's batch
