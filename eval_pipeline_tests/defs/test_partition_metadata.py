@@ -9,6 +9,7 @@ import pytest
 
 from eval_pipeline.cli import main
 from eval_pipeline.episodes.samples import SAMPLE_DAYS, write_samples
+from eval_pipeline.warehouse.connection import Warehouse
 
 pytestmark = pytest.mark.slow
 
@@ -68,3 +69,23 @@ def test_a_three_day_run_gives_each_partition_what_a_run_of_that_day_gives(proje
     assert first["html_path"] == f"ROOT/reports/eval-report-{days[0]}.html"
     assert partition_metadata(ranged, "scores", days[1])["dagster/row_count"] == "48"
     assert partition_metadata(ranged, "regression_findings", days[0])["dagster/row_count"] == "0"
+
+
+def test_a_day_of_many_findings_names_a_bounded_few_of_them_and_counts_all(sample_root, monkeypatch):
+    """The instance keeps every run's metadata: a day of a million episodes had 38,016 findings, whose ids (4 MiB) were
+    all written into it; the UI names the first few, and the row count and the warehouse say how many there are."""
+    monkeypatch.setattr("eval_pipeline.defs.pipeline.assets.FINDINGS_SHOWN", 3)
+    monkeypatch.setattr("eval_pipeline.defs.pipeline.assets.FINDINGS_NAMED", 5)
+    day = SAMPLE_DAYS[1]
+    assert main(["run", "--start", SAMPLE_DAYS[0].isoformat(), "--end", day.isoformat(), "--fail-on", "never"]) == 0
+    with Warehouse(sample_root / "eval.duckdb").connect(read_only=True) as con:
+        found = {row[0] for row in con.execute("SELECT finding_id FROM findings WHERE partition_date = ?", [day]).fetchall()}
+    assert len(found) > 5
+    with dg.DagsterInstance.from_config(str(sample_root / "dagster_home")) as instance:
+        filter_ = dg.AssetRecordsFilter(asset_key=dg.AssetKey("regression_findings"), asset_partitions=[day.isoformat()])
+        (record,) = instance.fetch_materializations(filter_, limit=1).records
+    metadata = {key: value.value for key, value in record.asset_materialization.metadata.items()}
+    assert metadata["dagster/row_count"] == len(found)
+    named = [finding["finding_id"] for finding in metadata["finding_ids"]]
+    assert len(named) == len(set(named)) == 5 and set(named) <= found
+    assert metadata["findings"].count("\n") == 3 + 1  # a header, its rule and three findings

@@ -433,6 +433,9 @@ def assertions(
 
 
 _WORST_SHOWN = ["episode_id", "agent_id", "weighted_score", "verdict_reason"]
+# What a day's findings materialization shows and names of them (the instance keeps every run's metadata, and a day of a
+# million episodes has tens of thousands of findings: 4 MiB of ids); the warehouse's `findings` holds every one
+FINDINGS_SHOWN, FINDINGS_NAMED = 20, 100
 
 
 @dg.asset(
@@ -507,18 +510,18 @@ def regression_findings(
         # announced by the alert sensor, or by `eval-pipeline run` itself; a re-run replaces the day's batch
         batch = f"{day}-{config.agent_id or 'all-agents'}"
         outbox.enqueue(finding_alerts(found, context.run.run_id), batch, cfg.policies.secret_patterns)
-        episodes = [Link(e, viewer.episode(day, e)) if isinstance(e, str) else "all episodes" for e in found["episode_id"]]
-        shown = found[["severity", "agent_id", "dimension"]].assign(episode_id=episodes, message=found["message"])
+        shown = found.head(FINDINGS_SHOWN)
+        episodes = [Link(e, viewer.episode(day, e)) if isinstance(e, str) else "all episodes" for e in shown["episode_id"]]
+        shown = shown[["severity", "agent_id", "dimension"]].assign(episode_id=episodes, message=shown["message"])
+        named = found.head(FINDINGS_NAMED)[["finding_id", "severity", "agent_id", "dimension"]]
         return {
             "regression_findings": {
                 "dagster/row_count": len(found),
                 "critical": int((found["severity"] == "critical").sum()),
                 "warning": int((found["severity"] == "warning").sum()),
-                "findings": _md(shown, 20),
+                "findings": _md(shown, FINDINGS_SHOWN),
                 "in_viewer": dg.MetadataValue.url(viewer.day(day)),
-                "finding_ids": dg.MetadataValue.json(
-                    found[["finding_id", "severity", "agent_id", "dimension"]].astype(str).to_dict("records")
-                ),
+                "finding_ids": dg.MetadataValue.json(named.astype(str).to_dict("records")),
             }
         }
 
