@@ -79,12 +79,12 @@ class FindingScreen:
 def finding_screen(config: EvalConfig) -> FindingScreen:
     """The screen of `config`: each judged dimension's loosest limit over the default thresholds and every agent's
     overrides (an agent without overrides is judged by the defaults)."""
-    every_agents = [config.thresholds, *(config.thresholds_for(agent) for agent in config.agents)]
+    judged_by = [config.thresholds, *(config.thresholds_for(agent) for agent in config.agents)]
     breachable = []
     for dimension in judged_dimensions():
         limits = [
             limit
-            for threshold in (thresholds.get(dimension.name, Threshold()) for thresholds in every_agents)
+            for threshold in (thresholds.get(dimension.name, Threshold()) for thresholds in judged_by)
             for limit in (threshold.warning, threshold.critical)
             if limit is not None and not math.isnan(limit)  # NaN never breaches
         ]
