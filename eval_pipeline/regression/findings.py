@@ -221,11 +221,18 @@ def with_verdicts(scored: pd.DataFrame, issues: pd.DataFrame, config: EvalConfig
     critical = findings[findings["severity"] == "critical"].groupby("episode_id")["dimension"].agg(lambda d: sorted(set(d)))
     critical_findings = scored["episode_id"].map(critical)
     passed, reason = episode_verdicts(scored, critical_findings, config)
-    return scored.assign(
-        passed=passed,
-        verdict_reason=reason,
-        critical_findings=[found if isinstance(found, list) else [] for found in critical_findings],
-    )
+    return scored.assign(passed=passed, verdict_reason=reason, critical_findings=_each_list(scored["episode_id"], critical))
+
+
+def _each_list(episode_ids: pd.Series, lists: pd.Series) -> pd.Series:
+    """Each episode's list of `lists` (by episode id; an empty one where it has none), as one Arrow array taken from
+    the few lists there are: most episodes have none, and a Python list per episode cost 0.5 s of a million's scoring."""
+    import pyarrow as pa
+
+    at = lists.index.get_indexer(episode_ids)
+    values = pa.array([*lists.tolist(), []], type=pa.list_(pa.string()))
+    taken = values.take(pa.array(np.where(at < 0, len(lists), at)))
+    return pd.Series(pd.arrays.ArrowExtensionArray(taken), index=episode_ids.index)
 
 
 def _finalize(parts: list[pd.DataFrame], day: date, config: EvalConfig) -> pd.DataFrame:
