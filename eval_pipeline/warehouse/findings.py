@@ -18,8 +18,7 @@ FINDING_PART_EPISODES = 50_000  # scored episodes whose findings are found at a 
 _SCREENED_SCORES = """
 SELECT * FROM scores
 WHERE partition_date = $day AND ($agent IS NULL OR agent_id = $agent)
-    AND (case_passed = false OR {breaches} OR episode_id IN (
-        SELECT episode_id FROM issues WHERE partition_date = $day AND list_contains($checks, "check")))
+    AND (case_passed = false OR {breaches} OR episode_id IN (SELECT episode_id FROM part_issues))
 """
 _PART_SCORES = "SELECT * EXCLUDE (part) FROM part_scores WHERE part = $part ORDER BY episode_id"
 
@@ -32,13 +31,13 @@ def screened_scores_in_parts(
     `sort_into_parts`), each in id order: a day's findings never hold the whole day, even when every episode passes
     the screen."""
     breaches = [f'"{b.column}" {">" if b.above else "<"} $limit{i}' for i, b in enumerate(screen.breachable)]
-    params: dict[str, object] = {"day": day, "agent": agent_id, "checks": list(screen.checks)}
+    params: dict[str, object] = {"day": day, "agent": agent_id}
     params |= {f"limit{i}": b.limit for i, b in enumerate(screen.breachable)}
     sql = _SCREENED_SCORES.format(breaches=" OR ".join(breaches) or "false")
     with warehouse.connect(read_only=warehouse.exists()) as con:
         parts = candidate_parts(con, day, agent_id, FINDING_PART_EPISODES)
+        sort_issues_into_parts(con, day, agent_id, parts, screen.checks)  # the screen reads them too
         sort_into_parts(con, "part_scores", sql, params, parts)
-        sort_issues_into_parts(con, day, agent_id, parts, screen.checks)
         for part in range(parts):
             scores = frame_of(con.execute(_PART_SCORES, {"part": part}))
             yield scores, issues_in_part(con, part)
