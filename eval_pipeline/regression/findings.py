@@ -124,9 +124,10 @@ def _baseline_values(scored: pd.DataFrame, config: EvalConfig) -> dict[str, pd.S
     return {**values, WEIGHTED_SCORE.name: weighted}
 
 
-def _threshold_findings(scored: pd.DataFrame, config: EvalConfig) -> list[pd.DataFrame]:
-    """One row per (episode, dimension) that breaches a threshold, at its highest severity."""
-    baseline_values = _baseline_values(scored, config)
+def _threshold_findings(scored: pd.DataFrame, config: EvalConfig, worded: bool = True) -> list[pd.DataFrame]:
+    """One row per (episode, dimension) that breaches a threshold, at its highest severity; `worded`: with the
+    baseline's value and the message, which a verdict does not read (a million episodes' scoring spent 0.7 s on them)."""
+    baseline_values = _baseline_values(scored, config) if worded else {}
     parts = []
     for dimension in judged_dimensions():
         column = dimension.column
@@ -134,25 +135,23 @@ def _threshold_findings(scored: pd.DataFrame, config: EvalConfig) -> list[pd.Dat
         hit = severity.notna()
         if not hit.any():
             continue
-        breached = scored.loc[hit]
-        parts.append(
-            pd.DataFrame(
-                {
-                    "agent_id": breached["agent_id"],
-                    "episode_id": breached["episode_id"],
-                    "task_id": breached["task_id"],
-                    "dimension": dimension.name,
-                    "severity": severity[hit],
-                    "value": breached[column].astype(float),
-                    "threshold": limit[hit],
-                    "baseline_value": baseline_values[dimension.name][hit],
-                    "message": [
-                        _episode_message(dimension, row, value, bound)
-                        for row, value, bound in zip(breached.itertuples(), breached[column], limit[hit], strict=False)
-                    ],
-                }
-            )
-        )
+        breached = scored.loc[hit] if worded else scored.loc[hit, ["agent_id", "episode_id", "task_id", column]]
+        rows = {
+            "agent_id": breached["agent_id"],
+            "episode_id": breached["episode_id"],
+            "task_id": breached["task_id"],
+            "dimension": dimension.name,
+            "severity": severity[hit],
+            "value": breached[column].astype(float),
+            "threshold": limit[hit],
+        }
+        if worded:
+            rows["baseline_value"] = baseline_values[dimension.name][hit]
+            rows["message"] = [
+                _episode_message(dimension, row, value, bound)
+                for row, value, bound in zip(breached.itertuples(), breached[column], limit[hit], strict=False)
+            ]
+        parts.append(pd.DataFrame(rows))
     return parts
 
 
@@ -199,8 +198,12 @@ def issue_findings(issues: pd.DataFrame, scores: pd.DataFrame, config: EvalConfi
     return pd.DataFrame(rows)
 
 
-def _episode_finding_rows(scored: pd.DataFrame, issues: pd.DataFrame, config: EvalConfig) -> pd.DataFrame:
-    parts = [*_threshold_findings(scored, config), _case_findings(scored, config), issue_findings(issues, scored, config)]
+def _episode_finding_rows(scored: pd.DataFrame, issues: pd.DataFrame, config: EvalConfig, worded: bool = True) -> pd.DataFrame:
+    parts = [
+        *_threshold_findings(scored, config, worded),
+        _case_findings(scored, config),
+        issue_findings(issues, scored, config),
+    ]
     found = [part for part in parts if len(part)]
     return pd.concat(found, ignore_index=True) if found else pd.DataFrame(columns=FINDING_COLUMNS)
 
@@ -217,7 +220,7 @@ def with_verdicts(scored: pd.DataFrame, issues: pd.DataFrame, config: EvalConfig
     The `scores` step decides the verdict here, from the same findings `regression_findings` records,
     so a verdict and the findings that explain it never disagree.
     """
-    findings = _episode_finding_rows(scored, issues, config)
+    findings = _episode_finding_rows(scored, issues, config, worded=False)
     critical = findings[findings["severity"] == "critical"].groupby("episode_id")["dimension"].agg(lambda d: sorted(set(d)))
     critical_findings = scored["episode_id"].map(critical)
     passed, reason = episode_verdicts(scored, critical_findings, config)
