@@ -8,6 +8,7 @@ invisible characters removed, and with line breaks inside a token removed too.
 from __future__ import annotations
 
 import re
+import sys
 from bisect import bisect_right
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -111,11 +112,16 @@ _APART = "\x00"  # between texts searched together: no cue matches it, and foldi
 
 
 def _cued(texts: Sequence[str]) -> set[int]:
-    """Which of `texts` may hold a secret of the kinds, told by one search over all of them (no cue spans `_APART`)."""
+    """Which of `texts` may hold a secret of the kinds, told by one search over all of them (no cue spans `_APART`).
+    Where Arrow is loaded already (a run, not a small command), its RE2 searches the texts: the same matches (the
+    cues are plain ASCII alternatives), three times as fast as Python's `re` (a day's answers: 0.065 s of 50,000)."""
     folded = _folded(_APART.join(texts))
     pieces = folded.split(_APART)
     if len(pieces) != len(texts):  # some text holds `_APART` itself
         return {at for at, text in enumerate(texts) if _may_hold_secret(text)}
+    arrow = sys.modules.get("pyarrow.compute")
+    if arrow is not None:
+        return set(arrow.indices_nonzero(arrow.match_substring_regex(pieces, _CUES.pattern)).to_pylist())
     ends = list(accumulate(len(piece) + len(_APART) for piece in pieces))
     return {bisect_right(ends, match.start()) for match in _CUES.finditer(folded)}
 

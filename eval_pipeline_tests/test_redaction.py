@@ -1,11 +1,23 @@
 """The one redaction: each kind of secret found and hidden, split ones too, prose left alone, bounded time."""
 
+import sys
 import time
 
 import pytest
 
+from eval_pipeline import redaction
 from eval_pipeline.redaction import HIDDEN, SECRET_KINDS, contains_secret_each, excerpt, redact, redact_each, redact_tree
 from eval_pipeline_tests.leaks import LEAKS, ZERO_WIDTH_SPACE
+
+
+@pytest.fixture(params=["re", "RE2"])
+def cue_search(request, monkeypatch):
+    """The search for the kinds' cues either way: Python's `re` in a small command, Arrow's RE2 where it is loaded."""
+    if request.param == "re":
+        monkeypatch.delitem(sys.modules, "pyarrow.compute", raising=False)
+    else:
+        import pyarrow.compute  # noqa: F401
+    return request.param
 
 
 def test_every_kind_has_an_example_leak():
@@ -54,7 +66,7 @@ def test_prose_is_left_alone(prose):
 @pytest.mark.parametrize(
     "text", ["ſecret_key = ab12cd34ef56", "PAſſWORD=hunter2!x9", "credentİals=ab12cd34ef56gh", "BEARER abcdefghijklmnop1234"]
 )
-def test_letters_that_case_insensitive_kinds_read_as_ascii_are_found_too(text):
+def test_letters_that_case_insensitive_kinds_read_as_ascii_are_found_too(text, cue_search):
     """Python's case-insensitive regexes read ſ as s, İ and ı as i and the Kelvin sign as k: the one search for the
     kinds' cues, which decides whether a text is searched for them at all, must read them so too."""
     assert HIDDEN in redact(text) and contains_secret_each([text]) == [True]
@@ -130,7 +142,7 @@ def test_a_configured_pattern_that_is_no_regex_is_refused_when_the_config_is_rea
         load_config(config)
 
 
-def test_texts_redacted_together_read_as_each_alone():
+def test_texts_redacted_together_read_as_each_alone(cue_search):
     """`redact_each` and `contains_secret_each` search the kinds' cues once over all their texts: a cue split between
     two texts is none, and a text holding the separator itself is still searched."""
     texts = [
@@ -151,3 +163,20 @@ def test_texts_redacted_together_read_as_each_alone():
             assert together[listed.index("k-" + "a" * 20)] == "k-" + "a" * 20
             hidden_in = len(LEAKS) + (len(listed) - len(texts)) + 1 + bool(patterns)  # the split key, the ticket
             assert HIDDEN in together[-1] and sum(HIDDEN in text for text in together) == hidden_in
+
+
+def test_both_searches_for_cues_find_the_same_texts(monkeypatch):
+    """RE2 and Python's `re` tell the same texts from the same cues: every leak, prose, hostile text, and what folding
+    reads as ASCII."""
+    import pyarrow.compute  # noqa: F401
+
+    texts = [
+        *(leak.text for leak in LEAKS),
+        *_near_misses(2_000).values(),
+        "Used 1,234 tokens; max_tokens=1024", "The bearer of bad news.", "see https://x.io", "ſecret_key = ab12", "İ K ı",
+        "sk-" + "a" * 15, "sk-" + "a" * 16, "SK-" + "A" * 16, "-----BEGIN ", "eyJ", "paſſphrase", "", "naïve café — ok",
+    ]  # fmt: skip
+    with_re2 = redaction._cued(texts)
+    monkeypatch.delitem(sys.modules, "pyarrow.compute")
+    assert redaction._cued(texts) == with_re2
+    assert len(with_re2) > len(LEAKS)  # prose with a cue is among them: a cue only tells which texts to search
