@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import sys
 from datetime import date, datetime, time, timedelta
 from decimal import Decimal
@@ -45,6 +46,28 @@ def plain(value: Any) -> Any:
     return value
 
 
-def dumps(value: Any, **options: Any) -> str:
-    """`json.dumps` of `plain(value)`, refusing anything non-finite that slipped through."""
-    return json.dumps(plain(value), allow_nan=False, **options)
+def dumps(value: Any, indented: bool = False) -> str:
+    """`json.dumps` of `plain(value)`, refusing anything non-finite that slipped through; `indented` by two spaces.
+
+    Indented text is written by orjson (json's indenting encoder is pure Python: 1.1 s of the 36 MB report of a
+    million episodes, orjson's 0.05 s), with json's text: characters past ASCII (and DEL) escaped as json escapes
+    them; only a number may be written otherwise (`0.00001`, not `1e-05`). What orjson refuses (an integer past 64
+    bits, a lone surrogate) is written by json."""
+    plain_value = plain(value)
+    if not indented:
+        return json.dumps(plain_value, allow_nan=False)
+    import orjson  # here: a small command that prints a line of JSON does not load it
+
+    try:
+        text = orjson.dumps(plain_value, option=orjson.OPT_INDENT_2).decode()
+    except orjson.JSONEncodeError:
+        return json.dumps(plain_value, allow_nan=False, indent=2)
+    return text if text.isascii() and "\x7f" not in text else _PAST_ASCII.sub(_escaped, text)
+
+
+_PAST_ASCII = re.compile(r"[^\x00-\x7e]+")  # only ever inside a string: orjson writes the rest in ASCII
+
+
+def _escaped(run: re.Match[str]) -> str:
+    """A run of characters past ASCII as json escapes them (`\\u00e9`; a surrogate pair past the BMP)."""
+    return json.dumps(run.group())[1:-1]

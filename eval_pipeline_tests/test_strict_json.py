@@ -83,3 +83,20 @@ def test_every_json_output_parses_strictly(two_days, capsys, tmp_path):
     written = [path for path in alerts.rglob("*") if path.suffix in (".json", ".jsonl")]  # not their locks
     assert written and all(strict_lines(path.read_text()) for path in written)
     assert (report["summary"]["passed"], report["summary"]["failed"]) == (1, 6)  # +50 % and +60 % are critical
+
+
+def test_indented_json_is_the_text_json_writes():
+    """Indented output (reports, `run --format json`) is written by orjson: the same text as `json.dumps(indent=2)`, in
+    ASCII whatever the agents wrote, and strict; what orjson refuses is written by json."""
+    import numpy as np
+
+    from eval_pipeline import jsonout
+
+    every_character = "".join(map(chr, range(0x800))) + "€ 中文 😀 \U0010ffff"
+    document = {every_character: [every_character, {"k": every_character}], "empty": [{}, []], "n": [1, -2.5, 1e300]}
+    assert jsonout.dumps(document, indented=True) == json.dumps(document, indent=2)
+    assert jsonout.dumps(document, indented=True).isascii()
+    undefined = {"nan": float("nan"), "inf": np.float64("inf"), "array": np.array([0.5, np.nan])}
+    assert strict(jsonout.dumps(undefined, indented=True)) == {"nan": None, "inf": None, "array": [0.5, None]}
+    refused = {"past 64 bits": 2**70, "lone surrogate": "\ud800"}
+    assert jsonout.dumps(refused, indented=True) == json.dumps(refused, indent=2)

@@ -34,7 +34,7 @@ def _run(args: argparse.Namespace, settings: Settings) -> int:
     except SelectorError as exc:
         raise UsageError(str(exc)) from None
     comparison = compare(runs[0], runs[1], sides, load_config(settings.config_path).statistics)
-    text = jsonout.dumps(comparison, indent=2) + "\n" if args.format == "json" else render_comparison(comparison)
+    text = jsonout.dumps(comparison, indented=True) + "\n" if args.format == "json" else render_comparison(comparison)
     return emit(text, args.output)
 
 

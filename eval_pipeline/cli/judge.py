@@ -43,7 +43,7 @@ def _run(args: argparse.Namespace, settings: Settings) -> int:
         outcome = judge_examples(gateway, args.examples, rubrics)
     except ExamplesError as exc:
         raise UsageError(str(exc)) from None
-    args.output.write_text(jsonout.dumps(outcome, indent=2) + "\n")
+    args.output.write_text(jsonout.dumps(outcome, indented=True) + "\n")
     usage, skipped = gateway.usage, outcome["skipped"]
     print(
         f"judged {len(outcome['results'])} examples on {' and '.join(r.name for r in rubrics)} ({usage.calls} calls, "

@@ -30,7 +30,7 @@ def _run(args: argparse.Namespace, settings: Settings) -> int:
     if case is None:
         raise UsageError(f"no episode {args.episode_id!r} on {args.date}")
     print(f"promoted {args.episode_id} to case {case['id']} in {case_set}:")
-    print(jsonout.dumps(case, indent=2))
+    print(jsonout.dumps(case, indented=True))
     return EXIT_OK
 
 

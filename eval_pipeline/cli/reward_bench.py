@@ -47,7 +47,7 @@ def _run(args: argparse.Namespace, settings: Settings) -> int:
             "review queues, give human labels (--labels, or [rewards] labels), cases, or metadata.reward"
         )
     if args.format == "json":
-        print(jsonout.dumps(result, indent=2))
+        print(jsonout.dumps(result, indented=True))
         return EXIT_OK
     print_table(benchmark_table(result), f"reward benchmark, {selected[0]}..{selected[-1]}: {result['ground_truth']}")
     return EXIT_OK

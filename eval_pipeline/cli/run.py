@@ -95,7 +95,7 @@ def _run(args: argparse.Namespace, settings: Settings) -> int:
         from eval_pipeline.warehouse.report_files import report_files
 
         reports = [json.loads(Path(files.json_path).read_text()) for files in report_files(settings.warehouse(), selected)]
-        emit(jsonout.dumps(reports[0] if len(selected) == 1 else reports, indent=2) + "\n", args.output)
+        emit(jsonout.dumps(reports[0] if len(selected) == 1 else reports, indented=True) + "\n", args.output)
     if args.junit:
         from eval_pipeline.config import load_config
         from eval_pipeline.reports.junit import write_junit

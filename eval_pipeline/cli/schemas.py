@@ -23,9 +23,9 @@ def _run(args: argparse.Namespace, settings: Settings) -> int:
     if args.name:
         if args.name not in SCHEMAS:
             raise UsageError(f"no schema {args.name!r}; known: {', '.join(SCHEMAS)}")
-        print(jsonout.dumps(json_schema(args.name), indent=2))
+        print(jsonout.dumps(json_schema(args.name), indented=True))
     elif args.json:
-        print(jsonout.dumps({name: json_schema(name) for name in SCHEMAS}, indent=2))
+        print(jsonout.dumps({name: json_schema(name) for name in SCHEMAS}, indented=True))
     else:
         for name, (_, description) in SCHEMAS.items():
             print(f"{name:<20} {description}")

@@ -580,7 +580,7 @@ def write_report_files(report: Report, directory: Path) -> dict[str, Path]:
     directory.mkdir(parents=True, exist_ok=True)
     stem = directory / f"eval-report-{report['partition_date']}"
     paths = {"json": stem.with_suffix(".json"), "md": stem.with_suffix(".md"), "html": stem.with_suffix(".html")}
-    paths["json"].write_text(jsonout.dumps(report, indent=2) + "\n")
+    paths["json"].write_text(jsonout.dumps(report, indented=True) + "\n")
     paths["md"].write_text(render_markdown(report))
     extras = {
         "judge_costs": _judge_costs(report["judge"]) if report["judge"] else "",
