@@ -114,7 +114,7 @@ _APART = "\x00"  # between texts searched together: no cue matches it, and foldi
 def _cued(texts: Sequence[str]) -> set[int]:
     """Which of `texts` may hold a secret of the kinds, told by one search over all of them (no cue spans `_APART`).
     Where Arrow is loaded already (a run, not a small command), its RE2 searches the texts: the same matches (the
-    cues are plain ASCII alternatives), three times as fast as Python's `re` (a day's answers: 0.065 s of 50,000)."""
+    cues are plain ASCII alternatives) in a third of the time (the distinct answers of 50,000 episodes: 0.018 s)."""
     folded = _folded(_APART.join(texts))
     pieces = folded.split(_APART)
     if len(pieces) != len(texts):  # some text holds `_APART` itself
