@@ -82,15 +82,15 @@ def finding_screen(config: EvalConfig) -> FindingScreen:
     judged_by = [config.thresholds, *(config.thresholds_for(agent) for agent in config.agents)]
     breachable = []
     for dimension in judged_dimensions():
-        limits = [
-            limit
+        bounds = [
+            bound
             for threshold in (thresholds.get(dimension.name, Threshold()) for thresholds in judged_by)
-            for limit in (threshold.warning, threshold.critical)
-            if limit is not None and not math.isnan(limit)  # NaN never breaches
+            for bound in (threshold.warning, threshold.critical)
+            if bound is not None and not math.isnan(bound)  # NaN never breaches
         ]
-        if limits:
+        if bounds:
             above = dimension.direction is Direction.ABOVE
-            breachable.append(Breachable(dimension.column, above, min(limits) if above else max(limits)))
+            breachable.append(Breachable(dimension.column, above, min(bounds) if above else max(bounds)))
     return FindingScreen(tuple(breachable), tuple(sorted(FINDING_CHECKS)))
 
 
