@@ -10,6 +10,7 @@ changed. The index lives beside the warehouse, not in the source, which may be r
 
 from __future__ import annotations
 
+import codecs
 import json
 from collections import Counter
 from collections.abc import Iterator
@@ -18,6 +19,7 @@ from datetime import UTC, date, datetime
 from fnmatch import fnmatch
 from itertools import chain
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from filelock import FileLock
 from pydantic import BaseModel
@@ -25,8 +27,19 @@ from pydantic import BaseModel
 from eval_pipeline.durable import replace_whole
 from eval_pipeline.episodes.adapters import ADAPTERS, CANONICAL, Adapter, detect_format
 from eval_pipeline.episodes.adapters.base import priced
-from eval_pipeline.episodes.records import STARTED_AT_BYTES, RawRecord, latest_day, record_days, started_day
+from eval_pipeline.episodes.records import (
+    STARTED_AT_BYTES,
+    RawRecord,
+    RawRecords,
+    RecordLines,
+    latest_day,
+    record_days,
+    started_day,
+)
 from eval_pipeline.errors import InfrastructureError
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 EPISODE_FILE_SUFFIXES = (".jsonl", ".ndjson", ".json")  # read as canonical episodes even when their first record is bad
 INDEX_VERSION = 3  # raised when the days of a format are read differently: every file's days are read again
@@ -66,6 +79,59 @@ def iter_file_records(path: Path) -> Iterator[FileRecord]:
         for line_no, text in enumerate(handle, 1):
             if text.strip():
                 yield FileRecord(line_no, text.rstrip("\r\n"))
+
+
+def line_records(path: Path) -> Iterator[tuple[pa.Array, pa.Array]]:
+    """The records of a file of one per line as `iter_file_records` reads them (every line end it knows, a byte-order
+    mark dropped, bytes that are no UTF-8 replaced, blank lines skipped), a block at a time as Arrow arrays: each
+    record's line (int64) and text (string). Arrow splits a block into its lines and checks them, releasing the GIL;
+    no line becomes a Python string."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    def texts(data: bytes | memoryview) -> pa.Array:
+        whole = pa.Array.from_buffers(
+            pa.large_binary(), 1, [None, pa.py_buffer(np.array([0, len(data)], np.int64)), pa.py_buffer(data)]
+        )
+        lines = pc.split_pattern(whole, "\n").values
+        try:
+            return lines.cast(pa.string())
+        except pa.ArrowInvalid:  # bytes that are no UTF-8: replaced, as reading the file as text replaces them
+            return texts(bytes(data).decode("utf-8", "replace").encode())
+
+    with path.open("rb") as handle:
+        cut = b""  # the start of the line the last block ended in
+        before = 0  # lines before the block
+        opening = True  # a byte-order mark may still come
+        while True:
+            data = bytearray(len(cut) + _BLOCK)  # the block read behind the cut line, not copied behind it
+            data[: len(cut)] = cut
+            size = len(cut) + handle.readinto(memoryview(data)[len(cut) :])
+            ended = size == len(cut)
+            del data[size:]
+            if opening and (len(data) >= len(codecs.BOM_UTF8) or ended):  # a mark's first bytes hold no line end
+                opening = False
+                if data.startswith(codecs.BOM_UTF8):
+                    del data[: len(codecs.BOM_UTF8)]
+            if ended and not data:
+                return
+            held = b""
+            if b"\r" in data:  # every line end a newline; a last carriage return may be the start of the next one
+                held = b"\r" if data.endswith(b"\r") and not ended else b""
+                data = bytearray(data[: len(data) - len(held)].replace(b"\r\n", b"\n").replace(b"\r", b"\n"))
+            last = len(data) + 1 if ended else data.rfind(b"\n") + 1  # past the newline ending the block's last line
+            cut = bytes(data[last:]) + held
+            if not last:
+                continue
+            lines = texts(memoryview(data)[: last - 1])
+            numbers = pa.array(np.arange(before + 1, before + 1 + len(lines)), pa.int64())
+            before += len(lines)
+            blank = pc.or_(pc.equal(pc.binary_length(lines), 0), pc.utf8_is_space(lines))
+            if pc.any(blank).as_py():
+                numbers, lines = numbers.filter(pc.invert(blank)), lines.filter(pc.invert(blank))
+            if len(lines):
+                yield numbers, lines
 
 
 def line_days(path: Path) -> Counter[date]:
@@ -310,7 +376,7 @@ class FileSource:
             return False
         return True
 
-    def records_for(self, day: date, undated_day: date | None = None) -> Iterator[RawRecord]:
+    def records_for(self, day: date, undated_day: date | None = None) -> Iterator[RawRecords]:
         """Every record of the files that hold `day` (the warehouse keeps that day's only).
 
         A file with no dated record (transcripts carry no timestamps) belongs to the day it was
@@ -324,7 +390,7 @@ class FileSource:
                 fallback = day if undated else entry.fallback_day
                 yield from self._file_records(Path(name), fallback)
 
-    def _file_records(self, path: Path, fallback: date) -> Iterator[RawRecord]:
+    def _file_records(self, path: Path, fallback: date) -> Iterator[RawRecords]:
         records = (RawRecord(str(path), f"{path}:{r.line}", r.raw, fallback) for r in iter_file_records(path))
         first = next(records, None)
         if first is None:
@@ -335,6 +401,10 @@ class FileSource:
             known = ", ".join(sorted(adapter.NAME for adapter in self.adapters))
             reason = f"no known format: the first record is neither an episode nor {known} (name it under [sources] formats)"
             yield replace(first, raw=first.raw[:_SAMPLE_CHARS], rejected=reason)
+            return
+        if adapter is None and file_layout(path) == "lines":
+            records.close()
+            yield from (RecordLines(str(path), lines, raws, fallback) for lines, raws in line_records(path))
             return
         if adapter is None:
             yield from both

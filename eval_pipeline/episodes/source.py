@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from eval_pipeline.config import Price, SourcesConfig
 from eval_pipeline.episodes.adapters import ADAPTERS, Adapter
 from eval_pipeline.episodes.files import FileSource
-from eval_pipeline.episodes.records import RawRecord
+from eval_pipeline.episodes.records import RawRecords
 
 if TYPE_CHECKING:
     from eval_pipeline.episodes.store import EpisodeStore
@@ -22,7 +22,7 @@ def source_index_path(duckdb_path: str) -> str:
 
 
 class EpisodeSource(Protocol):
-    def records_for(self, day: date, undated_day: date | None = None) -> Iterator[RawRecord]: ...
+    def records_for(self, day: date, undated_day: date | None = None) -> Iterator[RawRecords]: ...
 
 
 def open_source(

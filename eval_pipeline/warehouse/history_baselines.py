@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from datetime import date
 
-from eval_pipeline.episodes.records import RawRecord
+from eval_pipeline.episodes.records import RawRecords
 from eval_pipeline.warehouse.baselines import SNAPSHOT, UNCOVERED
 from eval_pipeline.warehouse.connection import Warehouse
 from eval_pipeline.warehouse.ingest import canonical_episodes, drop_canonical
@@ -16,7 +16,7 @@ from eval_pipeline.warehouse.rows import one_row
 def write_history_baselines(
     warehouse: Warehouse,
     day: date,
-    history: Iterable[tuple[date, Iterable[RawRecord]]],
+    history: Iterable[tuple[date, Iterable[RawRecords]]],
     policy: str,
     agent_id: str | None = None,
 ) -> int:

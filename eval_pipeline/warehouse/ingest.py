@@ -13,17 +13,18 @@ superseded by the later one, in the same batch or not.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Generator, Iterable
+from collections.abc import Callable, Generator, Iterable, Iterator
 from dataclasses import dataclass
 from datetime import date
-from itertools import islice
+from itertools import groupby, islice
+from typing import cast
 
 import duckdb
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from eval_pipeline.episodes.model import DERIVED_TASK_PREFIX, EpisodeStatus, StepType
-from eval_pipeline.episodes.records import EARLIEST_DAY, ISO_TIMESTAMP, RawRecord, latest_day
+from eval_pipeline.episodes.records import EARLIEST_DAY, ISO_TIMESTAMP, RawRecord, RawRecords, RecordLines, latest_day
 from eval_pipeline.read_ahead import pipelined, read_ahead
 from eval_pipeline.warehouse.connection import Warehouse, clear_partition, second_cursor
 from eval_pipeline.warehouse.rows import one_row
@@ -38,9 +39,9 @@ BATCH_ROWS = 10_000
 WRITE_ROWS = 40_000
 CHUNK_ROWS = 1_024  # rows per Arrow chunk: lets DuckDB parse one batch on every core
 
-_STAGING_SCHEMA = pa.schema(
+# The staging columns but `seq`, which numbers the records in the order they came when they are staged.
+_UNNUMBERED = pa.schema(
     [
-        ("seq", pa.int64()),
         ("source", pa.string()),
         ("locator", pa.string()),
         ("raw", pa.string()),
@@ -406,22 +407,55 @@ class IngestCounts:
     records_read: int
 
 
-def _staged(records: Iterable[RawRecord]) -> Generator[pa.Table]:
-    """Records as Arrow tables of BATCH_ROWS rows, in chunks DuckDB can parse in parallel."""
-    iterator = iter(records)
+def _unnumbered(records: Iterable[RawRecords]) -> Iterator[pa.Table]:
+    """Records as Arrow tables of the staging columns but `seq`: a file's lines as they came, single records in runs
+    of at most BATCH_ROWS."""
+    for many, run in groupby(records, key=lambda item: isinstance(item, RecordLines)):
+        if many:
+            for block in cast(Iterator[RecordLines], run):
+                rows = len(block.lines)
+                yield pa.table(
+                    [
+                        pa.repeat(pa.scalar(block.source), rows),
+                        pc.binary_join_element_wise(f"{block.source}:", block.lines.cast(pa.string()), ""),
+                        block.raws,
+                        pa.repeat(pa.scalar(block.fallback_day, pa.date32()), rows),
+                        pa.nulls(rows, pa.string()),
+                        pa.repeat(pa.scalar(1, pa.int32()), rows),
+                    ],
+                    schema=_UNNUMBERED,
+                )
+            continue
+        singles = cast(Iterator[RawRecord], run)
+        while chunk := list(islice(singles, BATCH_ROWS)):
+            columns = [
+                pa.array([r.source for r in chunk], pa.string()),
+                pa.array([r.locator for r in chunk], pa.string()),
+                pa.array([r.raw for r in chunk], pa.string()),
+                pa.array([r.fallback_day for r in chunk], pa.date32()),
+                pa.array([r.rejected for r in chunk], pa.string()),
+                pa.array([r.source_records for r in chunk], pa.int32()),
+            ]
+            yield pa.table(columns, schema=_UNNUMBERED)
+
+
+def _staged(records: Iterable[RawRecords]) -> Generator[pa.Table]:
+    """Records as Arrow tables of BATCH_ROWS rows, numbered in order (a later record of an id supersedes an earlier
+    one), in chunks DuckDB can parse in parallel."""
     seq = 0
-    while chunk := list(islice(iterator, BATCH_ROWS)):
-        columns = [
-            pa.array(range(seq, seq + len(chunk)), pa.int64()),
-            pa.array([r.source for r in chunk], pa.string()),
-            pa.array([r.locator for r in chunk], pa.string()),
-            pa.array([r.raw for r in chunk], pa.string()),
-            pa.array([r.fallback_day for r in chunk], pa.date32()),
-            pa.array([r.rejected for r in chunk], pa.string()),
-            pa.array([r.source_records for r in chunk], pa.int32()),
-        ]
-        yield pa.Table.from_batches(pa.table(columns, schema=_STAGING_SCHEMA).to_batches(max_chunksize=CHUNK_ROWS))
-        seq += len(chunk)
+    held = _UNNUMBERED.empty_table()
+    for piece in _unnumbered(records):
+        held = pa.concat_tables([held, piece])
+        while held.num_rows >= BATCH_ROWS:
+            yield _numbered(held.slice(0, BATCH_ROWS), seq)
+            held, seq = held.slice(BATCH_ROWS), seq + BATCH_ROWS
+    if held.num_rows:
+        yield _numbered(held, seq)
+
+
+def _numbered(table: pa.Table, seq: int) -> pa.Table:
+    numbered = table.add_column(0, "seq", pa.array(range(seq, seq + table.num_rows), pa.int64()))
+    return pa.Table.from_batches(numbered.to_batches(max_chunksize=CHUNK_ROWS))
 
 
 def _parse(scratch: duckdb.DuckDBPyConnection, staged: pa.Table, params: dict) -> dict[str, pa.Table]:
@@ -490,7 +524,7 @@ def _named(params: dict, statement: str) -> dict:
     return {name: value for name, value in params.items() if f"${name}" in statement}
 
 
-def canonical_episodes(con: duckdb.DuckDBPyConnection, day: date, records: Iterable[RawRecord], agent_id: str | None) -> int:
+def canonical_episodes(con: duckdb.DuckDBPyConnection, day: date, records: Iterable[RawRecords], agent_id: str | None) -> int:
     """The temp view `_canonical`: `day`'s valid episodes in `records`, one per id, all at once (the baseline
     lookback reads a few earlier days this way, without writing them); return how many records were read. Without
     any record, nothing is made: planning the parse alone takes 35-65 ms, and most days looked back have none."""
@@ -525,7 +559,7 @@ _NARROWED = (
 )
 
 
-def _fill_superseded(con: duckdb.DuckDBPyConnection, records: Callable[[], Iterable[RawRecord]]) -> None:
+def _fill_superseded(con: duckdb.DuckDBPyConnection, records: Callable[[], Iterable[RawRecords]]) -> None:
     """The raw text of episodes superseded by a record of a later batch, read again from the source (rare: the same id
     twice in a day, far apart), so that their quarantine rows keep what was recorded. A record that is no longer where
     it was (a store that changed in between) keeps its locator and reason, without its text."""
@@ -541,7 +575,7 @@ def _fill_superseded(con: duckdb.DuckDBPyConnection, records: Callable[[], Itera
 def load_episodes(
     warehouse: Warehouse,
     day: date,
-    records: Callable[[], Iterable[RawRecord]],
+    records: Callable[[], Iterable[RawRecords]],
     agent_id: str | None = None,
     model: str | None = None,
     limit: int | None = None,

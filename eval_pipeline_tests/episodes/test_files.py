@@ -4,8 +4,9 @@ from datetime import date
 import pytest
 
 from eval_pipeline.episodes import files
-from eval_pipeline.episodes.files import FileSource, iter_file_records, line_days
+from eval_pipeline.episodes.files import FileSource, iter_file_records, line_days, line_records
 from eval_pipeline.episodes.records import record_days
+from eval_pipeline_tests.episodes.located import each_record
 
 
 def episode(episode_id: str, started_at: str) -> dict:
@@ -46,7 +47,7 @@ def test_index_knows_which_files_hold_which_days_and_rescans_only_changes(tmp_pa
     index = source.refresh_index(today=date(2026, 11, 20))
     assert index.files[str(day1)].days == {date(2026, 11, 1): 1}
     assert index.files[str(day2)].fallback_day == date(2026, 11, 2)  # the broken line goes with its file's day
-    assert [r.locator for r in source.records_for(date(2026, 11, 2))] == [f"{day2}:1", f"{day2}:2"]
+    assert [r.locator for r in each_record(source.records_for(date(2026, 11, 2)))] == [f"{day2}:1", f"{day2}:2"]
 
     # unchanged files are not read again
     read = []
@@ -57,7 +58,7 @@ def test_index_knows_which_files_hold_which_days_and_rescans_only_changes(tmp_pa
     day1.write_text(day1.read_text() + json.dumps(episode("e3", "2026-11-03T10:00:00Z")) + "\n")
     assert set(source.refresh_index().files[str(day1)].days) == {date(2026, 11, 1), date(2026, 11, 3)}
     assert read == [day1]
-    assert [r.locator for r in source.records_for(date(2026, 11, 3))] == [f"{day1}:1", f"{day1}:2"]
+    assert [r.locator for r in each_record(source.records_for(date(2026, 11, 3)))] == [f"{day1}:1", f"{day1}:2"]
 
 
 @pytest.mark.parametrize("block_bytes", [1 << 24, 64, 7])
@@ -91,6 +92,38 @@ def test_a_file_of_lines_counts_the_days_of_its_records_in_blocks_as_line_by_lin
     with path.open("ab") as unended:  # the last line without its end
         unended.write(json.dumps(episode("e9", "2026-11-06T00:00:00Z")).encode())
     assert line_days(path) == {**by_line, date(2026, 11, 6): 1}
+
+
+@pytest.mark.parametrize("block_bytes", [1 << 24, 64, 7, 2, 1])
+@pytest.mark.parametrize("ending", ["\n", "\r\n", "\r", ""])
+def test_a_file_of_lines_is_read_in_blocks_as_line_by_line(tmp_path, monkeypatch, block_bytes, ending):
+    """Every record with its line and text as `iter_file_records` reads them: blocks of any size (lines cut at their
+    edges, a byte-order mark too), every line end, blank lines of any whitespace Python strips, bytes that are no
+    UTF-8, text past ASCII, the last line ended or not."""
+    monkeypatch.setattr(files, "_BLOCK", block_bytes)
+    lines = [
+        json.dumps(episode("e1", "2026-11-01T10:00:00Z")),
+        "",
+        "   \t ",
+        json.dumps(episode("e2", "2026-11-01T10:00:00Z") | {"note": "caf\u00e9 \u6f22\u5b57 \U0001f600"}, ensure_ascii=False),
+        "\x1c\x85\u3000\u2028",
+        '{"episode_id": "e3", "note": "\xff"}',
+        ' {"episode_id": "e4"}\t',
+        "not json at all",
+    ]
+    path = tmp_path / "day.jsonl"
+    text = "\ufeff" + "\r\n".join(lines[:2]) + "\r" + "\n".join(lines[2:]) + ending
+    path.write_bytes(text.encode().replace(b"\\xff", b"\xff"))
+    expected = [(record.line, record.raw) for record in iter_file_records(path)]
+    assert len(expected) == 5  # the blank lines skipped
+    read = [pair for numbers, raws in line_records(path) for pair in zip(numbers.to_pylist(), raws.to_pylist(), strict=True)]
+    assert read == expected
+
+
+def test_files_of_nothing_or_blank_lines_hold_no_records(tmp_path):
+    for name, content in {"empty": b"", "mark": b"\xef\xbb\xbf", "blank": b"\n\r\n  \n\t"}.items():
+        (path := tmp_path / f"{name}.jsonl").write_bytes(content)
+        assert list(line_records(path)) == [] and list(iter_file_records(path)) == []
 
 
 def test_a_missing_directory_holds_no_episodes_only_where_it_is_not_required(tmp_path):

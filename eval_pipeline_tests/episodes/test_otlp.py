@@ -8,6 +8,7 @@ import pytest
 from eval_pipeline.episodes.files import FileSource
 from eval_pipeline.warehouse.connection import Warehouse
 from eval_pipeline.warehouse.ingest import load_episodes
+from eval_pipeline_tests.episodes.located import each_record
 
 DAY = date(2026, 11, 5)
 T0 = 1_793_874_000_000_000_000  # 2026-11-05T10:20:00Z in nanoseconds
@@ -149,7 +150,7 @@ def test_each_step_keeps_the_agent_it_ran_under(tmp_path):
 def test_a_configured_format_wins_over_detection(tmp_path, records):
     source = FileSource(records.parent, tmp_path / "index.json", formats={"*.jsonl": "episode"})
     assert source.refresh_index().files[str(records)].days == {}  # read as canonical episodes: nothing dated
-    rejected = list(source.records_for(source.refresh_index().files[str(records)].first_seen))
+    rejected = each_record(source.records_for(source.refresh_index().files[str(records)].first_seen))
     assert len(rejected) == 4 and all(r.rejected is None for r in rejected)  # left to the canonical validation
 
 

@@ -4,12 +4,14 @@ from datetime import date
 from pathlib import Path
 
 import duckdb
+import pyarrow as pa
 import pytest
 
 from eval_pipeline.episodes.files import FileSource
 from eval_pipeline.episodes.model import Episode
-from eval_pipeline.episodes.records import RawRecord
+from eval_pipeline.episodes.records import RawRecord, RawRecords, RecordLines
 from eval_pipeline.episodes.samples import MALFORMED_LINES_PER_DAY, SAMPLE_DAYS, write_samples
+from eval_pipeline.warehouse import ingest
 from eval_pipeline.warehouse.connection import Warehouse
 from eval_pipeline.warehouse.ingest import load_episodes
 from eval_pipeline.warehouse.schema import MIGRATIONS
@@ -372,14 +374,39 @@ def _tables(warehouse: Warehouse) -> dict[str, list[tuple]]:
     return {table: sorted(map(repr, rows(warehouse, f"SELECT {columns} FROM {table}"))) for table, columns in kept.items()}
 
 
+def _as_lines(singles: list[RawRecord]) -> list[RawRecords]:
+    """The same records as a file's reader gives its lines, three at a time, with a single record after each three (as
+    captured records follow the files' lines)."""
+    items: list[RawRecords] = []
+    for start in range(0, len(singles), 4):
+        block = singles[start : start + 3]
+        lines = pa.array([int(record.locator.rsplit(":", 1)[1]) for record in block], pa.int64())
+        items += [RecordLines("test.jsonl", lines, pa.array([record.raw for record in block], pa.string()), DAY)]
+        items += singles[start + 3 : start + 4]
+    return items
+
+
+def test_records_are_numbered_in_the_order_they_came_in_batches_of_one_size(monkeypatch):
+    """A later record of an id supersedes an earlier one: a file's lines and single records keep their order."""
+    monkeypatch.setattr(ingest, "BATCH_ROWS", 2)
+    day = records(*(good(f"ep-{n}") for n in range(11)))
+    staged = list(ingest._staged(_as_lines(day)))
+    assert [table.num_rows for table in staged] == [2, 2, 2, 2, 2, 1]
+    assert [(row["seq"], row["locator"], row["raw"]) for row in pa.concat_tables(staged).to_pylist()] == [
+        (n, record.locator, record.raw) for n, record in enumerate(day)
+    ]
+
+
+@pytest.mark.parametrize("given", ["one by one", "as a file's lines"])
 @pytest.mark.parametrize(
     "narrowing",
     [{}, {"agent_id": "support-bot"}, {"model": "m2"}, {"limit": 3}],
     ids=["whole day", "one agent", "one model", "the first 3"],
 )
-def test_a_day_in_small_batches_gives_what_it_gives_at_once(tmp_path, monkeypatch, narrowing):
+def test_a_day_in_small_batches_gives_what_it_gives_at_once(tmp_path, monkeypatch, narrowing, given):
     """Batches bound a day's memory; an id that comes again batches later still supersedes the earlier record, whose
-    recorded text still lands in quarantine (read again from the source)."""
+    recorded text still lands in quarantine (read again from the source). A file's lines, many records at once, are
+    cut into the same batches as single records."""
     later = {"started_at": "2026-11-01T11:00:00Z", "ended_at": "2026-11-01T11:00:09Z"}
     day = records(
         good("ep-1", status="running"),
@@ -398,7 +425,8 @@ def test_a_day_in_small_batches_gives_what_it_gives_at_once(tmp_path, monkeypatc
     in_batches = Warehouse(tmp_path / "in-batches.duckdb")
     counts = load_episodes(at_once, DAY, lambda: day, **narrowing)
     monkeypatch.setattr("eval_pipeline.warehouse.ingest.BATCH_ROWS", 2)
-    assert load_episodes(in_batches, DAY, lambda: day, **narrowing) == counts
+    given_day = day if given == "one by one" else _as_lines(day)
+    assert load_episodes(in_batches, DAY, lambda: given_day, **narrowing) == counts
     assert _tables(in_batches) == _tables(at_once)
     assert counts.episodes > 0
     if not narrowing:

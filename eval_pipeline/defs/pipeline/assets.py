@@ -40,7 +40,7 @@ from eval_pipeline.defs.resources import (
     ViewerResource,
     WarehouseResource,
 )
-from eval_pipeline.episodes.records import RawRecord
+from eval_pipeline.episodes.records import RawRecords
 from eval_pipeline.llm.judge import configured_rubrics, judge_partition, judge_summary
 from eval_pipeline.redaction import redact, redact_tree
 from eval_pipeline.regression.aggregates import summary_columns
@@ -241,7 +241,7 @@ def episodes(
     undated_day = date.fromisoformat(config.undated_day) if config.undated_day else None
 
     def load(day: date) -> DayMetadata:
-        def records() -> Iterator[RawRecord]:
+        def records() -> Iterator[RawRecords]:
             return chain(source.records_for(day, undated_day), captured_records(captures, day))
 
         counts = load_episodes(wh, day, records, config.agent_id, config.model, config.limit)
