@@ -30,12 +30,15 @@ from eval_pipeline.warehouse.connection import Warehouse, clear_partition, secon
 from eval_pipeline.warehouse.rows import one_row
 
 # Records parsed and written at a time: what a day's ingest holds in memory. Loading the benchmark's 1,000,000 records
-# took 91 s at a peak RSS of 1,335 MiB in batches of 5,000, 72 s at 1,415 MiB in batches of 10,000, and 73 s at
-# 1,632 MiB in batches of 20,000.
-BATCH_ROWS = 10_000
+# took 26.1-27.6 s at a peak RSS of 1,601-1,643 MiB in batches of 20,000, 31.6-33.2 s at 1,456-1,508 MiB in batches of
+# 10,000 (each batch costs some 30 ms more to plan and bind its parse than to run it, and joins the index of the
+# episodes kept), and 31 s at 2,693 MiB in batches of 30,000. (Before a file's lines were staged as Arrow blocks,
+# Python staging them held the GIL: 10,000 did best then, 72 s against 73 s in batches of 20,000.)
+BATCH_ROWS = 20_000
 # Episodes written at a time, with their steps, from the batches parsed: DuckDB appends rows to a table faster in a few
-# large inserts than in many small ones (loading 1,000,000 episodes: 44.0 and 40.7 s against 47.4 and 44.8 s in
-# inserts of one batch), at the memory of the parsed batches held (about 20 MiB each).
+# large inserts than in many small ones (loading 1,000,000 episodes in batches of 10,000: 44.0 and 40.7 s against 47.4
+# and 44.8 s in inserts of one batch; in batches of 20,000: 26.1-27.6 s, 26.8 s in inserts of one batch, 28.0 s at
+# 1,716 MiB in inserts of 80,000), at the memory of the parsed batches held (about 40 MiB each).
 WRITE_ROWS = 40_000
 CHUNK_ROWS = 1_024  # rows per Arrow chunk: lets DuckDB parse one batch on every core
 
