@@ -31,8 +31,8 @@ from eval_pipeline.warehouse.rows import one_row
 
 # Records parsed and written at a time: what a day's ingest holds in memory. Loading the benchmark's 1,000,000 records
 # took 26.1-27.6 s at a peak RSS of 1,601-1,643 MiB in batches of 20,000, 31.6-33.2 s at 1,456-1,508 MiB in batches of
-# 10,000 (each batch costs some 30 ms more to plan and bind its parse than to run it, and joins the index of the
-# episodes kept), and 31 s at 2,693 MiB in batches of 30,000. (Before a file's lines were staged as Arrow blocks,
+# 10,000 (planning and binding a batch's parse takes some 30 ms whatever its size, and each batch joins the index of
+# the episodes kept), and 31 s at 2,693 MiB in batches of 30,000 (one run). (Before a file's lines were staged as Arrow blocks,
 # Python staging them held the GIL: 10,000 did best then, 72 s against 73 s in batches of 20,000.)
 BATCH_ROWS = 20_000
 # Episodes written at a time, with their steps, from the batches parsed: DuckDB appends rows to a table faster in a few
