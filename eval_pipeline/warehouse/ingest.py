@@ -30,15 +30,16 @@ from eval_pipeline.warehouse.connection import Warehouse, clear_partition, secon
 from eval_pipeline.warehouse.rows import one_row
 
 # Records parsed and written at a time: what a day's ingest holds in memory. Loading the benchmark's 1,000,000 records
-# took 26.1-27.6 s at a peak RSS of 1,601-1,643 MiB in batches of 20,000, 31.6-33.2 s at 1,456-1,508 MiB in batches of
-# 10,000 (planning and binding a batch's parse takes some 30 ms whatever its size, and each batch joins the index of
-# the episodes kept), and 31 s at 2,693 MiB in batches of 30,000 (one run). (Before a file's lines were staged as Arrow blocks,
-# Python staging them held the GIL: 10,000 did best then, 72 s against 73 s in batches of 20,000.)
+# took 26.1-27.6 s in batches of 20,000 and 31.6-33.2 s in batches of 10,000 (planning and binding a batch's parse
+# takes some 30 ms whatever its size, and each batch joins the index of the episodes kept); with DuckDB held to 1 GiB
+# as in a run, 26.5 s at a peak RSS of 1,524 MiB, 32.6 s at 1,399 MiB, and 30.7 s at 1,735 MiB in batches of 30,000.
+# (Before a file's lines were staged as Arrow blocks, Python staging them held the GIL: 10,000 did best then, 72 s
+# against 73 s in batches of 20,000.)
 BATCH_ROWS = 20_000
 # Episodes written at a time, with their steps, from the batches parsed: DuckDB appends rows to a table faster in a few
 # large inserts than in many small ones (loading 1,000,000 episodes in batches of 10,000: 44.0 and 40.7 s against 47.4
-# and 44.8 s in inserts of one batch; in batches of 20,000: 26.1-27.6 s, 26.8 s in inserts of one batch, 28.0 s at
-# 1,716 MiB in inserts of 80,000), at the memory of the parsed batches held (about 40 MiB each).
+# and 44.8 s in inserts of one batch; in batches of 20,000: 26.1-27.6 s, 26.8 s in inserts of one batch, 28.0 s in
+# inserts of 80,000), at the memory of the parsed batches held (about 40 MiB each).
 WRITE_ROWS = 40_000
 CHUNK_ROWS = 1_024  # rows per Arrow chunk: lets DuckDB parse one batch on every core
 
