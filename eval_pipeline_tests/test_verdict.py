@@ -124,3 +124,30 @@ def test_the_exit_code_covers_only_the_selected_agent(project_env, capsys):
     assert main(["run", "--date", "2026-11-02", "--agent", "research-agent"]) == 1
     assert main(["run", "--date", "2026-11-02", "--agent", "research-agent", "--fail-on", "never"]) == 0
     capsys.readouterr()
+
+
+def test_an_agent_that_answered_nothing_is_scored_beside_those_that_answered(project_env, capsys):
+    """The user's night failed with "'float' object has no attribute 'casefold'": one run's last LLM call returned
+    nothing (the store writes its output as null) while the other runs answered. It is scored as an answer that agrees
+    with nothing its baseline said, and the night's verdict counts it as any other."""
+    day_1, day_2 = "2026-11-04", DAY
+    episodes = [
+        episode("ep-1a", "triage/refund", "Refund order A-1?", "lookup_order", '{"order": "A-1"}', "Refund issued.", day=day_1),
+        episode("ep-1b", "triage/ship", "Where is B-2?", "lookup_order", '{"order": "B-2"}', "Ships Monday.", day=day_1),
+        episode("ep-2a", "triage/refund", "Refund order A-1?", "lookup_order", '{"order": "A-1"}', None, day=day_2),
+        episode("ep-2b", "triage/ship", "Where is B-2?", "lookup_order", '{"order": "B-2"}', "Ships Monday.", day=day_2),
+    ]
+    (project_env / "episodes").mkdir()
+    (project_env / "episodes" / "triage.jsonl").write_text("".join(json.dumps(e) + "\n" for e in episodes))
+    junit = project_env / "results.xml"
+
+    assert main(["run", "--date", day_1]) == 0
+    code = main(["run", "--date", day_2, "--junit", str(junit)])
+
+    scored = rows(project_env, "SELECT episode_id, correctness, passed FROM scores WHERE partition_date = ? ORDER BY 1", [day_2])
+    # the outcome matched its baseline's (0.6 of correctness), the answer did not (0.4): above the pass threshold still
+    assert scored == [("ep-2a", pytest.approx(0.6), True), ("ep-2b", 1.0, True)]
+    assert code == 0
+    assert "2 passed      0 failed" in capsys.readouterr().out
+    suite = ET.parse(junit).getroot()
+    assert (suite.get("tests"), suite.get("failures")) == ("2", "0")

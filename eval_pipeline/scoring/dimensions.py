@@ -57,14 +57,25 @@ def correctness(frame: pd.DataFrame) -> pd.Series:
     import numpy as np
     import pandas as pd
 
-    answers = [
-        answer_match(candidate, reference) if present else np.nan
-        for candidate, reference, present in zip(
-            frame["final_output"].tolist(), frame["baseline_final_output"].tolist(), has_baseline(frame).tolist(), strict=True
-        )
+    candidates, references = frame["final_output"], frame["baseline_final_output"]
+    present = has_baseline(frame).to_numpy(dtype=bool)
+    # An answer equal to its baseline's matches it (1.0) without a call: most trials answer as their baseline did
+    # (50,000 of the benchmark's: 0.003 s compared over the column, against 0.033 s a call each)
+    same = present & candidates.eq(references).fillna(False).to_numpy(dtype=bool)
+    answers = np.where(same, 1.0, np.nan)
+    differ = np.flatnonzero(present & ~same)
+    answers[differ] = [
+        answer_match(candidate, reference)
+        for candidate, reference in zip(_texts(candidates.take(differ)), _texts(references.take(differ)), strict=True)
     ]
-    against_baseline = OUTCOME_WEIGHT * outcome(frame) + ANSWER_WEIGHT * pd.Series(answers, index=frame.index, dtype=float)
+    against_baseline = OUTCOME_WEIGHT * outcome(frame) + ANSWER_WEIGHT * pd.Series(answers, index=frame.index)
     return frame["case_score"].astype(float).where(has_case(frame), against_baseline)
+
+
+def _texts(column: pd.Series) -> list[str | None]:
+    """A column of text as a list, None where there is none: pandas gives NaN or NA for a missing text (an agent that
+    answered nothing beside one that answered), which no text function takes."""
+    return [value if isinstance(value, str) else None for value in column.tolist()]
 
 
 def relative_delta_pct(candidate: pd.Series, baseline: pd.Series) -> tuple[pd.Series, pd.Series]:

@@ -3,6 +3,8 @@ import math
 import pytest
 
 from eval_pipeline.config import EvalConfig, Policies
+from eval_pipeline.scoring.answer import answer_match
+from eval_pipeline.scoring.dimensions import correctness
 from eval_pipeline.scoring.episodes import score_episodes
 from eval_pipeline_tests.scoring.frames import NO_BASELINE, frame
 
@@ -94,3 +96,28 @@ def test_judge_verdicts_count_only_when_the_config_weights_them():
     weighted = score_episodes(rows, EvalConfig(weights={"judge": 1.0}))
     # 1.0 on the five dimensions (weights 1.0 in all), 0.0 from the judge (weight 1.0): 1/2
     assert weighted["weighted_score"].tolist() == [0.5, 1.0]  # no verdict: the judge is left out, not zero
+
+
+@pytest.mark.parametrize("text", ["object", "str", "string[pyarrow]"], ids=["objects", "str (NaN)", "string (NA)"])
+def test_correctness_scores_each_answer_by_its_agreement_with_the_baseline_answer(text):
+    """Answers equal to their baseline's are scored without comparing them one by one: every row still scores what
+    `answer_match` says of its pair."""
+    answers = [
+        ("Your order ships Monday.", "Your order ships Monday."),  # equal
+        ("Your ORDER ships  Monday.", "Your order ships Monday."),  # equal once normalized
+        ("the order shipped", "the order ships monday"),  # partial overlap
+        ("completely different", "nothing shared here"),
+        (None, None),  # neither answered: they agree
+        (None, "Your order ships Monday."),
+        ("", ""),
+    ]
+    scored = frame(
+        *({"final_output": candidate, "baseline_final_output": reference} for candidate, reference in answers),
+        {"final_output": "Your order ships Monday.", **NO_BASELINE},
+    )
+    for column in ("final_output", "baseline_final_output"):
+        scored[column] = scored[column].astype(text)
+    values = correctness(scored).tolist()
+    expected = [0.6 + 0.4 * answer_match(candidate, reference) for candidate, reference in answers]
+    assert values[:-1] == pytest.approx(expected)
+    assert math.isnan(values[-1])
