@@ -40,6 +40,24 @@ def test_frame_of_reads_what_df_reads():
     _same(con.execute(empty).df(), frame_of(con.execute(empty)))
 
 
+KINDS = """
+SELECT * FROM (VALUES
+    (1::TINYINT, 1::SMALLINT, 1::INTEGER, 1::BIGINT, 1::UBIGINT, 1::HUGEINT, 1.25::DECIMAL(10, 2), 1.5::FLOAT, true,
+     'x', '{"a": [1]}'::JSON, NULL::VARCHAR, TIMESTAMP '2026-11-02 10:00:00', {'k': 1}, MAP {'k': 2}, 5::INTEGER),
+    (NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, 6),
+    (-2, -2, -2, -2, 2, -2, -0.5, 'NaN'::FLOAT, false, '', '[]', NULL, NULL, {'k': NULL}, MAP {}, 7)
+) t(tiny, small, int, big, ubig, huge, dec, float, bool, text, json, no_text, ts, struct, map, never_null)
+"""
+
+
+def test_frame_of_reads_every_kind_of_column_as_df_reads_it():
+    """With NULLs (masked arrays), without (numpy), all NULL (text as objects), and no rows at all."""
+    con = duckdb.connect()
+    con.execute("SET TimeZone = 'UTC'")
+    for rows in (KINDS, KINDS + " WHERE never_null <> 6", KINDS + " WHERE never_null = 6", KINDS + " WHERE false"):
+        _same(con.execute(rows).df(), frame_of(con.execute(rows)))
+
+
 def test_insert_rows_lands_a_frame_as_duckdb_scans_it():
     """Written from the frame `.df()` reads, the rows read back are those DuckDB's own scan of the frame writes (a NaN
     lands as NULL, as pandas means it)."""
