@@ -13,7 +13,7 @@ import pyarrow.compute as pc
 
 from eval_pipeline.scoring.assessments import Reading
 from eval_pipeline.scoring.trajectory import Summaries
-from eval_pipeline.warehouse.connection import Warehouse, replace_partition
+from eval_pipeline.warehouse.connection import Warehouse, frame_of, replace_partition
 from eval_pipeline.warehouse.ingest import tool_names_sql
 from eval_pipeline.warehouse.replays import candidate_parts, sort_into_parts
 
@@ -185,7 +185,7 @@ def sort_issues_into_parts(
 def issues_in_part(con: duckdb.DuckDBPyConnection, part: int) -> pd.DataFrame:
     """The `issues` rows of one part of a day's episodes, as the steps after `assertions` read them beside the same
     part's candidates or scores (after `sort_issues_into_parts` on `con`)."""
-    return con.execute("SELECT * EXCLUDE (part) FROM part_issues WHERE part = $part", {"part": part}).df()
+    return frame_of(con.execute("SELECT * EXCLUDE (part) FROM part_issues WHERE part = $part", {"part": part}))
 
 
 def write_checks(warehouse: Warehouse, day: date, assertions: pd.DataFrame, issues: pd.DataFrame, agent_id: str | None) -> None:

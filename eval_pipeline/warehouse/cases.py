@@ -7,7 +7,7 @@ from datetime import date
 
 import pandas as pd
 
-from eval_pipeline.warehouse.connection import Warehouse
+from eval_pipeline.warehouse.connection import Warehouse, frame_of
 
 # One row per day, agent, capture run and case: the case passed when every trial did, failed when one did not,
 # else has no verdict; what failed is its first failed trial's failed assertions, else that trial's verdict reason.
@@ -50,15 +50,18 @@ def case_results(warehouse: Warehouse, days: list[date], agent_ids: list[str], c
     params = {"days": days, "agents": agent_ids, "cases": case_ids}
     order = "partition_date, agent_id, run_started, capture_run"
     with warehouse.connect(read_only=True) as con:
-        cases = con.execute(
-            f"""
+        cases = frame_of(
+            con.execute(
+                f"""
             SELECT partition_date, agent_id, capture_run, label, case_id, category, passed, trials_passed, trials, failed
               FROM ({_PER_CASE}) ORDER BY {order}, position
             """,
-            params,
-        ).df()
-        categories = con.execute(
-            f"""
+                params,
+            )
+        )
+        categories = frame_of(
+            con.execute(
+                f"""
             SELECT partition_date, agent_id, capture_run, label, coalesce(category, '(uncategorized)') AS category,
                    count(*) AS cases, count(*) FILTER (WHERE passed) AS passed, count(*) FILTER (WHERE NOT passed) AS failed,
                    count(*) FILTER (WHERE passed) / nullif(count(passed), 0) AS pass_rate
@@ -66,6 +69,7 @@ def case_results(warehouse: Warehouse, days: list[date], agent_ids: list[str], c
              GROUP BY partition_date, agent_id, capture_run, label, run_started, category
              ORDER BY {order}, min(position)
             """,
-            params,
-        ).df()
+                params,
+            )
+        )
     return CaseResults(cases, categories)

@@ -9,6 +9,7 @@ import duckdb
 import pandas as pd
 
 from eval_pipeline.regression.compare import Selector, SelectorError
+from eval_pipeline.warehouse.connection import frame_of
 
 # ->> is parenthesized wherever it meets another operator: DuckDB 1.5 parses it looser than =, <>, AND, IS
 _RUNS = """
@@ -30,7 +31,7 @@ ORDER BY e.task_id, e.episode_id
 
 
 def selected_runs(con: duckdb.DuckDBPyConnection, selector: Selector) -> pd.DataFrame:
-    return con.execute(_RUNS, selector.model_dump()).df()
+    return frame_of(con.execute(_RUNS, selector.model_dump()))
 
 
 def selected_sides(con: duckdb.DuckDBPyConnection, sides: tuple[Selector, Selector]) -> tuple[pd.DataFrame, pd.DataFrame]:

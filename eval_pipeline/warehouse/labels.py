@@ -17,7 +17,7 @@ from typing import Literal
 import duckdb
 import pandas as pd
 
-from eval_pipeline.warehouse.connection import Warehouse, WarehouseBusy
+from eval_pipeline.warehouse.connection import Warehouse, WarehouseBusy, frame_of
 from eval_pipeline.warehouse.rows import one_row
 
 LabelVerdict = Literal["pass", "fail"]
@@ -74,18 +74,21 @@ def record_label(warehouse: Warehouse, label: Label, on_retry: Callable[[float],
 
 def day_labels(con: duckdb.DuckDBPyConnection, day: date) -> pd.DataFrame:
     """The day's `labels` rows, oldest first."""
-    return con.execute("SELECT * FROM labels WHERE partition_date = $day ORDER BY labelled_at", {"day": day}).df()
+    return frame_of(con.execute("SELECT * FROM labels WHERE partition_date = $day ORDER BY labelled_at", {"day": day}))
 
 
 def review_pool(con: duckdb.DuckDBPyConnection, day: date) -> tuple[pd.DataFrame, pd.DataFrame]:
     """What queues are drawn from: the day's current episode verdicts (`episode_id, agent_id, passed, case_passed`)
     and its judge verdicts (`judgements` rows)."""
     params = {"day": day}
-    scores = con.execute(
-        "SELECT episode_id, agent_id, passed, case_passed FROM current_scores WHERE partition_date = $day ORDER BY episode_id",
-        params,
-    ).df()
-    judgements = con.execute("SELECT * FROM judgements WHERE partition_date = $day", params).df()
+    scores = frame_of(
+        con.execute(
+            "SELECT episode_id, agent_id, passed, case_passed FROM current_scores WHERE partition_date = $day "
+            "ORDER BY episode_id",
+            params,
+        )
+    )
+    judgements = frame_of(con.execute("SELECT * FROM judgements WHERE partition_date = $day", params))
     return scores, judgements
 
 

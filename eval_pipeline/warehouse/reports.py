@@ -31,18 +31,20 @@ def report_inputs(warehouse: Warehouse, day: date, trend_days: int, agent_id: st
     with warehouse.connect(read_only=True) as con:
         params: dict[str, object] = {"day": day, "agent": agent_id}
         labels = day_labels(con, day)
-        findings = con.execute(f"SELECT * FROM findings WHERE partition_date = $day AND {mine}", params).df()
+        findings = frame_of(con.execute(f"SELECT * FROM findings WHERE partition_date = $day AND {mine}", params))
         found = findings["episode_id"].dropna().unique().tolist()
         scores = day_scores(con, f"({_DAY_SCORES})", f"({_DAY_ISSUES})", params, found, labels["episode_id"].tolist())
-        trend = con.execute(
-            f"SELECT * FROM agent_daily WHERE partition_date BETWEEN $first AND $day AND {mine} ORDER BY ALL",
-            {**params, "first": day - timedelta(days=trend_days - 1)},
-        ).df()
+        trend = frame_of(
+            con.execute(
+                f"SELECT * FROM agent_daily WHERE partition_date BETWEEN $first AND $day AND {mine} ORDER BY ALL",
+                {**params, "first": day - timedelta(days=trend_days - 1)},
+            )
+        )
         previous = con.execute("SELECT summary FROM reports WHERE partition_date = $day - 1", {"day": day}).fetchone()
         previous_summary = json.loads(previous[0]) if previous and previous[0] else None
         if previous_summary is not None and previous_summary.get("agent_id") != agent_id:
             previous_summary = None  # a day reported for other agents is no yardstick
-        previous_findings = con.execute(f"SELECT * FROM findings WHERE partition_date = $day - 1 AND {mine}", params).df()
+        previous_findings = frame_of(con.execute(f"SELECT * FROM findings WHERE partition_date = $day - 1 AND {mine}", params))
         superseded = f"SELECT episode_id FROM scores WHERE partition_date = $day AND superseded AND {mine}"
         statuses = con.execute(
             f"SELECT status, count(*) FROM episodes WHERE partition_date = $day AND {mine} "
@@ -57,11 +59,11 @@ def report_inputs(warehouse: Warehouse, day: date, trend_days: int, agent_id: st
             f"AND {mine}",
             params,
         )
-        judgements = con.execute(f"SELECT * FROM judgements WHERE partition_date = $day AND {mine}", params).df()
-        pairwise = con.execute(f"SELECT * FROM pairwise_judgements WHERE partition_date = $day AND {mine}", params).df()
-        pass_at_k = con.execute(f"SELECT * FROM pass_at_k WHERE partition_date = $day AND {mine}", params).df()
-        task_trials = con.execute(f"SELECT * FROM task_trials WHERE partition_date = $day AND {mine}", params).df()
-        failed_trials = con.execute(_FAILED_TRIALS, params).df()
+        judgements = frame_of(con.execute(f"SELECT * FROM judgements WHERE partition_date = $day AND {mine}", params))
+        pairwise = frame_of(con.execute(f"SELECT * FROM pairwise_judgements WHERE partition_date = $day AND {mine}", params))
+        pass_at_k = frame_of(con.execute(f"SELECT * FROM pass_at_k WHERE partition_date = $day AND {mine}", params))
+        task_trials = frame_of(con.execute(f"SELECT * FROM task_trials WHERE partition_date = $day AND {mine}", params))
+        failed_trials = frame_of(con.execute(_FAILED_TRIALS, params))
     return ReportData(
         day=day,
         scores=scores,
@@ -141,16 +143,18 @@ def day_scores(
     counted = ", ".join(f'"{column}"' for column in _counted_columns())
     con.execute(f"CREATE OR REPLACE TEMP TABLE {_COUNTED} AS SELECT {counted} FROM {scores}", params)
     means = ", ".join(f'avg("{column}")::DOUBLE AS "{column}"' for column in reported_means())
-    figures = con.execute(
-        f"""
+    figures = frame_of(
+        con.execute(
+            f"""
         SELECT CASE WHEN grouping(agent_id) = 0 THEN 'agent' WHEN grouping(category) = 0 THEN 'category' ELSE 'day' END
                    AS level, agent_id, category, {_VERDICT_COUNTS}, {means}
         FROM (SELECT * REPLACE (coalesce(category, '(none)') AS category) FROM {_COUNTED})
         GROUP BY GROUPING SETS ((agent_id), (category), ())
         ORDER BY level, agent_id, category
         """
-    ).df()
-    failed_on = con.execute(_FAILED_ON.format(scores=_COUNTED), {"figures": r"\s*[\d.].*$"}).df()
+        )
+    )
+    failed_on = frame_of(con.execute(_FAILED_ON.format(scores=_COUNTED), {"figures": r"\s*[\d.].*$"}))
     origins = con.execute(
         f"SELECT baseline_origin, count(*) FROM {_COUNTED} WHERE baseline_origin IS NOT NULL GROUP BY ALL ORDER BY 1"
     ).fetchall()
@@ -159,14 +163,14 @@ def day_scores(
     named = con.execute(
         f"{untasked} ORDER BY episode_id LIMIT $named", {"prefix": DERIVED_TASK_PREFIX, "named": UNTASKED_NAMED}
     ).fetchall()
-    weighted = con.execute(f"SELECT weighted_score::DOUBLE AS w FROM {_COUNTED}").df()["w"]
+    weighted = frame_of(con.execute(f"SELECT weighted_score::DOUBLE AS w FROM {_COUNTED}"))["w"]
     worst = [row[0] for row in con.execute(f"SELECT episode_id FROM {_COUNTED} ORDER BY {_WORST_FIRST} LIMIT $shown",
                                            {"shown": WORST_EPISODES}).fetchall()]  # fmt: skip
     shown_of = {**params, "shown": worst}
     shown = frame_of(
         con.execute(f"SELECT * FROM {scores} WHERE list_contains($shown, episode_id) ORDER BY {_WORST_FIRST}", shown_of)
     )
-    shown_issues = con.execute(f"SELECT * FROM {issues} WHERE list_contains($shown, episode_id)", shown_of).df()
+    shown_issues = frame_of(con.execute(f"SELECT * FROM {issues} WHERE list_contains($shown, episode_id)", shown_of))
     measures = ", ".join(f's."{column}"' for column in baseline_measures())
     return DayScores(
         figures=figures,
@@ -193,7 +197,7 @@ def day_scores(
 def _of_episodes(con: duckdb.DuckDBPyConnection, sql: str, ids: list[str]) -> pd.DataFrame:
     """`sql` over the table `episode_ids` (one column, episode_id) holding `ids`: DuckDB reads this frame by its name."""
     episode_ids = pd.DataFrame({"episode_id": pd.Series(ids, dtype=object)})  # noqa: F841
-    return con.execute(sql).df()
+    return frame_of(con.execute(sql))
 
 
 # Trials that failed their case, with what a person needs to check the grader's call.

@@ -16,7 +16,7 @@ import duckdb
 import pandas as pd
 
 from eval_pipeline.errors import InfrastructureError
-from eval_pipeline.warehouse.connection import Warehouse, WarehouseBusy
+from eval_pipeline.warehouse.connection import Warehouse, WarehouseBusy, frame_of
 
 BUSY_WAIT_SECONDS = 2.0  # how long a page waits for a writer before answering "busy"
 
@@ -71,8 +71,9 @@ class Filters:
 
 def days_overview(con: duckdb.DuckDBPyConnection) -> pd.DataFrame:
     """Per day and agent: episodes, verdicts and findings per severity, the latest day first."""
-    return con.execute(
-        """
+    return frame_of(
+        con.execute(
+            """
         SELECT s.partition_date, s.agent_id, count(*) AS episodes, count(*) FILTER (s.passed) AS passed,
                count(*) FILTER (NOT s.passed) AS failed, count(*) FILTER (s.passed IS NULL) AS without_verdict,
                coalesce(any_value(f.critical), 0) AS critical, coalesce(any_value(f.warning), 0) AS warning
@@ -83,7 +84,8 @@ def days_overview(con: duckdb.DuckDBPyConnection) -> pd.DataFrame:
         GROUP BY s.partition_date, s.agent_id
         ORDER BY s.partition_date DESC, s.agent_id
         """
-    ).df()
+        )
+    )
 
 
 _EPISODES = """
@@ -128,9 +130,9 @@ def day_records(con: duckdb.DuckDBPyConnection, day: date, filters: Filters) -> 
     params = {"day": day, **filters.params()}
     findings = {key: value for key, value in params.items() if key != "verdict"}  # a finding has no verdict
     return DayRecords(
-        episodes=con.execute(_EPISODES, params).df(),
-        findings=con.execute(_FINDINGS, findings).df(),
-        previous_findings=con.execute(_FINDINGS, {**findings, "day": day - timedelta(days=1)}).df(),
+        episodes=frame_of(con.execute(_EPISODES, params)),
+        findings=frame_of(con.execute(_FINDINGS, findings)),
+        previous_findings=frame_of(con.execute(_FINDINGS, {**findings, "day": day - timedelta(days=1)})),
         choices=_choices(con, day),
     )
 
@@ -179,45 +181,50 @@ def episode_records(con: duckdb.DuckDBPyConnection, day: date, episode_id: str) 
     """The episode `episode_id` of `day`; None when that day has no such episode."""
     params = {"day": day, "episode": episode_id}
     episode = _first(
-        con.execute(
-            "SELECT e.*, coalesce(r.final_output, e.final_output) AS answer FROM episodes e "
-            "LEFT JOIN replays r USING (episode_id, partition_date) WHERE e.partition_date = $day AND e.episode_id = $episode",
-            params,
-        ).df()
+        frame_of(
+            con.execute(
+                "SELECT e.*, coalesce(r.final_output, e.final_output) AS answer FROM episodes e "
+                "LEFT JOIN replays r USING (episode_id, partition_date) "
+                "WHERE e.partition_date = $day AND e.episode_id = $episode",
+                params,
+            )
+        )
     )
     if episode is None:
         return None
-    score = _first(con.execute("SELECT * FROM scores WHERE partition_date = $day AND episode_id = $episode", params).df())
+    score = _first(frame_of(con.execute("SELECT * FROM scores WHERE partition_date = $day AND episode_id = $episode", params)))
     baseline_id = score and score.get("baseline_episode_id")
     baseline = None
     baseline_steps = pd.DataFrame()
     if isinstance(baseline_id, str):
         baseline = _first(
-            con.execute(
-                "SELECT * FROM baselines WHERE agent_id = $agent AND task_id = $task AND episode_id = $baseline "
-                "ORDER BY established_at DESC LIMIT 1",
-                {"agent": episode["agent_id"], "task": episode["task_id"], "baseline": baseline_id},
-            ).df()
+            frame_of(
+                con.execute(
+                    "SELECT * FROM baselines WHERE agent_id = $agent AND task_id = $task AND episode_id = $baseline "
+                    "ORDER BY established_at DESC LIMIT 1",
+                    {"agent": episode["agent_id"], "task": episode["task_id"], "baseline": baseline_id},
+                )
+            )
         )
         recorded_on = con.execute(
             "SELECT max(partition_date) FROM episodes WHERE episode_id = $baseline AND partition_date <= $day",
             {"baseline": baseline_id, "day": day},
         ).fetchone()
         if recorded_on and recorded_on[0] is not None:
-            baseline_steps = con.execute(_STEPS, {"episode": baseline_id, "day": recorded_on[0]}).df()
+            baseline_steps = frame_of(con.execute(_STEPS, {"episode": baseline_id, "day": recorded_on[0]}))
     of_episode = "WHERE partition_date = $day AND episode_id = $episode"
     return EpisodeRecords(
         episode=episode,
         score=score,
-        steps=con.execute(_STEPS, params).df(),
+        steps=frame_of(con.execute(_STEPS, params)),
         baseline=baseline,
         baseline_steps=baseline_steps,
-        findings=con.execute(f"SELECT * FROM findings {of_episode} ORDER BY severity, dimension", params).df(),
-        assertions=con.execute(f"SELECT * FROM assertions {of_episode} ORDER BY passed, assertion", params).df(),
-        issues=con.execute(f'SELECT * FROM issues {of_episode} ORDER BY severity, "check"', params).df(),
-        judgements=con.execute(f"SELECT * FROM judgements {of_episode} ORDER BY rubric", params).df(),
-        pairwise=con.execute(f"SELECT * FROM pairwise_judgements {of_episode}", params).df(),
-        rewards=con.execute(f"SELECT * FROM rewards {of_episode} ORDER BY reward_name", params).df(),
+        findings=frame_of(con.execute(f"SELECT * FROM findings {of_episode} ORDER BY severity, dimension", params)),
+        assertions=frame_of(con.execute(f"SELECT * FROM assertions {of_episode} ORDER BY passed, assertion", params)),
+        issues=frame_of(con.execute(f'SELECT * FROM issues {of_episode} ORDER BY severity, "check"', params)),
+        judgements=frame_of(con.execute(f"SELECT * FROM judgements {of_episode} ORDER BY rubric", params)),
+        pairwise=frame_of(con.execute(f"SELECT * FROM pairwise_judgements {of_episode}", params)),
+        rewards=frame_of(con.execute(f"SELECT * FROM rewards {of_episode} ORDER BY reward_name", params)),
     )
 
 
