@@ -27,7 +27,10 @@ def with_lifecycle(today: pd.DataFrame, yesterday: pd.DataFrame, day: date) -> p
     if earlier.empty:
         started = pd.DataFrame(columns=[*KEY, "since_before"])
     else:
-        earlier = earlier.assign(since_before=earlier["since"].where(earlier["since"].notna(), earlier["partition_date"]))
+        began = earlier["since"].where(earlier["since"].notna(), earlier["partition_date"])
+        # as days, whichever way they were read (the warehouse gives timestamps): a new finding's is `day`, and the
+        # column must hold one kind to be written
+        earlier = earlier.assign(since_before=pd.to_datetime(began).dt.date)
         started = earlier.groupby(KEY, as_index=False)["since_before"].min()
     merged = _keyed(today).merge(started, on=KEY, how="left")
     carried = merged["since_before"].notna()
