@@ -63,7 +63,7 @@ class Step(BaseModel):
 
     model_config = ConfigDict(extra="allow")
 
-    step_index: int = Field(ge=0, description="the step's position in the run, unique within it")
+    step_index: Count = Field(ge=0, description="the step's position in the run, unique within it")
     step_type: StepType = Field(description="llm_call, tool_call, tool_result, decision or error")
     air_record_id: str | None = Field(None, description="the AIR Blackbox record this step came from, if any")
     tool_name: str | None = Field(None, description="the tool called (tool_call) or answering (tool_result)")

@@ -57,8 +57,8 @@ _UNNUMBERED = pa.schema(
 
 # One typed parse per record. json_transform is lenient (a value of the wrong type becomes NULL, or is read as the
 # type: "5" as 5), so a NULL is told apart from an absent field only for the rare records that have one, and the
-# numbers' own JSON types are read too (`_NUMBERS_AS_JSON`), for the records that may have a mistyped one
-# (`_MAY_BE_MISTYPED`).
+# numbers' and texts' own JSON types are read too (`_GIVEN_AS_JSON`, as `given`), for the records that may have a
+# mistyped one (`_MAY_BE_MISTYPED`).
 _STEP_FIELDS = {
     "step_index": "BIGINT", "step_type": "VARCHAR", "tool_name": "VARCHAR", "model": "VARCHAR",
     "provider": "VARCHAR", "input_summary": "VARCHAR", "output_summary": "VARCHAR", "tokens": "BIGINT",
@@ -67,7 +67,7 @@ _STEP_FIELDS = {
 # Counts and amounts: a value of the wrong type, negative or not finite is rejected, never coerced.
 _COUNT = "an integer"
 _NUMBERS = {"total_tokens": _COUNT, "total_cost_usd": "a number", "total_duration_ms": "a number"}
-_STEP_NUMBERS = {"tokens": _COUNT, "cost_usd": "a number", "duration_ms": "a number"}
+_STEP_NUMBERS = {"step_index": _COUNT, "tokens": _COUNT, "cost_usd": "a number", "duration_ms": "a number"}
 _COUNTS = [name for name, kind in {**_NUMBERS, **_STEP_NUMBERS}.items() if kind == _COUNT]
 _EPISODE_SCHEMA = json.dumps(
     {
@@ -83,13 +83,19 @@ _EPISODE_SCHEMA = json.dumps(
         "metadata": "JSON",
     }
 )
-# The numeric fields again as JSON, whose types tell a number from text or a boolean (which the typed parse reads
-# as one: "5" as 5, true as 1) and a fraction from a count (1.5 read as a count is 2).
-_NUMBERS_AS_JSON = json.dumps({**dict.fromkeys(_NUMBERS, "JSON"), "steps": [dict.fromkeys(_STEP_NUMBERS, "JSON")]})
-# Which records' numbers are read again as JSON: a number field whose value does not open as a number does (text, a
-# boolean, null, an object, a list), a count with a fraction or an exponent, a typed number that is NULL (absent, or
-# beyond BIGINT), and any record with a `\u` escape (a key may be spelled with one). The others' numbers are numbers as
-# given, and their second parse is skipped (100,000 episodes: the parse 1.23 s against 1.43 s, same rows).
+# Text fields: a value of another type is rejected too (the typed parse reads 7 as '7', ["a"] as '["a"]').
+_TEXTS = [name for name, kind in json.loads(_EPISODE_SCHEMA).items() if kind == "VARCHAR"]
+_STEP_TEXTS = [name for name, kind in _STEP_FIELDS.items() if kind == "VARCHAR"]
+# The numeric and text fields again as JSON, whose types tell a number from text or a boolean (which the typed parse
+# reads as one: "5" as 5, true as 1), a fraction from a count (1.5 read as a count is 2), and text from anything else.
+_GIVEN_AS_JSON = json.dumps(
+    {**dict.fromkeys([*_NUMBERS, *_TEXTS], "JSON"), "steps": [dict.fromkeys([*_STEP_NUMBERS, *_STEP_TEXTS], "JSON")]}
+)
+# Which records' numbers and texts are read again as JSON: a number field whose value does not open as a number does
+# (text, a boolean, null, an object, a list), a text field whose value does not open as text or null, a count with a
+# fraction or an exponent, a typed number that is NULL (absent, or beyond BIGINT), and any record with a `\u` escape (a
+# key may be spelled with one). The others' numbers are numbers and their texts text as given, and their second parse
+# is skipped (100,000 episodes: the parse 1.23 s against 1.43 s, same rows).
 
 
 def _any_step(conditions: Iterable[str]) -> str:
@@ -98,9 +104,11 @@ def _any_step(conditions: Iterable[str]) -> str:
 
 
 _NOT_OPENING_AS_A_NUMBER = f'"({"|".join(_NUMBERS | _STEP_NUMBERS)})"\\s*:\\s*[^-0-9\\s]'
+_NOT_OPENING_AS_TEXT = f'"({"|".join(dict.fromkeys([*_TEXTS, *_STEP_TEXTS]))})"\\s*:\\s*[^"n\\s]'
 _COUNT_WITH_A_FRACTION = f'"({"|".join(_COUNTS)})"\\s*:\\s*-?[0-9]+[.eE]'
 _MAY_BE_MISTYPED = (
-    f"regexp_matches(raw, '{_NOT_OPENING_AS_A_NUMBER}|{_COUNT_WITH_A_FRACTION}') OR contains(raw, '\\u') OR "
+    f"regexp_matches(raw, '{_NOT_OPENING_AS_A_NUMBER}|{_NOT_OPENING_AS_TEXT}|{_COUNT_WITH_A_FRACTION}') OR "
+    "contains(raw, '\\u') OR "
     + " OR ".join([*(f"e.{name} IS NULL" for name in _NUMBERS), _any_step(f"s.{name} IS NULL" for name in _STEP_NUMBERS)])
 )
 _STATUSES = ", ".join(f"'{s.value}'" for s in EpisodeStatus)
@@ -123,9 +131,15 @@ def _out_of_range(value: str) -> str:
 
 
 def _mistyped(given: str) -> str:
-    """`given` (a number's JSON text, from `_NUMBERS_AS_JSON`) is text, a boolean, an object or a list, as its first
+    """`given` (a number's JSON text, from `_GIVEN_AS_JSON`) is text, a boolean, an object or a list, as its first
     character tells."""
     return f"coalesce(left({given}::VARCHAR, 1) IN ('\"', 't', 'f', '{{', '['), false)"
+
+
+def _not_text(given: str) -> str:
+    """`given` (a text field's JSON, from `_GIVEN_AS_JSON`) is a number, a boolean, an object or a list: neither text nor
+    null (false where the record's fields were not read again)."""
+    return f"coalesce(left({given}::VARCHAR, 1) NOT IN ('\"', 'n'), false)"
 
 
 def _given(given: str) -> str:
@@ -137,9 +151,9 @@ def _given(given: str) -> str:
 # for which only in the records that have one.
 _ANY_MISTYPED = " OR ".join(
     [
-        f"coalesce(list_bool_or(list_transform(numbers.steps, lambda n: "
+        f"coalesce(list_bool_or(list_transform(given.steps, lambda n: "
         f"{' OR '.join(_mistyped(f'n.{name}') for name in _STEP_NUMBERS)})), false)",
-        *(_mistyped(f"numbers.{name}") for name in _NUMBERS),
+        *(_mistyped(f"given.{name}") for name in _NUMBERS),
     ]
 )
 
@@ -157,7 +171,7 @@ def _fraction(given: str, typed: str) -> str:
 
 def _bad_step_number(name: str) -> str:
     """A step whose `name` is no number, a fraction for a count, negative or not finite."""
-    given, typed = f"numbers.steps[i].{name}", f"s.{name}"
+    given, typed = f"given.steps[i].{name}", f"s.{name}"
     fraction = f" OR {_fraction(given, typed)}" if _STEP_NUMBERS[name] == _COUNT else ""
     return f"{_not_a_number(given, typed)} OR coalesce({_out_of_range(typed)}{fraction}, false)"
 
@@ -175,13 +189,20 @@ def _step_reason(condition: str, says: str) -> str:
 
 _INDICES = "list_transform(e.steps, lambda s: s.step_index)"
 _REPEATED_INDEX = f"len(list_distinct({_INDICES})) < len(e.steps)"
-_STEP_CONDITIONS = (_BAD_STEP, *(_bad_step_number(name) for name in _STEP_NUMBERS), _BAD_STEP_TIME)
+_STEP_TEXT_CONDITIONS = {name: _not_text(f"given.steps[i].{name}") for name in _STEP_TEXTS}
+_STEP_CONDITIONS = (
+    _BAD_STEP,
+    *_STEP_TEXT_CONDITIONS.values(),
+    *(_bad_step_number(name) for name in _STEP_NUMBERS),
+    _BAD_STEP_TIME,
+)
 # What is wrong with a record's steps, the first problem in this order; `_STEP_TROUBLE` says whether any is, in one pass
 # over the steps, so that only the records with one look for which (in 10,000 valid records: 31 ms against 77 ms).
 _STEP_REASONS = "\n                ".join(
     [
         _step_reason(_BAD_STEP, f"step_index must be an integer, not negative, and step_type one of {_STEP_TYPE_NAMES}"),
         f"WHEN {_REPEATED_INDEX} THEN 'step_index repeats: each step needs its own'",
+        *(_step_reason(condition, f"{name} is not text") for name, condition in _STEP_TEXT_CONDITIONS.items()),
         *(
             _step_reason(_bad_step_number(name), f"{name} must be {kind}, finite and not negative")
             for name, kind in _STEP_NUMBERS.items()
@@ -194,7 +215,7 @@ _STEP_REASONS = "\n                ".join(
 # number out of range is wrong with it (100,000 episodes: the parse 1.15 s against 1.23 s asking every step the whole question).
 _NUMBERS_AS_GIVEN_STEP_CONDITIONS = (_BAD_STEP, *(_out_of_range(f"s.{name}") for name in _STEP_NUMBERS), _BAD_STEP_TIME)
 _STEP_TROUBLE = (
-    f"CASE WHEN numbers IS NULL THEN {_any_step(_NUMBERS_AS_GIVEN_STEP_CONDITIONS)} ELSE {_any_step(_STEP_CONDITIONS)} END"
+    f"CASE WHEN given IS NULL THEN {_any_step(_NUMBERS_AS_GIVEN_STEP_CONDITIONS)} ELSE {_any_step(_STEP_CONDITIONS)} END"
     f" OR coalesce({_REPEATED_INDEX}, false)"
 )
 
@@ -207,18 +228,20 @@ def _present(field: str) -> str:
 # Numbers that are no numbers, negative, not finite, or a fraction for a count: the first such field names the reason.
 _NUMBER_REASONS = "\n        ".join(
     [
-        *(f"WHEN {_not_a_number(f'numbers.{name}', f'e.{name}')} THEN '{name} is not {kind}'" for name, kind in _NUMBERS.items()),
+        *(f"WHEN {_not_a_number(f'given.{name}', f'e.{name}')} THEN '{name} is not {kind}'" for name, kind in _NUMBERS.items()),
         *(
             f"WHEN {_out_of_range(f'e.{name}')} THEN '{name} must be finite and not negative, not ' || e.{name}"
             for name in _NUMBERS
         ),
         *(
-            f"WHEN {_fraction(f'numbers.{name}', f'e.{name}')} THEN '{name} is not {kind}: ' || numbers.{name}"
+            f"WHEN {_fraction(f'given.{name}', f'e.{name}')} THEN '{name} is not {kind}: ' || given.{name}"
             for name, kind in _NUMBERS.items()
             if kind == _COUNT
         ),
     ]
 )
+
+_TEXT_REASONS = "\n        ".join(f"WHEN {_not_text(f'given.{name}')} THEN '{name} is not text'" for name in _TEXTS)
 
 # Each step with its timestamp parsed, sorted by step_index only when the record's are out of order (sorting the steps
 # of 10,000 records took 35 ms, finding that they need none 16 ms). Records whose indices repeat are rejected.
@@ -235,7 +258,7 @@ WITH read AS (
            TRY(json_transform(raw, '{_EPISODE_SCHEMA}')) AS e
     FROM _batch
 ), typed AS (
-    SELECT *, CASE WHEN {_MAY_BE_MISTYPED} THEN TRY(json_transform(raw, '{_NUMBERS_AS_JSON}')) END AS numbers FROM read
+    SELECT *, CASE WHEN {_MAY_BE_MISTYPED} THEN TRY(json_transform(raw, '{_GIVEN_AS_JSON}')) END AS given FROM read
 ), stamped AS (  -- each timestamp parsed once: the checks below and the columns read these
     SELECT *, {_timestamp("e.started_at")} AS started, {_timestamp("e.ended_at")} AS ended,
            list_transform(e.steps, lambda s: {_timestamp("s.timestamp")}) AS step_times, {_ANY_MISTYPED} AS mistyped
@@ -252,6 +275,7 @@ SELECT
     CASE
         WHEN rejected IS NOT NULL THEN rejected
         WHEN e IS NULL THEN 'invalid JSON'
+        {_TEXT_REASONS}
         WHEN coalesce(e.episode_id, '') = '' THEN  -- what is no object has no episode_id: one more parse, for these only
             CASE WHEN json_type(raw) <> 'OBJECT' THEN 'not a JSON object' ELSE 'missing episode_id' END
         WHEN coalesce(e.agent_id, '') = '' THEN 'missing agent_id'

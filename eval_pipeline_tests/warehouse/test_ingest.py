@@ -283,6 +283,20 @@ MALFORMED = {
     "step cost below minus infinity, the rest given": json.dumps(numbered("m28")).replace(
         '"cost_usd": 0.01', '"cost_usd": -Infinity'
     ),
+    # text given as something else, which a lenient parse reads as text (7 as '7', ["a"] as '["a"]'), and a step index
+    # as text or with a fraction ("0" as 0, 1.5 as 2): loaded before
+    "episode id as a number": good(29),
+    "agent id as a number": good("m30", agent_id=7),
+    "agent id as a list": good("m31", agent_id=["support-bot"]),
+    "step index as numeric text": good("m32", steps=[step(step_index="0")]),
+    "step index as a float": good("m33", steps=[step(step_index=1.5)]),
+    "tool name as a number": good("m34", steps=[step(step_type="tool_call", tool_name=5)]),
+    "tool name as a list, its key escaped": json.dumps(good("m35", steps=[step(tool_name=["t"])])).replace(
+        '"tool_name"', '"tool_n\\u0061me"'
+    ),
+    "input as an object": good("m36", steps=[step(input_summary={"question": "hi"})]),
+    "model as a boolean": good("m37", steps=[step(model=True)]),
+    "error as a number": good("m38", steps=[step(error=500)]),
 }
 
 
@@ -310,6 +324,14 @@ def test_every_malformed_kind_is_quarantined_naming_its_field_and_the_model_reje
         "total tokens as a float, the rest given": "total_tokens is not an integer",
         "negative step tokens, the rest given": "step 0: tokens must be an integer, finite and not negative",
         "step cost below minus infinity, the rest given": "step 0: cost_usd must be a number, finite and not negative",
+        "episode id as a number": "episode_id is not text", "agent id as a number": "agent_id is not text",
+        "agent id as a list": "agent_id is not text",
+        "step index as numeric text": "step 0: step_index must be an integer, finite and not negative",
+        "step index as a float": "step 0: step_index must be an integer",
+        "tool name as a number": "step 0: tool_name is not text",
+        "tool name as a list, its key escaped": "step 0: tool_name is not text",
+        "input as an object": "step 0: input_summary is not text", "model as a boolean": "step 0: model is not text",
+        "error as a number": "step 0: error is not text",
     }  # fmt: skip
     for kind, word in expected_words.items():
         assert word in by_kind[kind], (kind, by_kind[kind])
