@@ -53,22 +53,22 @@ def case_results(warehouse: Warehouse, days: list[date], agent_ids: list[str], c
         cases = frame_of(
             con.execute(
                 f"""
-            SELECT partition_date, agent_id, capture_run, label, case_id, category, passed, trials_passed, trials, failed
-              FROM ({_PER_CASE}) ORDER BY {order}, position
-            """,
+                SELECT partition_date, agent_id, capture_run, label, case_id, category, passed, trials_passed, trials, failed
+                  FROM ({_PER_CASE}) ORDER BY {order}, position
+                """,
                 params,
             )
         )
         categories = frame_of(
             con.execute(
                 f"""
-            SELECT partition_date, agent_id, capture_run, label, coalesce(category, '(uncategorized)') AS category,
-                   count(*) AS cases, count(*) FILTER (WHERE passed) AS passed, count(*) FILTER (WHERE NOT passed) AS failed,
-                   count(*) FILTER (WHERE passed) / nullif(count(passed), 0) AS pass_rate
-              FROM ({_PER_CASE})
-             GROUP BY partition_date, agent_id, capture_run, label, run_started, category
-             ORDER BY {order}, min(position)
-            """,
+                SELECT partition_date, agent_id, capture_run, label, coalesce(category, '(uncategorized)') AS category,
+                       count(*) AS cases, count(*) FILTER (WHERE passed) AS passed, count(*) FILTER (WHERE NOT passed) AS failed,
+                       count(*) FILTER (WHERE passed) / nullif(count(passed), 0) AS pass_rate
+                  FROM ({_PER_CASE})
+                 GROUP BY partition_date, agent_id, capture_run, label, run_started, category
+                 ORDER BY {order}, min(position)
+                """,
                 params,
             )
         )

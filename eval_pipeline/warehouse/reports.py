@@ -146,12 +146,12 @@ def day_scores(
     figures = frame_of(
         con.execute(
             f"""
-        SELECT CASE WHEN grouping(agent_id) = 0 THEN 'agent' WHEN grouping(category) = 0 THEN 'category' ELSE 'day' END
-                   AS level, agent_id, category, {_VERDICT_COUNTS}, {means}
-        FROM (SELECT * REPLACE (coalesce(category, '(none)') AS category) FROM {_COUNTED})
-        GROUP BY GROUPING SETS ((agent_id), (category), ())
-        ORDER BY level, agent_id, category
-        """
+            SELECT CASE WHEN grouping(agent_id) = 0 THEN 'agent' WHEN grouping(category) = 0 THEN 'category' ELSE 'day' END
+                       AS level, agent_id, category, {_VERDICT_COUNTS}, {means}
+            FROM (SELECT * REPLACE (coalesce(category, '(none)') AS category) FROM {_COUNTED})
+            GROUP BY GROUPING SETS ((agent_id), (category), ())
+            ORDER BY level, agent_id, category
+            """
         )
     )
     failed_on = frame_of(con.execute(_FAILED_ON.format(scores=_COUNTED), {"figures": r"\s*[\d.].*$"}))

@@ -74,16 +74,16 @@ def days_overview(con: duckdb.DuckDBPyConnection) -> pd.DataFrame:
     return frame_of(
         con.execute(
             """
-        SELECT s.partition_date, s.agent_id, count(*) AS episodes, count(*) FILTER (s.passed) AS passed,
-               count(*) FILTER (NOT s.passed) AS failed, count(*) FILTER (s.passed IS NULL) AS without_verdict,
-               coalesce(any_value(f.critical), 0) AS critical, coalesce(any_value(f.warning), 0) AS warning
-        FROM current_scores s
-        LEFT JOIN (SELECT partition_date, agent_id, count(*) FILTER (severity = 'critical') AS critical,
-                          count(*) FILTER (severity = 'warning') AS warning
-                   FROM findings GROUP BY ALL) f USING (partition_date, agent_id)
-        GROUP BY s.partition_date, s.agent_id
-        ORDER BY s.partition_date DESC, s.agent_id
-        """
+            SELECT s.partition_date, s.agent_id, count(*) AS episodes, count(*) FILTER (s.passed) AS passed,
+                   count(*) FILTER (NOT s.passed) AS failed, count(*) FILTER (s.passed IS NULL) AS without_verdict,
+                   coalesce(any_value(f.critical), 0) AS critical, coalesce(any_value(f.warning), 0) AS warning
+            FROM current_scores s
+            LEFT JOIN (SELECT partition_date, agent_id, count(*) FILTER (severity = 'critical') AS critical,
+                              count(*) FILTER (severity = 'warning') AS warning
+                       FROM findings GROUP BY ALL) f USING (partition_date, agent_id)
+            GROUP BY s.partition_date, s.agent_id
+            ORDER BY s.partition_date DESC, s.agent_id
+            """
         )
     )
 
