@@ -69,22 +69,21 @@ _COUNT = "an integer"
 _NUMBERS = {"total_tokens": _COUNT, "total_cost_usd": "a number", "total_duration_ms": "a number"}
 _STEP_NUMBERS = {"step_index": _COUNT, "tokens": _COUNT, "cost_usd": "a number", "duration_ms": "a number"}
 _COUNTS = [name for name, kind in {**_NUMBERS, **_STEP_NUMBERS}.items() if kind == _COUNT]
-_EPISODE_SCHEMA = json.dumps(
-    {
-        "episode_id": "VARCHAR",
-        "agent_id": "VARCHAR",
-        "status": "VARCHAR",
-        "started_at": "VARCHAR",
-        "ended_at": "VARCHAR",
-        "total_tokens": "BIGINT",
-        "total_cost_usd": "DOUBLE",
-        "total_duration_ms": "DOUBLE",
-        "steps": [_STEP_FIELDS],
-        "metadata": "JSON",
-    }
-)
+_EPISODE_FIELDS = {
+    "episode_id": "VARCHAR",
+    "agent_id": "VARCHAR",
+    "status": "VARCHAR",
+    "started_at": "VARCHAR",
+    "ended_at": "VARCHAR",
+    "total_tokens": "BIGINT",
+    "total_cost_usd": "DOUBLE",
+    "total_duration_ms": "DOUBLE",
+    "steps": [_STEP_FIELDS],
+    "metadata": "JSON",
+}
+_EPISODE_SCHEMA = json.dumps(_EPISODE_FIELDS)
 # Text fields: a value of another type is rejected too (the typed parse reads 7 as '7', ["a"] as '["a"]').
-_TEXTS = [name for name, kind in json.loads(_EPISODE_SCHEMA).items() if kind == "VARCHAR"]
+_TEXTS = [name for name, kind in _EPISODE_FIELDS.items() if kind == "VARCHAR"]
 _STEP_TEXTS = [name for name, kind in _STEP_FIELDS.items() if kind == "VARCHAR"]
 # The numeric and text fields again as JSON, whose types tell a number from text or a boolean (which the typed parse
 # reads as one: "5" as 5, true as 1), a fraction from a count (1.5 read as a count is 2), and text from anything else.
@@ -130,16 +129,21 @@ def _out_of_range(value: str) -> str:
     return f"({value} < 0 OR NOT isfinite({value}::DOUBLE))"
 
 
+def _opens_with(given: str, openings: str, among: bool = True) -> str:
+    """`given` (a field's JSON, from `_GIVEN_AS_JSON`) opens with one of the characters `openings` (with none of them,
+    when not `among`), which tells its JSON type; false where the record's fields were not read again."""
+    listed = ", ".join("'" + opening + "'" for opening in openings)
+    return f"coalesce(left({given}::VARCHAR, 1) {'' if among else 'NOT '}IN ({listed}), false)"
+
+
 def _mistyped(given: str) -> str:
-    """`given` (a number's JSON text, from `_GIVEN_AS_JSON`) is text, a boolean, an object or a list, as its first
-    character tells."""
-    return f"coalesce(left({given}::VARCHAR, 1) IN ('\"', 't', 'f', '{{', '['), false)"
+    """A number's `given` JSON is text, a boolean, an object or a list."""
+    return _opens_with(given, '"tf{[')
 
 
 def _not_text(given: str) -> str:
-    """`given` (a text field's JSON, from `_GIVEN_AS_JSON`) is a number, a boolean, an object or a list: neither text nor
-    null (false where the record's fields were not read again)."""
-    return f"coalesce(left({given}::VARCHAR, 1) NOT IN ('\"', 'n'), false)"
+    """A text field's `given` JSON is a number, a boolean, an object or a list: neither text nor null."""
+    return _opens_with(given, '"n', among=False)
 
 
 def _given(given: str) -> str:
