@@ -151,3 +151,47 @@ def test_an_agent_that_answered_nothing_is_scored_beside_those_that_answered(pro
     assert "2 passed      0 failed" in capsys.readouterr().out
     suite = ET.parse(junit).getroot()
     assert (suite.get("tests"), suite.get("failures")) == ("2", "0")
+
+
+def test_one_agents_rerun_of_a_night_keeps_what_the_nights_run_kept(project_env, capsys):
+    """Both agents number each day's runs from 1, and the triage bot's run-1, later in the file, superseded the billing
+    bot's. The user's `run --agent billing-bot` after the night's run said "5 episodes  4 passed  8 without a verdict"
+    and 0 quarantined, its JUnit held 6 tests, one of them the triage bot's task under the billing bot (on a larger
+    day, the report failed: "DataFrame index must be unique"). The rerun read only the billing bot's records and kept its
+    superseded run-1 again: the day held two episodes with one id. A rerun of one agent keeps, scores and quarantines
+    that agent's records as the night's run did, and every output counts them alike."""
+    day_1, day_2 = "2026-11-04", DAY
+    (project_env / "episodes").mkdir()
+    for day in (day_1, day_2):
+        billing = [episode(f"{day}/run-{n}", f"billing/q-{n}", f"Invoice {n}?", "lookup_invoice", '{"due": "12 EUR"}',
+                           "12 EUR are due.", day=day, agent_id="billing-bot") for n in range(1, 6)]  # fmt: skip
+        triage = episode(f"{day}/run-1", "triage/route", "Route T-9?", "route_ticket", '{"queue": "billing"}',
+                         "Routed to billing.", day=day)  # fmt: skip
+        (project_env / "episodes" / f"{day}.jsonl").write_text("".join(json.dumps(e) + "\n" for e in [*billing, triage]))
+    junit = project_env / "results.xml"
+    assert main(["run", "--date", day_1]) == 0
+    assert main(["run", "--date", day_2]) == 0
+    capsys.readouterr()
+    tables = {
+        "episodes": "SELECT agent_id, episode_id, locator FROM episodes",
+        "quarantine": "SELECT agent_id, locator, reason FROM quarantine",
+        "scores": "SELECT agent_id, episode_id, passed FROM scores",
+    }
+
+    def day_2_rows():
+        return {name: rows(project_env, f"{sql} WHERE partition_date = ? ORDER BY ALL", [day_2]) for name, sql in tables.items()}
+
+    night = day_2_rows()
+    file = project_env / "episodes" / f"{day_2}.jsonl"
+    assert night["episodes"] == [
+        *(("billing-bot", f"{day_2}/run-{n}", f"{file}:{n}") for n in range(2, 6)),
+        ("triage-bot", f"{day_2}/run-1", f"{file}:6"),
+    ]
+    assert night["quarantine"] == [("billing-bot", f"{file}:1", f"duplicate episode_id {day_2}/run-1, superseded by {file}:6")]
+
+    for agent, passed in (("billing-bot", 4), ("triage-bot", 1)):
+        assert main(["run", "--date", day_2, "--agent", agent, "--junit", str(junit)]) == 0
+        assert f"{passed} passed      0 failed" in capsys.readouterr().out
+        suite = ET.parse(junit).getroot()
+        assert (suite.get("tests"), suite.get("failures")) == (str(passed), "0")
+        assert day_2_rows() == night

@@ -32,7 +32,7 @@ def write_history_baselines(
         con.execute(f"CREATE OR REPLACE TEMP TABLE _history AS SELECT agent_id, task_id, episode_id, started_at, {SNAPSHOT} "
                     "FROM episodes LIMIT 0")  # fmt: skip
         for earlier, records in history:
-            if not canonical_episodes(con, earlier, records, agent_id):
+            if not canonical_episodes(con, earlier, records):
                 continue  # the source has no record of that day
             con.execute(
                 f"INSERT INTO _history SELECT agent_id, task_id, episode_id, started_at, {SNAPSHOT} FROM _canonical "

@@ -255,7 +255,8 @@ _TYPED_STEPS = f"""list_transform(e.steps, lambda s, i: {{
     }})"""
 _INDICES_IN_ORDER = f"list_sort({_INDICES}) = {_INDICES}"
 
-# Parses one staged batch; only the day's records (of the agent, when scoped) are kept.
+# Parses one staged batch; only the day's records are kept, of every agent even when a load is scoped to one: a later
+# record of another agent with the same id supersedes the agent's as it does in a load of the whole day.
 _PARSE = f"""
 WITH read AS (
     SELECT seq, source, locator, raw, fallback_day, rejected, source_records,
@@ -307,7 +308,7 @@ SELECT
     ) AS day  -- a record without a plausible day of its own is quarantined on its file's day
 FROM stamped
 )
-SELECT * FROM parsed WHERE day = $day AND ($agent IS NULL OR agent_id = $agent)
+SELECT * FROM parsed WHERE day = $day
 """
 
 # The newest valid record of each id in `_parsed`: the episodes of a batch.
@@ -358,6 +359,11 @@ def tool_names_sql(json_list: str) -> str:
     )
 
 
+def _of_the_agent(agent_id: str = "agent_id") -> str:
+    """Whether a row is one a load writes: the agent's, when scoped."""
+    return f"($agent IS NULL OR {agent_id} = $agent)"
+
+
 _STEPS = f"""
 SELECT episode_id, partition_date, agent_id, s.step_index, s.step_type, s.tool_name, s.model, s.provider,
        s.input_summary AS input, s.output_summary AS output, s.tokens, s.cost_usd, s.duration_ms, s.timestamp, s.error,
@@ -365,25 +371,27 @@ SELECT episode_id, partition_date, agent_id, s.step_index, s.step_type, s.tool_n
        CASE WHEN json_type(s.metadata, '$.messages') = 'ARRAY' THEN s.metadata -> '$.messages' END AS messages,
        s.metadata ->> '$.agent' AS agent,  -- which agent of a multi-agent run acted
        {tool_names_sql("s.metadata -> '$.tools'")} AS offered_tools  -- the tools an LLM call was offered
-FROM (SELECT episode_id, partition_date, agent_id, unnest(ordered) AS s FROM _canonical)
+FROM (SELECT episode_id, partition_date, agent_id, unnest(ordered) AS s FROM _canonical WHERE {_of_the_agent()})
 """
 
-# What one parsed batch hands to the day's transaction, read on the scratch connection (see `load_episodes`).
+# What one parsed batch hands to the day's transaction, read on the scratch connection (see `load_episodes`): the
+# agent's rows, when scoped.
 _BATCH_ROWS = {  # keyed by the parameters of `_write_batch`
     "batch_rejected": "SELECT p.source, p.locator, p.reason, b.raw, p.agent_id FROM _parsed p JOIN _batch b USING (seq) "
-    "WHERE p.reason IS NOT NULL",
+    f"WHERE p.reason IS NOT NULL AND {_of_the_agent('p.agent_id')}",
     # valid records that lost to a later record of the batch
     # (found first, then their raw text: joined the other way round, every valid record's text was read, 29 ms a batch
     # of 10,000 against 17)
-    "batch_losers": """SELECT l.episode_id, l.seq, l.source, l.locator, b.raw, l.agent_id
+    "batch_losers": f"""SELECT l.episode_id, l.seq, l.source, l.locator, b.raw, l.agent_id
                  FROM (SELECT p.episode_id, p.seq, p.source, p.locator, p.agent_id
                        FROM _parsed p JOIN _canonical c USING (episode_id)
-                       WHERE p.reason IS NULL AND p.locator <> c.locator) l
+                       WHERE p.reason IS NULL AND p.locator <> c.locator AND {_of_the_agent("p.agent_id")}) l
                  JOIN _batch b USING (seq)""",
     # the episodes of earlier batches that the batch supersedes (their raw text is fetched at the end: `_fill_superseded`)
+    # (of every agent: each is forgotten from the index of those kept; only the agent's are written)
     "batch_superseded": """SELECT k.episode_id, k.seq, k.source, k.locator, k.agent_id, c.locator AS superseded_by
                  FROM _kept k JOIN _canonical c USING (episode_id)""",
-    "batch_episodes": "SELECT * EXCLUDE (ordered) FROM _canonical",
+    "batch_episodes": f"SELECT * EXCLUDE (ordered) FROM _canonical WHERE {_of_the_agent()}",
     "batch_steps": _STEPS,
 }
 # Whether a batch has rejected records, and valid ones that lost to a later one: most have neither, and their queries
@@ -399,10 +407,11 @@ _FORGET_SUPERSEDED = "DELETE FROM _kept WHERE episode_id IN (SELECT episode_id F
 _KEEP = "INSERT INTO _kept SELECT episode_id, seq, source, locator, agent_id FROM _canonical"
 
 _SUPERSEDED = (
-    """INSERT INTO _superseded SELECT episode_id, seq, source, locator, NULL, agent_id
-    FROM batch_superseded WHERE locator <> superseded_by""",
+    f"""INSERT INTO _superseded SELECT episode_id, seq, source, locator, NULL, agent_id
+    FROM batch_superseded WHERE locator <> superseded_by AND {_of_the_agent()}""",
     *(
-        f"DELETE FROM {table} WHERE partition_date = $day AND episode_id IN (SELECT episode_id FROM batch_superseded)"
+        f"DELETE FROM {table} WHERE partition_date = $day AND {_of_the_agent()} "
+        "AND episode_id IN (SELECT episode_id FROM batch_superseded)"
         for table in ("episodes", "episode_steps")
     ),
 )
@@ -416,13 +425,15 @@ _EPISODE_WRITES = (
 )
 
 # The episodes this load keeps: the day's (of the agent, when scoped).
-_LOADED = "FROM episodes WHERE partition_date = $day AND ($agent IS NULL OR agent_id = $agent)"
-_DUPLICATES = f"""
+_LOADED = f"FROM episodes WHERE partition_date = $day AND {_of_the_agent()}"
+# The records superseded, each with the locator of the record that won (`winners`, of any agent; read by its name: see
+# `_write_batch`).
+_DUPLICATES = """
 INSERT INTO quarantine BY NAME
 SELECT $day AS partition_date, s.source, s.locator,
-       'duplicate episode_id ' || s.episode_id || ', superseded by ' || k.locator AS reason, s.raw, s.agent_id
-FROM _superseded s JOIN (SELECT episode_id, locator {_LOADED}) k USING (episode_id)
-WHERE s.locator <> k.locator
+       'duplicate episode_id ' || s.episode_id || ', superseded by ' || w.locator AS reason, s.raw, s.agent_id
+FROM _superseded s JOIN winners w USING (episode_id)
+WHERE s.locator <> w.locator
 """
 
 
@@ -490,10 +501,11 @@ def _numbered(table: pa.Table, seq: int) -> pa.Table:
     return pa.Table.from_batches(numbered.to_batches(max_chunksize=CHUNK_ROWS))
 
 
-def _parse(scratch: duckdb.DuckDBPyConnection, staged: pa.Table, params: dict) -> dict[str, pa.Table]:
+def _parse(scratch: duckdb.DuckDBPyConnection, staged: pa.Table, params: dict, agent_id: str | None) -> dict[str, pa.Table]:
     """One batch parsed on the scratch connection: its rejected records, the valid ones that lost to a later one of the
     batch, the episodes of earlier batches it supersedes, and its episodes (the newest record of each id) with their
-    steps, as `_BATCH_ROWS` names them; its episodes join the index of those kept."""
+    steps, as `_BATCH_ROWS` names them (`agent_id`'s, when given); its episodes, of every agent, join the index of
+    those kept."""
     scratch.register("_batch", staged)
     scratch.execute(f"CREATE OR REPLACE TEMP TABLE _parsed AS {_PARSE}", params)
     scratch.execute(_NEWEST)
@@ -501,7 +513,8 @@ def _parse(scratch: duckdb.DuckDBPyConnection, staged: pa.Table, params: dict) -
     rejected, losers = one_row(scratch, _REJECTED_AND_LOSERS)
     none = {"batch_rejected": not rejected, "batch_losers": not losers}
     parsed = {
-        name: scratch.sql(f"{sql} LIMIT 0" if none.get(name) else sql).to_arrow_table() for name, sql in _BATCH_ROWS.items()
+        name: scratch.execute(f"{sql} LIMIT 0" if none.get(name) else sql, _named({"agent": agent_id}, sql)).to_arrow_table()
+        for name, sql in _BATCH_ROWS.items()
     }
     scratch.unregister("_batch")
     if parsed["batch_superseded"].num_rows:
@@ -531,6 +544,7 @@ class _PendingEpisodes:
 def _write_batch(
     con: duckdb.DuckDBPyConnection,
     day: date,
+    agent_id: str | None,
     pending: _PendingEpisodes,
     batch_rejected: pa.Table,
     batch_losers: pa.Table,
@@ -544,11 +558,16 @@ def _write_batch(
     if batch_superseded.num_rows:
         pending.write(con)  # the episodes it supersedes are deleted: every earlier one must be in the table
     for statement in (*(_SUPERSEDED if batch_superseded.num_rows else ()), *_BATCH_WRITES):
-        con.execute(statement, _named({"day": day}, statement))
+        con.execute(statement, _named({"day": day, "agent": agent_id}, statement))
     pending.episodes.append(batch_episodes)
     pending.steps.append(batch_steps)
     if sum(table.num_rows for table in pending.episodes) >= WRITE_ROWS:
         pending.write(con)
+
+
+def _parse_params(day: date) -> dict:
+    """The parameters of `_PARSE`."""
+    return {"day": day, "earliest": EARLIEST_DAY, "latest": latest_day()}
 
 
 def _named(params: dict, statement: str) -> dict:
@@ -556,11 +575,11 @@ def _named(params: dict, statement: str) -> dict:
     return {name: value for name, value in params.items() if f"${name}" in statement}
 
 
-def canonical_episodes(con: duckdb.DuckDBPyConnection, day: date, records: Iterable[RawRecords], agent_id: str | None) -> int:
+def canonical_episodes(con: duckdb.DuckDBPyConnection, day: date, records: Iterable[RawRecords]) -> int:
     """The temp view `_canonical`: `day`'s valid episodes in `records`, one per id, all at once (the baseline
     lookback reads a few earlier days this way, without writing them); return how many records were read. Without
     any record, nothing is made: planning the parse alone takes 35-65 ms, and most days looked back have none."""
-    params = {"day": day, "agent": agent_id, "earliest": EARLIEST_DAY, "latest": latest_day()}
+    params = _parse_params(day)
     read = 0
     for batch, staged in enumerate(read_ahead(_staged(records))):
         con.register("_batch", staged)
@@ -585,10 +604,20 @@ _NARROWED = (
         SELECT episode_id {_LOADED} AND ($model IS NULL OR model = $model)
         ORDER BY started_at NULLS LAST, episode_id LIMIT coalesce($limit, 9223372036854775807)
     )""",
-    f"""DELETE FROM episode_steps WHERE partition_date = $day AND ($agent IS NULL OR agent_id = $agent)
+    f"""DELETE FROM episode_steps WHERE partition_date = $day AND {_of_the_agent()}
         AND episode_id NOT IN (SELECT episode_id {_LOADED})""",
-    f"DELETE FROM _superseded WHERE episode_id NOT IN (SELECT episode_id {_LOADED})",
+    # a record superseded by one of the agent's episodes that was narrowed away is no longer a duplicate of a kept one
+    f"""DELETE FROM _superseded WHERE episode_id NOT IN (SELECT episode_id {_LOADED})
+        AND episode_id IN (SELECT episode_id FROM winners WHERE {_of_the_agent()})""",
 )
+
+
+def _winners(con: duckdb.DuckDBPyConnection, scratch: duckdb.DuckDBPyConnection) -> pa.Table:
+    """The episodes kept, of every agent, whose ids superseded a record: what `_DUPLICATES` names as the winners."""
+    superseded = con.execute("SELECT DISTINCT episode_id FROM _superseded").to_arrow_table()  # noqa: F841 (read by name)
+    return scratch.execute(
+        "SELECT episode_id, locator, agent_id FROM _kept WHERE episode_id IN (SELECT episode_id FROM superseded)"
+    ).to_arrow_table()
 
 
 def _fill_superseded(con: duckdb.DuckDBPyConnection, records: Callable[[], Iterable[RawRecords]]) -> None:
@@ -619,7 +648,7 @@ def load_episodes(
     inside the day's transaction, every replaced temp table would be kept until COMMIT. The next batch is parsed while
     the last one is written (`pipelined`). `records` is called once, and once more only when an episode of one batch
     was superseded by a later batch."""
-    params = {"day": day, "agent": agent_id, "earliest": EARLIEST_DAY, "latest": latest_day()}
+    params = _parse_params(day)
     day_records = records()  # a store answers (into its spool) before the warehouse is opened and locked
     with warehouse.transaction() as con, second_cursor(con) as scratch:
         for table in ("episodes", "episode_steps", "quarantine"):
@@ -630,20 +659,21 @@ def load_episodes(
 
         def parse(staged: pa.Table) -> tuple[int, dict[str, pa.Table]]:
             # the records read are lines, where an adapter made one episode of many
-            return pc.sum(staged["source_records"]).as_py(), _parse(scratch, staged, params)
+            return pc.sum(staged["source_records"]).as_py(), _parse(scratch, staged, params, agent_id)
 
         def write(batch: tuple[int, dict[str, pa.Table]]) -> int:
             records_read, parsed = batch
-            _write_batch(con, day, pending, **parsed)
+            _write_batch(con, day, agent_id, pending, **parsed)
             return records_read
 
         read = pipelined(_staged(day_records), parse, write)  # a batch parsed while the last one is written
         pending.write(con)
+        winners = _winners(con, scratch)  # noqa: F841 (read by name: see `_write_batch`)
         if model is not None or limit is not None:
             for statement in _NARROWED:
                 con.execute(statement, _named({"day": day, "agent": agent_id, "model": model, "limit": limit}, statement))
         _fill_superseded(con, records)
-        con.execute(_DUPLICATES, {"day": day, "agent": agent_id})
+        con.execute(_DUPLICATES, {"day": day})
         counts = [
             one_row(con, f"SELECT count(*) FROM {table} WHERE partition_date = $day AND ($agent IS NULL OR agent_id = $agent)",
                     {"day": day, "agent": agent_id})[0]

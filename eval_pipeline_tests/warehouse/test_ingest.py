@@ -373,6 +373,48 @@ def test_an_agents_reload_in_small_batches_narrows_and_supersedes_its_own_episod
     ]
 
 
+@pytest.mark.parametrize("batch_rows", [1_000, 2], ids=["at once", "in batches"])
+def test_a_reload_of_one_agent_keeps_what_a_load_of_the_whole_day_keeps(tmp_path, monkeypatch, batch_rows):
+    """Agents that number their runs alike share ids: a later record of another agent supersedes the agent's in a load
+    of one agent as in a load of the day. A reload of one agent used to read only its own records, keep its superseded
+    one again, and leave the day with two episodes of one id."""
+    monkeypatch.setattr("eval_pipeline.warehouse.ingest.BATCH_ROWS", batch_rows)
+    day = records(
+        good("ep-1"),
+        good("ep-1", agent_id="billing-bot"),  # supersedes line 1
+        good("ep-2", agent_id="billing-bot"),
+        good("ep-2", status="failure"),  # supersedes line 3
+        good("ep-3"),
+        good("ep-3", agent_id="billing-bot"),
+        good("ep-3", status="failure"),  # supersedes lines 5 and 6
+        good("ep-4", agent_id="billing-bot"),
+        "not json",
+    )
+    warehouse = Warehouse(tmp_path / "eval.duckdb")
+    load_episodes(warehouse, DAY, lambda: day)
+    whole_day = _tables(warehouse)
+    assert rows(warehouse, "SELECT agent_id, episode_id, locator FROM episodes ORDER BY 2") == [
+        ("billing-bot", "ep-1", "test.jsonl:2"),
+        ("support-bot", "ep-2", "test.jsonl:4"),
+        ("support-bot", "ep-3", "test.jsonl:7"),
+        ("billing-bot", "ep-4", "test.jsonl:8"),
+    ]
+    assert rows(warehouse, "SELECT agent_id, locator, reason FROM quarantine ORDER BY 2") == [
+        ("support-bot", "test.jsonl:1", "duplicate episode_id ep-1, superseded by test.jsonl:2"),
+        ("billing-bot", "test.jsonl:3", "duplicate episode_id ep-2, superseded by test.jsonl:4"),
+        ("support-bot", "test.jsonl:5", "duplicate episode_id ep-3, superseded by test.jsonl:7"),
+        ("billing-bot", "test.jsonl:6", "duplicate episode_id ep-3, superseded by test.jsonl:7"),
+        (None, "test.jsonl:9", "invalid JSON"),
+    ]
+    for agent in ("support-bot", "billing-bot"):
+        counts = load_episodes(warehouse, DAY, lambda: day, agent_id=agent)
+        assert _tables(warehouse) == whole_day
+        assert (counts.episodes, counts.quarantined) == (2, 2)
+        alone = Warehouse(tmp_path / f"{agent}.duckdb")  # the agent's first load: its rows of the whole day's
+        assert load_episodes(alone, DAY, lambda: day, agent_id=agent) == counts
+        assert _tables(alone) == _tables(warehouse, agent)
+
+
 def test_timestamps_python_would_not_read_are_quarantined_on_their_files_day_not_lost(warehouse, tmp_path):
     """Six records in, three episodes and zero quarantined, before: the other three named another day in a form
     DuckDB read and Python did not, so the file index never read the file on that day."""
@@ -386,14 +428,18 @@ def test_timestamps_python_would_not_read_are_quarantined_on_their_files_day_not
     assert [(c.records_read, c.episodes, c.quarantined) for c in counts] == [(6, 3, 3), (0, 0, 0)]
 
 
-def _tables(warehouse: Warehouse) -> dict[str, list[tuple]]:
-    """The three tables a load writes, sorted, without the clock columns."""
+def _tables(warehouse: Warehouse, agent_id: str | None = None) -> dict[str, list[tuple]]:
+    """The three tables a load writes (their rows of `agent_id`, when given), sorted, without the clock columns."""
     kept = {
         "episodes": "* EXCLUDE (loaded_at)",
         "episode_steps": "*",
         "quarantine": "* EXCLUDE (quarantined_at)",
     }
-    return {table: sorted(map(repr, rows(warehouse, f"SELECT {columns} FROM {table}"))) for table, columns in kept.items()}
+    return {
+        table: sorted(map(repr, rows(warehouse, f"SELECT {columns} FROM {table} WHERE $agent IS NULL OR agent_id = $agent",
+                                     {"agent": agent_id})))
+        for table, columns in kept.items()
+    }  # fmt: skip
 
 
 def _as_lines(singles: list[RawRecord]) -> list[RawRecords]:
