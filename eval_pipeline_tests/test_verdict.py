@@ -5,6 +5,7 @@ Each test is a user's run as they reported it, with their files written the way 
 
 import json
 import xml.etree.ElementTree as ET
+from datetime import date
 
 import dagster as dg
 import pytest
@@ -12,7 +13,9 @@ import pytest
 from eval_pipeline.cli import main
 from eval_pipeline.episodes.samples import write_samples
 from eval_pipeline.warehouse.connection import Warehouse
+from eval_pipeline.warehouse.viewer import episode_records
 from eval_pipeline_tests.air import episode
+from eval_pipeline_tests.episodes.test_plaited import CAPTURE, START
 
 pytestmark = pytest.mark.slow
 
@@ -195,3 +198,42 @@ def test_one_agents_rerun_of_a_night_keeps_what_the_nights_run_kept(project_env,
         suite = ET.parse(junit).getroot()
         assert (suite.get("tests"), suite.get("failures")) == (str(passed), "0")
         assert day_2_rows() == night
+
+
+def test_a_harness_whose_episode_ids_repeat_every_night_is_compared_with_the_night_before(project_env, capsys):
+    """plaited's harness captures the same cases every night, and each night's capture of a case is the episode
+    `<agent>:<case id>`, as the night before's was. The user's second night took ten times as long as the first, and
+    `run` said "1 passed", with no finding and no baseline: an episode was never compared with a baseline of its own
+    id, as if that were the episode itself, even when it was recorded the night before."""
+    nights = {"2026-11-05": 4_000, "2026-11-06": 40_000}  # the capture's duration, ms
+    for night, (day, duration) in enumerate(nights.items()):
+        start = START + night * 86_400_000
+        capture = {
+            **CAPTURE,
+            "trajectory": [{**step, "timestamp": step["timestamp"] + night * 86_400_000} for step in CAPTURE["trajectory"]],
+            "timing": {**CAPTURE["timing"], "start": start, "end": start + duration, "total": duration},
+        }
+        (project_env / "results" / day).mkdir(parents=True)
+        (project_env / "results" / day / "claude-headless.jsonl").write_text(json.dumps(capture) + "\n")
+    junit = project_env / "results.xml"
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv("EVAL_EPISODE_SOURCE", str(project_env / "results"))
+        assert main(["run", "--date", "2026-11-05"]) == 0
+        assert main(["run", "--date", "2026-11-06", "--junit", str(junit)]) == 1
+
+    assert "0 passed      1 failed" in capsys.readouterr().out
+    night_2 = [date(2026, 11, 6)]
+    scored = rows(
+        project_env, "SELECT baseline_episode_id, latency_delta_pct, passed FROM scores WHERE partition_date = ?", night_2
+    )
+    assert scored == [("claude-headless:fix-typo", 900.0, False)]
+    findings = rows(
+        project_env, "SELECT dimension, severity FROM findings WHERE partition_date = ? AND episode_id IS NOT NULL", night_2
+    )
+    assert findings == [("latency_delta", "critical")]
+    suite = ET.parse(junit).getroot()
+    assert (suite.get("tests"), suite.get("failures")) == ("1", "1")
+    with Warehouse(project_env / "eval.duckdb").connect(read_only=True) as con:  # the viewer's page of the episode
+        records = episode_records(con, night_2[0], "claude-headless:fix-typo")
+    assert records is not None and records.baseline is not None
+    assert {stamp.date() for stamp in records.baseline_steps["timestamp"].dropna()} == {date(2026, 11, 5)}  # the night before's

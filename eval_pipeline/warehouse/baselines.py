@@ -78,7 +78,7 @@ def days_to_look_back(warehouse: Warehouse, day: date, lookback_days: int, agent
 def write_baselines(warehouse: Warehouse, day: date, policy: str, agent_id: str | None = None) -> int:
     """Replace the baseline rows `day` contributes; return how many it contributes."""
     rows = f"""
-        SELECT *, $day AS partition_date, $policy AS policy
+        SELECT *, $day AS partition_date, $day AS recorded_on, $policy AS policy
         FROM ({_CONTRIBUTIONS})
     """
     with warehouse.transaction() as con:
@@ -87,6 +87,12 @@ def write_baselines(warehouse: Warehouse, day: date, policy: str, agent_id: str 
             {"day": day, "agent": agent_id},
         )
         return one_row(con, f"INSERT INTO baselines BY NAME {rows}", {"day": day, "agent": agent_id, "policy": policy})[0]
+
+
+def itself(candidate_id: str) -> str:
+    """Whether the baseline row `b` is the candidate `candidate_id` of `$day` itself, which it is never compared with:
+    the same id recorded that day (an id can come again on another day)."""
+    return f"(b.episode_id = {candidate_id} AND b.recorded_on IS NOT DISTINCT FROM $day)"
 
 
 # Which baseline row wins for a candidate: a pin (or promotion) over an automatic row, the
@@ -100,7 +106,7 @@ def promote(warehouse: Warehouse, agent_id: str, day: date) -> int:
     """Make the day's successful runs of `agent_id` its baselines from `day` on (earliest run per task)."""
     rows = f"""
         SELECT agent_id, task_id, episode_id, true AS pinned, $day AS valid_from, $day AS partition_date,
-               'promote' AS policy, 'promote' AS origin, {SNAPSHOT}
+               $day AS recorded_on, 'promote' AS policy, 'promote' AS origin, {SNAPSHOT}
         FROM episodes WHERE partition_date = $day AND agent_id = $agent AND status = 'success'
         QUALIFY row_number() OVER (PARTITION BY task_id ORDER BY started_at, episode_id) = 1
     """
@@ -112,7 +118,7 @@ def pin(warehouse: Warehouse, episode_id: str, valid_from: date | None) -> dict 
     """Pin one episode as its task's baseline from `valid_from` (default: its own day); None if unknown."""
     rows = f"""
         SELECT agent_id, task_id, episode_id, true AS pinned, coalesce($valid_from, partition_date) AS valid_from,
-               partition_date, 'pin' AS policy, 'pin' AS origin, {SNAPSHOT}
+               partition_date, partition_date AS recorded_on, 'pin' AS policy, 'pin' AS origin, {SNAPSHOT}
         FROM episodes WHERE episode_id = $episode LIMIT 1
     """
     params = {"episode": episode_id, "valid_from": valid_from}

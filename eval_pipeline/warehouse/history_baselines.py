@@ -29,20 +29,20 @@ def write_history_baselines(
             {"day": day, "agent": agent_id},
         )
         con.execute(f"CREATE OR REPLACE TEMP TABLE _uncovered AS {UNCOVERED}", {"day": day, "agent": agent_id})
-        con.execute(f"CREATE OR REPLACE TEMP TABLE _history AS SELECT agent_id, task_id, episode_id, started_at, {SNAPSHOT} "
-                    "FROM episodes LIMIT 0")  # fmt: skip
+        con.execute(f"CREATE OR REPLACE TEMP TABLE _history AS SELECT agent_id, task_id, episode_id, started_at, "
+                    f"partition_date AS recorded_on, {SNAPSHOT} FROM episodes LIMIT 0")  # fmt: skip
         for earlier, records in history:
             if not canonical_episodes(con, earlier, records):
                 continue  # the source has no record of that day
             con.execute(
-                f"INSERT INTO _history SELECT agent_id, task_id, episode_id, started_at, {SNAPSHOT} FROM _canonical "
-                "WHERE status = 'success' AND (agent_id, task_id) IN (SELECT (agent_id, task_id) FROM _uncovered)"
+                f"INSERT INTO _history SELECT agent_id, task_id, episode_id, started_at, partition_date, {SNAPSHOT} "
+                "FROM _canonical WHERE status = 'success' AND (agent_id, task_id) IN (SELECT (agent_id, task_id) FROM _uncovered)"
             )
         added = one_row(
             con,
             f"""INSERT INTO baselines BY NAME
             SELECT agent_id, task_id, episode_id, false AS pinned, $day AS valid_from, $day AS partition_date,
-                   $policy AS policy, 'history' AS origin, {SNAPSHOT}
+                   recorded_on, $policy AS policy, 'history' AS origin, {SNAPSHOT}
             FROM _history
             QUALIFY row_number() OVER (
                 PARTITION BY agent_id, task_id

@@ -389,20 +389,28 @@ MIGRATIONS: list[str] = [
     );
     INSERT INTO alert_delivery_lease VALUES (NULL, TIMESTAMPTZ '1970-01-01 00:00:00+00');
     """,
+    # 17: the day a baseline's episode was recorded: an id can come again on another day (a harness captures the case
+    # `<agent>:<case id>` every night), so only on that day is a candidate of the same id the baseline itself. Every row
+    # but one of the source's history (`origin = 'history'`, of an earlier day, unknown for the rows made before) was
+    # made on its episode's day.
+    """
+    ALTER TABLE baselines ADD COLUMN recorded_on DATE;
+    UPDATE baselines SET recorded_on = partition_date WHERE origin <> 'history';
+    """,
 ]
 
 
 def migrate(con: duckdb.DuckDBPyConnection) -> int:
-    """Apply pending migrations in one transaction; return how many changes to the schema were made."""
+    """Apply pending migrations, each in a transaction with its version; return how many changes to the schema were
+    made. One transaction for all failed: DuckDB 1.5.5 cannot commit one that updates a stored table and then alters it
+    ("Attempting to modify table baselines but another transaction has altered this table": migrations 11 and 17)."""
     con.execute("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL, applied_at TIMESTAMPTZ NOT NULL)")
     current = one_row(con, "SELECT coalesce(max(version), 0) FROM schema_version")[0]
-    if current >= len(MIGRATIONS):
-        return _dimension_columns(con)
-    with atomically(con):
-        for version in range(current + 1, len(MIGRATIONS) + 1):
+    for version in range(current + 1, len(MIGRATIONS) + 1):
+        with atomically(con):
             con.execute(MIGRATIONS[version - 1])
             con.execute("INSERT INTO schema_version VALUES (?, now())", [version])
-        return len(MIGRATIONS) - current + _dimension_columns(con)
+    return max(0, len(MIGRATIONS) - current) + _dimension_columns(con)
 
 
 def _dimension_columns(con: duckdb.DuckDBPyConnection) -> int:

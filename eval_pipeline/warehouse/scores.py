@@ -11,7 +11,7 @@ import pandas as pd
 
 from eval_pipeline.read_ahead import pipelined
 from eval_pipeline.warehouse.assertions import issues_in_part, sort_issues_into_parts
-from eval_pipeline.warehouse.baselines import PRECEDENCE, SNAPSHOT
+from eval_pipeline.warehouse.baselines import PRECEDENCE, SNAPSHOT, itself
 from eval_pipeline.warehouse.connection import Warehouse, clear_partition, frame_of, insert_rows, second_cursor
 from eval_pipeline.warehouse.replays import candidate_parts, sort_into_parts
 
@@ -67,7 +67,7 @@ WITH candidates AS (
     ) AS rank
     FROM candidates c
     JOIN baselines b ON b.agent_id = c.agent_id AND b.task_id = c.task_id
-        AND b.valid_from <= $day AND b.episode_id <> c.episode_id
+        AND b.valid_from <= $day AND NOT {itself("c.episode_id")}
 )
 SELECT c.*,
        CASE WHEN c.mode = 'live' THEN c.episode_id ELSE b.episode_id END AS baseline_episode_id,

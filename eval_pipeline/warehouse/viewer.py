@@ -16,6 +16,7 @@ import duckdb
 import pandas as pd
 
 from eval_pipeline.errors import InfrastructureError
+from eval_pipeline.warehouse.baselines import itself
 from eval_pipeline.warehouse.connection import Warehouse, WarehouseBusy, frame_of
 
 BUSY_WAIT_SECONDS = 2.0  # how long a page waits for a writer before answering "busy"
@@ -162,7 +163,7 @@ class EpisodeRecords:
     score: dict[str, Any] | None  # its `scores` row
     steps: pd.DataFrame  # `episode_steps`, in order
     baseline: dict[str, Any] | None  # the `baselines` row it was compared with
-    baseline_steps: pd.DataFrame  # the baseline episode's steps, as recorded on its latest day up to this one
+    baseline_steps: pd.DataFrame  # the baseline episode's steps, as recorded on its day (a live replay's: its own)
     findings: pd.DataFrame
     assertions: pd.DataFrame
     issues: pd.DataFrame
@@ -193,25 +194,22 @@ def episode_records(con: duckdb.DuckDBPyConnection, day: date, episode_id: str) 
     if episode is None:
         return None
     score = _first(frame_of(con.execute("SELECT * FROM scores WHERE partition_date = $day AND episode_id = $episode", params)))
-    baseline_id = score and score.get("baseline_episode_id")
     baseline = None
     baseline_steps = pd.DataFrame()
-    if isinstance(baseline_id, str):
+    if score is not None and isinstance(baseline_id := score["baseline_episode_id"], str):
         baseline = _first(
             frame_of(
                 con.execute(
-                    "SELECT * FROM baselines WHERE agent_id = $agent AND task_id = $task AND episode_id = $baseline "
-                    "ORDER BY established_at DESC LIMIT 1",
-                    {"agent": episode["agent_id"], "task": episode["task_id"], "baseline": baseline_id},
+                    "SELECT * FROM baselines b WHERE agent_id = $agent "
+                    f"AND task_id = $task AND episode_id = $baseline AND valid_from <= $day AND NOT {itself('$episode')} "
+                    "ORDER BY pinned DESC, valid_from DESC, established_at DESC LIMIT 1",
+                    {**params, "agent": episode["agent_id"], "task": episode["task_id"], "baseline": baseline_id},
                 )
             )
         )
-        recorded_on = con.execute(
-            "SELECT max(partition_date) FROM episodes WHERE episode_id = $baseline AND partition_date <= $day",
-            {"baseline": baseline_id, "day": day},
-        ).fetchone()
-        if recorded_on and recorded_on[0] is not None:
-            baseline_steps = frame_of(con.execute(_STEPS, {"episode": baseline_id, "day": recorded_on[0]}))
+        baseline_day = day if score["mode"] == "live" else baseline and baseline["recorded_on"]
+        if baseline_day is not None and not pd.isna(baseline_day):  # a history row's, from before it was kept: unknown
+            baseline_steps = frame_of(con.execute(_STEPS, {"episode": baseline_id, "day": pd.Timestamp(baseline_day).date()}))
     of_episode = "WHERE partition_date = $day AND episode_id = $episode"
     return EpisodeRecords(
         episode=episode,

@@ -109,6 +109,7 @@ def test_task_ids_an_older_version_derived_with_the_agent_are_rewritten_on_upgra
     kept = "SELECT task_id FROM {} ORDER BY episode_id"
     assert rows(Warehouse(path), kept.format("episodes")) == [(new,), ("t-1",)]
     assert rows(Warehouse(path), kept.format("baselines")) == [(new,), ("t-1",)]
+    assert rows(Warehouse(path), "SELECT DISTINCT recorded_on FROM baselines") == [(date(2026, 11, 1),)]  # their own day
     assert rows(Warehouse(path), "SELECT task_id FROM findings") == [(new,)]
     assert rows(Warehouse(path), "SELECT source_records FROM episodes") == [(1,), (1,)]
 
