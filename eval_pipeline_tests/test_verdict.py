@@ -237,3 +237,11 @@ def test_a_harness_whose_episode_ids_repeat_every_night_is_compared_with_the_nig
         records = episode_records(con, night_2[0], "claude-headless:fix-typo")
     assert records is not None and records.baseline is not None
     assert {stamp.date() for stamp in records.baseline_steps["timestamp"].dropna()} == {date(2026, 11, 5)}  # the night before's
+
+    # pinned by its id, the latest night's recording is pinned; that night is still compared with the night before's
+    assert main(["baseline", "pin", "claude-headless:fix-typo"]) == 0
+    assert "from 2026-11-06 on" in capsys.readouterr().out
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv("EVAL_EPISODE_SOURCE", str(project_env / "results"))
+        assert main(["run", "--date", "2026-11-06"]) == 1
+    assert rows(project_env, "SELECT latency_delta_pct FROM scores WHERE partition_date = ?", night_2) == [(900.0,)]

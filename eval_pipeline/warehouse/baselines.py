@@ -115,11 +115,12 @@ def promote(warehouse: Warehouse, agent_id: str, day: date) -> int:
 
 
 def pin(warehouse: Warehouse, episode_id: str, valid_from: date | None) -> dict | None:
-    """Pin one episode as its task's baseline from `valid_from` (default: its own day); None if unknown."""
+    """Pin one episode as its task's baseline from `valid_from` (default: its own day); None if unknown. An id recorded
+    on several days is its latest day's."""
     rows = f"""
         SELECT agent_id, task_id, episode_id, true AS pinned, coalesce($valid_from, partition_date) AS valid_from,
                partition_date, partition_date AS recorded_on, 'pin' AS policy, 'pin' AS origin, {SNAPSHOT}
-        FROM episodes WHERE episode_id = $episode LIMIT 1
+        FROM episodes WHERE episode_id = $episode ORDER BY partition_date DESC LIMIT 1
     """
     params = {"episode": episode_id, "valid_from": valid_from}
     with warehouse.transaction() as con:
