@@ -359,9 +359,21 @@ def tool_names_sql(json_list: str) -> str:
     )
 
 
-def _of_the_agent(agent_id: str = "agent_id") -> str:
+def _of_the_agent(agent_id: str = "agent_id", agent: str = "$agent") -> str:
     """Whether a row is one a load writes: the agent's, when scoped."""
-    return f"($agent IS NULL OR {agent_id} = $agent)"
+    return f"({agent} IS NULL OR {agent_id} = {agent})"
+
+
+# The agent a load is scoped to (NULL: every agent), as the scratch connection's queries read it: a variable, since
+# with the agent a parameter, DuckDB materialized each batch's result before handing it over as Arrow (the million's
+# ingest peaked at 2,116 MiB against 1,624), and as a relation's parameter ran it again (78 s against 27 s). A NULL
+# variable is folded away when the query is planned.
+_SCOPED_AGENT = "getvariable('scoped_agent')"
+
+
+def _of_the_scoped_agent(agent_id: str = "agent_id") -> str:
+    """`_of_the_agent` on the scratch connection."""
+    return _of_the_agent(agent_id, _SCOPED_AGENT)
 
 
 _STEPS = f"""
@@ -371,27 +383,27 @@ SELECT episode_id, partition_date, agent_id, s.step_index, s.step_type, s.tool_n
        CASE WHEN json_type(s.metadata, '$.messages') = 'ARRAY' THEN s.metadata -> '$.messages' END AS messages,
        s.metadata ->> '$.agent' AS agent,  -- which agent of a multi-agent run acted
        {tool_names_sql("s.metadata -> '$.tools'")} AS offered_tools  -- the tools an LLM call was offered
-FROM (SELECT episode_id, partition_date, agent_id, unnest(ordered) AS s FROM _canonical WHERE {_of_the_agent()})
+FROM (SELECT episode_id, partition_date, agent_id, unnest(ordered) AS s FROM _canonical WHERE {_of_the_scoped_agent()})
 """
 
 # What one parsed batch hands to the day's transaction, read on the scratch connection (see `load_episodes`): the
 # agent's rows, when scoped.
 _BATCH_ROWS = {  # keyed by the parameters of `_write_batch`
     "batch_rejected": "SELECT p.source, p.locator, p.reason, b.raw, p.agent_id FROM _parsed p JOIN _batch b USING (seq) "
-    f"WHERE p.reason IS NOT NULL AND {_of_the_agent('p.agent_id')}",
+    f"WHERE p.reason IS NOT NULL AND {_of_the_scoped_agent('p.agent_id')}",
     # valid records that lost to a later record of the batch
     # (found first, then their raw text: joined the other way round, every valid record's text was read, 29 ms a batch
     # of 10,000 against 17)
     "batch_losers": f"""SELECT l.episode_id, l.seq, l.source, l.locator, b.raw, l.agent_id
                  FROM (SELECT p.episode_id, p.seq, p.source, p.locator, p.agent_id
                        FROM _parsed p JOIN _canonical c USING (episode_id)
-                       WHERE p.reason IS NULL AND p.locator <> c.locator AND {_of_the_agent("p.agent_id")}) l
+                       WHERE p.reason IS NULL AND p.locator <> c.locator AND {_of_the_scoped_agent("p.agent_id")}) l
                  JOIN _batch b USING (seq)""",
     # the episodes of earlier batches that the batch supersedes (their raw text is fetched at the end: `_fill_superseded`)
     # (of every agent: each is forgotten from the index of those kept; only the agent's are written)
     "batch_superseded": """SELECT k.episode_id, k.seq, k.source, k.locator, k.agent_id, c.locator AS superseded_by
                  FROM _kept k JOIN _canonical c USING (episode_id)""",
-    "batch_episodes": f"SELECT * EXCLUDE (ordered) FROM _canonical WHERE {_of_the_agent()}",
+    "batch_episodes": f"SELECT * EXCLUDE (ordered) FROM _canonical WHERE {_of_the_scoped_agent()}",
     "batch_steps": _STEPS,
 }
 # Whether a batch has rejected records, and valid ones that lost to a later one: most have neither, and their queries
@@ -501,11 +513,11 @@ def _numbered(table: pa.Table, seq: int) -> pa.Table:
     return pa.Table.from_batches(numbered.to_batches(max_chunksize=CHUNK_ROWS))
 
 
-def _parse(scratch: duckdb.DuckDBPyConnection, staged: pa.Table, params: dict, agent_id: str | None) -> dict[str, pa.Table]:
+def _parse(scratch: duckdb.DuckDBPyConnection, staged: pa.Table, params: dict) -> dict[str, pa.Table]:
     """One batch parsed on the scratch connection: its rejected records, the valid ones that lost to a later one of the
     batch, the episodes of earlier batches it supersedes, and its episodes (the newest record of each id) with their
-    steps, as `_BATCH_ROWS` names them (`agent_id`'s, when given); its episodes, of every agent, join the index of
-    those kept."""
+    steps, as `_BATCH_ROWS` names them (the scoped agent's, `_SCOPED_AGENT`); its episodes, of every agent, join the
+    index of those kept."""
     scratch.register("_batch", staged)
     scratch.execute(f"CREATE OR REPLACE TEMP TABLE _parsed AS {_PARSE}", params)
     scratch.execute(_NEWEST)
@@ -513,8 +525,7 @@ def _parse(scratch: duckdb.DuckDBPyConnection, staged: pa.Table, params: dict, a
     rejected, losers = one_row(scratch, _REJECTED_AND_LOSERS)
     none = {"batch_rejected": not rejected, "batch_losers": not losers}
     parsed = {
-        name: scratch.execute(f"{sql} LIMIT 0" if none.get(name) else sql, _named({"agent": agent_id}, sql)).to_arrow_table()
-        for name, sql in _BATCH_ROWS.items()
+        name: scratch.sql(f"{sql} LIMIT 0" if none.get(name) else sql).to_arrow_table() for name, sql in _BATCH_ROWS.items()
     }
     scratch.unregister("_batch")
     if parsed["batch_superseded"].num_rows:
@@ -655,11 +666,12 @@ def load_episodes(
             clear_partition(con, table, day, agent_id)
         con.execute(_SUPERSEDED_TABLE)
         scratch.execute(_KEPT)
+        scratch.execute("SET VARIABLE scoped_agent = $agent", {"agent": agent_id})
         pending = _PendingEpisodes([], [])
 
         def parse(staged: pa.Table) -> tuple[int, dict[str, pa.Table]]:
             # the records read are lines, where an adapter made one episode of many
-            return pc.sum(staged["source_records"]).as_py(), _parse(scratch, staged, params, agent_id)
+            return pc.sum(staged["source_records"]).as_py(), _parse(scratch, staged, params)
 
         def write(batch: tuple[int, dict[str, pa.Table]]) -> int:
             records_read, parsed = batch
