@@ -687,7 +687,7 @@ def load_episodes(
         _fill_superseded(con, records)
         con.execute(_DUPLICATES, {"day": day})
         counts = [
-            one_row(con, f"SELECT count(*) FROM {table} WHERE partition_date = $day AND ($agent IS NULL OR agent_id = $agent)",
+            one_row(con, f"SELECT count(*) FROM {table} WHERE partition_date = $day AND {_of_the_agent()}",
                     {"day": day, "agent": agent_id})[0]
             for table in ("episodes", "episode_steps", "quarantine")
         ]  # fmt: skip
