@@ -11,9 +11,11 @@ changed. The index lives beside the warehouse, not in the source, which may be r
 from __future__ import annotations
 
 import codecs
+import gzip
+import io
 import json
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from datetime import UTC, date, datetime
 from fnmatch import fnmatch
@@ -46,6 +48,7 @@ INDEX_VERSION = 3  # raised when the days of a format are read differently: ever
 _CHUNK = 1 << 20
 _BLOCK = 1 << 24  # bytes of a file of lines whose days are read at a time (`line_days`)
 _SAMPLE_CHARS = 2000  # of a file of no known format, what its quarantine row keeps
+_GZIP_MAGIC = b"\x1f\x8b"
 
 
 class UnreadableSource(InfrastructureError):
@@ -58,8 +61,37 @@ class FileRecord:
     raw: str
 
 
-def _opened(path: Path):
-    return path.open("r", encoding="utf-8-sig", errors="replace")  # a byte-order mark is no record
+class _Inflated(gzip.GzipFile):
+    """A gzip file whose damage (cut short, corrupt) is an unreadable file naming it, not an error naming none."""
+
+    def read(self, size: int | None = -1) -> bytes:
+        return self._naming_damage(super().read, size)
+
+    def read1(self, size: int = -1) -> bytes:
+        return self._naming_damage(super().read1, size)
+
+    def _naming_damage(self, read: Callable[[int], bytes], size: int | None) -> bytes:
+        try:
+            return read(-1 if size is None else size)
+        except (EOFError, gzip.BadGzipFile) as exc:
+            raise UnreadableSource(f"episode file {self.name} is damaged gzip: {exc}") from None
+
+
+def _bytes(path: Path) -> gzip.GzipFile | io.BufferedReader:
+    """The file's bytes, inflated when it is gzip (`results.jsonl.gz`, a rotated `event.txt.1.gz`): told by its first
+    bytes, as every format is told by content."""
+    with path.open("rb") as head:
+        compressed = head.read(len(_GZIP_MAGIC)) == _GZIP_MAGIC
+    return _Inflated(path, "rb") if compressed else path.open("rb")
+
+
+def _uncompressed_name(path: Path) -> Path:
+    """`results.jsonl` for `results.jsonl.gz`: what the file's name says of its records and its agent."""
+    return path.with_suffix("") if path.suffix == ".gz" else path
+
+
+def _opened(path: Path) -> io.TextIOWrapper:
+    return io.TextIOWrapper(_bytes(path), encoding="utf-8-sig", errors="replace")  # a byte-order mark is no record
 
 
 def file_layout(path: Path) -> str:
@@ -85,7 +117,7 @@ def _whole_lines(path: Path) -> Iterator[bytearray]:
     """A file of lines a block at a time, each cut after its last line end, every line end made a newline as
     `iter_file_records` reads them (`\r\n` and a lone `\r` too), a byte-order mark dropped; only the last block's last
     line may have no end. Each block is read in behind the line the last one cut, not copied behind it."""
-    with path.open("rb") as handle:
+    with _bytes(path) as handle:
         cut = b""  # the start of the line the last block ended in
         opening = True  # a byte-order mark may still come
         while True:
@@ -282,7 +314,7 @@ class FileSource:
 
     def agent_for(self, path: Path) -> str:
         """The agent of the file's records that name none: configured for it, else for all, else the file's name."""
-        return self._configured(path, self.agents) or self.transcript_agent_id or path.stem
+        return self._configured(path, self.agents) or self.transcript_agent_id or _uncompressed_name(path).stem
 
     def adapter_for(self, path: Path, first_raw: str) -> Adapter | None:
         """The file's adapter: the first configured glob it matches, else detected from its first record."""
@@ -356,7 +388,7 @@ class FileSource:
     def _canonical(self, path: Path, first_raw: str) -> bool:
         """Read as canonical episodes: named so, called so (a bad first line of a `.jsonl` file loses only
         itself), or opening with JSON."""
-        if self.named_format(path) == CANONICAL or path.suffix in EPISODE_FILE_SUFFIXES:
+        if self.named_format(path) == CANONICAL or _uncompressed_name(path).suffix in EPISODE_FILE_SUFFIXES:
             return True
         try:
             json.loads(first_raw)
