@@ -2,6 +2,8 @@
 
 import gzip
 import json
+import threading
+from datetime import UTC, datetime
 
 import pytest
 
@@ -49,3 +51,58 @@ def test_a_gzip_cut_short_is_an_unreadable_file_naming_itself(project_env, capsy
     error = capsys.readouterr().err.strip()
     assert error.startswith("eval-pipeline: error:") and "\n" not in error
     assert f"{source / 'export.jsonl.gz'} is damaged gzip" in error
+
+
+def test_a_trace_running_past_midnight_is_one_episode_though_collect_stored_it_in_two_day_files(project_env, monkeypatch):
+    """The agent exports each span as it ends (SimpleSpanProcessor) to `eval-pipeline collect`: the LLM call and the tool
+    call end before midnight UTC, the agent's root span after it, so the collector's day files split the trace."""
+    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+    from opentelemetry.sdk.resources import Resource
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.trace import set_span_in_context
+
+    from eval_pipeline.episodes import collector
+
+    received_at = [datetime(2026, 11, 5, 23, 59, 59, tzinfo=UTC)]
+
+    class Clock(datetime):
+        @classmethod
+        def now(cls, tz=None):
+            return received_at[0]
+
+    monkeypatch.setattr(collector, "datetime", Clock)
+    server = collector.serve(collector.TraceSink(project_env / "episodes" / "otlp"), "127.0.0.1", 0)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    provider = TracerProvider(resource=Resource.create({"service.name": "travel-service"}))
+    endpoint = f"http://127.0.0.1:{server.server_address[1]}/v1/traces"
+    provider.add_span_processor(SimpleSpanProcessor(OTLPSpanExporter(endpoint=endpoint)))
+    tracer = provider.get_tracer("travel-agent")
+    at = int(datetime(2026, 11, 5, 23, 59, 50, tzinfo=UTC).timestamp() * 1e9)  # the run starts 10 s before midnight
+    second = 1_000_000_000
+    agent = {"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "travel-agent", "eval.task_id": "travel/oslo"}
+    tool = {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "book_flight"}
+
+    def chat(prompt_tokens: int, completion_tokens: int) -> dict:
+        return {"gen_ai.operation.name": "chat", "gen_ai.request.model": "gpt-4o",
+                "gen_ai.usage.input_tokens": prompt_tokens, "gen_ai.usage.output_tokens": completion_tokens}  # fmt: skip
+
+    try:
+        root = tracer.start_span("invoke_agent travel", start_time=at, attributes=agent)
+        inside = set_span_in_context(root)
+        for name, start, end, attributes in (("chat", 1, 3, chat(120, 30)), ("execute_tool", 4, 8, tool)):
+            tracer.start_span(name, inside, start_time=at + start * second, attributes=attributes).end(at + end * second)
+        received_at[0] = datetime(2026, 11, 6, 0, 0, 2, tzinfo=UTC)  # midnight passed
+        tracer.start_span("chat", inside, start_time=at + 9 * second, attributes=chat(200, 12)).end(at + 11 * second)
+        root.end(end_time=at + 12 * second)
+    finally:
+        provider.shutdown()
+        server.shutdown()
+    day_files = sorted(path.name for path in (project_env / "episodes" / "otlp").glob("*.jsonl"))
+    assert day_files == ["2026-11-05.jsonl", "2026-11-06.jsonl"]
+
+    assert main(["run", "--date", DAY, "--fail-on", "never"]) == 0
+    sql = "SELECT agent_id, task_id, status, tools, total_tokens, step_count, total_duration_ms FROM episodes"
+    episodes = rows(project_env, sql)
+    assert episodes == [("travel-agent", "travel/oslo", "success", ["book_flight"], 362, 4, 12000.0)]
+    assert rows(project_env, "SELECT count(*) FROM quarantine") == [(0,)]

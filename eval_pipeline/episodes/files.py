@@ -14,8 +14,8 @@ import codecs
 import gzip
 import io
 import json
-from collections import Counter
-from collections.abc import Callable, Iterator
+from collections import Counter, defaultdict
+from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass, replace
 from datetime import UTC, date, datetime
 from fnmatch import fnmatch
@@ -312,9 +312,13 @@ class FileSource:
     def named_format(self, path: Path) -> str | None:
         return self._configured(path, self.formats)
 
+    def _configured_agent(self, path: Path) -> str | None:
+        """The agent configured for the file's records that name none: for it, else for all."""
+        return self._configured(path, self.agents) or self.transcript_agent_id
+
     def agent_for(self, path: Path) -> str:
-        """The agent of the file's records that name none: configured for it, else for all, else the file's name."""
-        return self._configured(path, self.agents) or self.transcript_agent_id or _uncompressed_name(path).stem
+        """The agent of the file's records that name none: configured, else the file's name."""
+        return self._configured_agent(path) or _uncompressed_name(path).stem
 
     def adapter_for(self, path: Path, first_raw: str) -> Adapter | None:
         """The file's adapter: the first configured glob it matches, else detected from its first record."""
@@ -400,22 +404,39 @@ class FileSource:
         """Every record of the files that hold `day` (the warehouse keeps that day's only).
 
         A file with no dated record (transcripts carry no timestamps) belongs to the day it was
-        first seen, or to `undated_day` when the run names one (`eval-pipeline run --date`).
+        first seen, or to `undated_day` when the run names one (`eval-pipeline run --date`). The files of an
+        adapter that `JOINS_FILES` are converted together, after the others: those of one configured agent at once
+        (their records that name no agent are the first file's).
         """
+        joined: defaultdict[tuple[Adapter, str | None], list[tuple[Path, date]]] = defaultdict(list)
         for name, entry in self.refresh_index().files.items():
             undated = not entry.days and undated_day is not None
             if undated and undated_day != day:
                 continue
             if undated or day in entry.days or entry.fallback_day == day:
                 fallback = day if undated else entry.fallback_day
-                yield from self._file_records(Path(name), fallback)
+                yield from self._file_records(Path(name), fallback, joined)
+        for (adapter, _), files in joined.items():
+            records = chain.from_iterable(self._raw_records(path, fallback) for path, fallback in files)
+            yield from self._converted(adapter, records, self.agent_for(files[0][0]), files[0][1])
 
-    def _file_records(self, path: Path, fallback: date) -> Iterator[RawRecords]:
-        records = (RawRecord(str(path), f"{path}:{r.line}", r.raw, fallback) for r in iter_file_records(path))
+    @staticmethod
+    def _raw_records(path: Path, fallback: date) -> Generator[RawRecord]:
+        return (RawRecord(str(path), f"{path}:{r.line}", r.raw, fallback) for r in iter_file_records(path))
+
+    def _file_records(
+        self, path: Path, fallback: date, joined: defaultdict[tuple[Adapter, str | None], list[tuple[Path, date]]]
+    ) -> Iterator[RawRecords]:
+        """The file's records, canonical or converted; a file of an adapter that `JOINS_FILES` is added to `joined`."""
+        records = self._raw_records(path, fallback)
         first = next(records, None)
         if first is None:
             return
         adapter = self.adapter_for(path, first.raw)
+        if adapter is not None and getattr(adapter, "JOINS_FILES", False):
+            records.close()
+            joined[(adapter, self._configured_agent(path))].append((path, fallback))
+            return
         both = chain([first], records)
         if adapter is None and not self._canonical(path, first.raw):
             known = ", ".join(sorted(adapter.NAME for adapter in self.adapters))
@@ -429,7 +450,15 @@ class FileSource:
         if adapter is None:
             yield from both
             return
-        converted = adapter.convert(both, self.agent_for(path), fallback, quiet_seconds=self.trace_quiet_seconds)
+        yield from self._converted(adapter, both, self.agent_for(path), fallback)
+
+    def _converted(self, adapter: Adapter, records: Iterator[RawRecord], agent_id: str, fallback: date) -> Iterator[RawRecord]:
+        """What `adapter` makes of `records` (of one file, or of the files it joins), priced; should it fail, one
+        quarantine row from the first record on, and the run goes on."""
+        first = next(records, None)
+        if first is None:
+            return
+        converted = adapter.convert(chain([first], records), agent_id, fallback, quiet_seconds=self.trace_quiet_seconds)
         try:
             for record in converted:
                 if record.rejected is None and self.prices:
@@ -437,5 +466,5 @@ class FileSource:
                 yield record
         except Exception as exc:  # an adapter's bug or a shape it did not foresee: the file is quarantined, the run goes on
             reason = f"{adapter.NAME} could not read the rest of this file: {type(exc).__name__}: {exc}"
-            yield replace(first, locator=f"{path} (from the record the adapter stopped at)", raw=first.raw[:_SAMPLE_CHARS],
-                          rejected=reason)  # fmt: skip
+            yield replace(first, locator=f"{first.source} (from the record the adapter stopped at)",
+                          raw=first.raw[:_SAMPLE_CHARS], rejected=reason)  # fmt: skip

@@ -6,7 +6,9 @@ adapter is one module here with a `NAME`, `detect(record)` and `convert(records,
 **options)` (the source passes every adapter the same options, such as `quiet_seconds`; each takes
 what it needs), which yields canonical episode records, or the source's records rejected with a reason (they
 land in quarantine, never dropped). A dated format also has `days(raw)`, the UTC days a record
-holds, so the file index can find them. Adding a format is one module and one line below; a
+holds, so the file index can find them. A format whose run may be spread over files (a trace exported over
+several) sets `JOINS_FILES = True`: the files a day reads are then converted together, each record falling back
+on its own file's day (`RawRecord.fallback_day`). Adding a format is one module and one line below; a
 plug-in adapter (`eval_pipeline.plugins`) is a module or object of the same shape, from the
 user's own package.
 """

@@ -6,7 +6,8 @@ generate_content / execute_tool / invoke_agent / create_agent, `gen_ai.request.m
 AGENT / CHAIN, `llm.model_name`, `llm.token_count.*`, `tool.name`, `input.value` /
 `output.value`) are read. A trace's spans may be spread over many export batches, so a file is
 converted whole: spans are grouped by trace id, ordered by start time. The episode's duration
-is the trace's wall time (first start to last end), never a sum of nested spans.
+is the trace's wall time (first start to last end), never a sum of nested spans. The files of a day are
+converted together (`JOINS_FILES`), so a trace exported over several files is one episode.
 """
 
 from __future__ import annotations
@@ -22,6 +23,9 @@ from eval_pipeline.episodes.collector import check_shape
 from eval_pipeline.episodes.records import RawRecord
 
 NAME = "otlp-json"
+# A trace's spans may be in several files: the collector's day files (a trace running past midnight UTC), an
+# exporter's rotated ones. The source converts the files of a day together, so each trace is whole.
+JOINS_FILES = True
 MAX_NANOS = MAX_EPOCH_MS * 1_000_000
 TOKEN_COUNTS = (
     "gen_ai.usage.input_tokens", "gen_ai.usage.prompt_tokens", "gen_ai.usage.output_tokens",
@@ -248,7 +252,8 @@ def _episode(trace_id: str, spans: list[dict], agent_id: str) -> dict:
 def convert(
     records: Iterator[RawRecord], agent_id: str, day: date, quiet_seconds: float = 300.0, now: datetime | None = None
 ) -> Iterator[RawRecord]:
-    """The whole file's spans grouped by trace, one episode per trace; an unreadable batch is rejected whole.
+    """The spans of the files read grouped by trace, one episode per trace; an unreadable batch is rejected whole.
+    Each record falls back on its own file's day.
 
     A trace whose root span has not arrived is still running: it waits until no span of it has
     ended for `quiet_seconds`, then becomes an episode cut short (`killed`), its root never seen."""
@@ -259,7 +264,7 @@ def convert(
         try:
             spans = checked_spans(record.raw)
         except ValueError as exc:
-            yield rejection(record, day, NAME, exc)
+            yield rejection(record, record.fallback_day or day, NAME, exc)
             continue
         for span in spans:
             traces[span["traceId"]].append(span)
@@ -271,13 +276,14 @@ def convert(
         if not rooted and max(_nanos(s["endTimeUnixNano"]) for s in spans) > cutoff:
             continue  # still receiving spans: read again once the file changes or the quiet period has passed
         origin = first_seen[trace_id]
+        origin_day = origin.fallback_day or day
         try:
             episode = _episode(trace_id, spans, agent_id)
         except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:  # attributes shaped unlike the conventions
-            yield rejected(origin, day, f"{NAME}: trace {trace_id}: {type(exc).__name__}: {exc}")
+            yield rejected(origin, origin_day, f"{NAME}: trace {trace_id}: {type(exc).__name__}: {exc}")
             continue
         if not rooted:
             episode["status"] = "killed"
             episode["metadata"]["cut_short"] = f"no root span after {quiet_seconds:g} s without new spans"
-        batches = len(read[trace_id])
-        yield RawRecord(origin.source, f"{origin.locator} trace {trace_id}", json.dumps(episode), day, source_records=batches)
+        locator = f"{origin.locator} trace {trace_id}"
+        yield RawRecord(origin.source, locator, json.dumps(episode), origin_day, source_records=len(read[trace_id]))
