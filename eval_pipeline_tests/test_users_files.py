@@ -3,7 +3,7 @@
 import gzip
 import json
 import threading
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
 
 import pytest
 
@@ -106,3 +106,24 @@ def test_a_trace_running_past_midnight_is_one_episode_though_collect_stored_it_i
     episodes = rows(project_env, sql)
     assert episodes == [("travel-agent", "travel/oslo", "success", ["book_flight"], 362, 4, 12000.0)]
     assert rows(project_env, "SELECT count(*) FROM quarantine") == [(0,)]
+
+
+@pytest.mark.parametrize("started_at", ["2026-11-05T24:00:00Z", "2026-11-05T10:00:00+24:00"])
+def test_a_time_the_file_index_cannot_date_is_quarantined_not_lost(project_env, started_at):
+    """ISO 8601's end of day (24:00), and an offset of a day or more: DuckDB read a day from them that the file index
+    did not, so the record was never on the day it was read for nor read on its own."""
+    source = project_env / "episodes"
+    source.mkdir()
+    exported = [episode(f"ep-{n}", f"triage/{n}", f"Where does ticket {n} go?", "route_ticket", "{}", "To billing.")
+                for n in range(3)]  # fmt: skip
+    exported[1]["started_at"] = started_at
+    (source / "export.jsonl").write_text("".join(json.dumps(e) + "\n" for e in exported))
+
+    for day in ("2026-11-04", DAY, "2026-11-06"):
+        assert main(["run", "--date", day, "--fail-on", "never"]) == 0
+    assert rows(project_env, "SELECT partition_date, episode_id FROM episodes ORDER BY 2") == [
+        (date(2026, 11, 5), "ep-0"), (date(2026, 11, 5), "ep-2"),
+    ]  # fmt: skip
+    assert rows(project_env, "SELECT partition_date, locator, reason FROM quarantine") == [
+        (date(2026, 11, 5), f"{source / 'export.jsonl'}:2", f"started_at '{started_at}' is not an ISO 8601 timestamp")
+    ]

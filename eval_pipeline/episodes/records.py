@@ -20,10 +20,11 @@ _STARTED_AT = re.compile(_STARTED_AT_VALUE)
 STARTED_AT_BYTES = re.compile(_STARTED_AT_VALUE.encode())
 
 # The timestamps we read: ISO 8601 as both Python's `fromisoformat` and DuckDB's cast read it alike (a day, a
-# time to the minute or finer, `Z` or an offset). Anything else ("... UTC", a zone name, a leading space) is
-# rejected the same way by the file index and the warehouse, so a record is never indexed on one day and
-# parsed onto another.
-ISO_TIMESTAMP = r"\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?)?(?:Z|[+-]\d{2}(?::?\d{2})?)?"
+# time to the minute or finer, `Z` or an offset below a day). Anything else ("... UTC", a zone name, a leading space,
+# the end of a day written 24:00, which DuckDB reads as the next day's midnight and Python not at all) is rejected the
+# same way by the file index and the warehouse, so a record is never indexed on one day and parsed onto another.
+_HOUR = r"(?:[01]\d|2[0-3])"  # an hour of a day, 00 to 23
+ISO_TIMESTAMP = rf"\d{{4}}-\d{{2}}-\d{{2}}(?:[T ]{_HOUR}:\d{{2}}(?::\d{{2}}(?:\.\d+)?)?)?(?:Z|[+-]{_HOUR}(?::?\d{{2}})?)?"
 EARLIEST_DAY = date(2000, 1, 1)  # before any agent ran: a record dated earlier (1970, 0001) has a broken clock
 _ONE_DAY = timedelta(days=1)  # made once: indexing a new file reads each record's days in 2.9 us, 3.4 us making it each time
 
