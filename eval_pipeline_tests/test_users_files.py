@@ -127,3 +127,22 @@ def test_a_time_the_file_index_cannot_date_is_quarantined_not_lost(project_env, 
     assert rows(project_env, "SELECT partition_date, locator, reason FROM quarantine") == [
         (date(2026, 11, 5), f"{source / 'export.jsonl'}:2", f"started_at '{started_at}' is not an ISO 8601 timestamp")
     ]
+
+
+def test_files_windows_powershell_wrote_in_utf16_load(project_env, capsys):
+    """`python export.py > episodes.jsonl` in Windows PowerShell 5 writes UTF-16 with a byte-order mark and CRLF lines;
+    `ConvertTo-Json | Out-File results.json` an indented JSON array, the same way."""
+    source = project_env / "episodes"
+    source.mkdir()
+    exported = [episode(f"ep-{n}", f"triage/{n}", f"Où va le ticket {n} ?", "route_ticket", "{}", "À la facturation.")
+                for n in range(3)]  # fmt: skip
+    (source / "episodes.jsonl").write_bytes("".join(json.dumps(e) + "\r\n" for e in exported).encode("utf-16"))
+    (source / "results.json").write_bytes(json.dumps([CAPTURE], indent=4).replace("\n", "\r\n").encode("utf-16"))
+
+    assert main(["run", "--date", DAY, "--fail-on", "never"]) == 0
+    assert "4 episodes" in capsys.readouterr().out
+    assert rows(project_env, "SELECT episode_id, task_id, final_output FROM episodes ORDER BY 1") == [
+        ("ep-0", "triage/0", "À la facturation."), ("ep-1", "triage/1", "À la facturation."),
+        ("ep-2", "triage/2", "À la facturation."), ("results:fix-typo", "fix-typo", "Fixed and committed."),
+    ]  # fmt: skip
+    assert rows(project_env, "SELECT count(*) FROM quarantine") == [(0,)]

@@ -21,7 +21,7 @@ from datetime import UTC, date, datetime
 from fnmatch import fnmatch
 from itertools import chain
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from filelock import FileLock
 from pydantic import BaseModel
@@ -77,12 +77,52 @@ class _Inflated(gzip.GzipFile):
             raise UnreadableSource(f"episode file {self.name} is damaged gzip: {exc}") from None
 
 
+class _Utf8(io.RawIOBase):
+    """UTF-16 text (as Windows PowerShell's `>` and `Out-File` write it) read as UTF-8 bytes, decoded as it is read;
+    it rewinds to its start only, all `iter_file_records` asks."""
+
+    def __init__(self, path: Path):
+        self.source = path.open("rb")
+        self.decoder = codecs.getincrementaldecoder("utf-16")(errors="replace")  # its byte-order mark tells the order
+        self.pending = b""
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return True
+
+    def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
+        if (offset, whence) != (0, io.SEEK_SET):
+            raise io.UnsupportedOperation("a UTF-16 file is read from its start only")
+        self.source.seek(0)
+        self.decoder.reset()
+        self.pending = b""
+        return 0
+
+    def readinto(self, buffer: Any) -> int:
+        while not self.pending:
+            data = self.source.read(_CHUNK)
+            self.pending = self.decoder.decode(data, final=not data).encode()
+            if not data:
+                break
+        size = min(len(buffer), len(self.pending))
+        buffer[:size], self.pending = self.pending[:size], self.pending[size:]
+        return size
+
+    def close(self) -> None:
+        self.source.close()
+        super().close()
+
+
 def _bytes(path: Path) -> gzip.GzipFile | io.BufferedReader:
-    """The file's bytes, inflated when it is gzip (`results.jsonl.gz`, a rotated `event.txt.1.gz`): told by its first
-    bytes, as every format is told by content."""
+    """The file's bytes as UTF-8, inflated when it is gzip (`results.jsonl.gz`, a rotated `event.txt.1.gz`), decoded
+    when it is UTF-16 with its byte-order mark: told by its first bytes, as every format is told by content."""
     with path.open("rb") as head:
-        compressed = head.read(len(_GZIP_MAGIC)) == _GZIP_MAGIC
-    return _Inflated(path, "rb") if compressed else path.open("rb")
+        opening = head.read(len(_GZIP_MAGIC))
+    if opening == _GZIP_MAGIC:
+        return _Inflated(path, "rb")
+    return io.BufferedReader(_Utf8(path)) if opening in (codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE) else path.open("rb")
 
 
 def _uncompressed_name(path: Path) -> Path:
