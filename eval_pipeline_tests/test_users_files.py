@@ -53,18 +53,18 @@ def test_a_gzip_cut_short_is_an_unreadable_file_naming_itself(project_env, capsy
     assert f"{source / 'export.jsonl.gz'} is damaged gzip" in error
 
 
-def test_a_trace_running_past_midnight_is_one_episode_though_collect_stored_it_in_two_day_files(project_env, monkeypatch):
-    """The agent exports each span as it ends (SimpleSpanProcessor) to `eval-pipeline collect`: the LLM call and the tool
-    call end before midnight UTC, the agent's root span after it, so the collector's day files split the trace."""
+@pytest.fixture
+def traced(project_env, monkeypatch):
+    """A real OpenTelemetry SDK exporting each span as it ends (SimpleSpanProcessor) to `eval-pipeline collect`'s
+    receiver, whose clock, the day file an export lands in, the test sets: (tracer, [received at])."""
     from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
     from opentelemetry.sdk.resources import Resource
     from opentelemetry.sdk.trace import TracerProvider
     from opentelemetry.sdk.trace.export import SimpleSpanProcessor
-    from opentelemetry.trace import set_span_in_context
 
     from eval_pipeline.episodes import collector
 
-    received_at = [datetime(2026, 11, 5, 23, 59, 59, tzinfo=UTC)]
+    received_at = [datetime(2026, 11, 5, 12, tzinfo=UTC)]
 
     class Clock(datetime):
         @classmethod
@@ -77,27 +77,40 @@ def test_a_trace_running_past_midnight_is_one_episode_though_collect_stored_it_i
     provider = TracerProvider(resource=Resource.create({"service.name": "travel-service"}))
     endpoint = f"http://127.0.0.1:{server.server_address[1]}/v1/traces"
     provider.add_span_processor(SimpleSpanProcessor(OTLPSpanExporter(endpoint=endpoint)))
-    tracer = provider.get_tracer("travel-agent")
-    at = int(datetime(2026, 11, 5, 23, 59, 50, tzinfo=UTC).timestamp() * 1e9)  # the run starts 10 s before midnight
-    second = 1_000_000_000
-    agent = {"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "travel-agent", "eval.task_id": "travel/oslo"}
-    tool = {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "book_flight"}
-
-    def chat(prompt_tokens: int, completion_tokens: int) -> dict:
-        return {"gen_ai.operation.name": "chat", "gen_ai.request.model": "gpt-4o",
-                "gen_ai.usage.input_tokens": prompt_tokens, "gen_ai.usage.output_tokens": completion_tokens}  # fmt: skip
-
     try:
-        root = tracer.start_span("invoke_agent travel", start_time=at, attributes=agent)
-        inside = set_span_in_context(root)
-        for name, start, end, attributes in (("chat", 1, 3, chat(120, 30)), ("execute_tool", 4, 8, tool)):
-            tracer.start_span(name, inside, start_time=at + start * second, attributes=attributes).end(at + end * second)
-        received_at[0] = datetime(2026, 11, 6, 0, 0, 2, tzinfo=UTC)  # midnight passed
-        tracer.start_span("chat", inside, start_time=at + 9 * second, attributes=chat(200, 12)).end(at + 11 * second)
-        root.end(end_time=at + 12 * second)
+        yield provider.get_tracer("travel-agent"), received_at
     finally:
         provider.shutdown()
         server.shutdown()
+
+
+SECOND = 1_000_000_000
+AGENT = {"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "travel-agent"}
+
+
+def chat(prompt_tokens: int, completion_tokens: int, **messages: str) -> dict:
+    """A chat span's attributes; `input=` and `output=` give its messages."""
+    tokens = {"gen_ai.usage.input_tokens": prompt_tokens, "gen_ai.usage.output_tokens": completion_tokens}
+    said = {f"gen_ai.{direction}.messages": text for direction, text in messages.items()}
+    return {"gen_ai.operation.name": "chat", "gen_ai.request.model": "gpt-4o", **tokens, **said}
+
+
+def test_a_trace_running_past_midnight_is_one_episode_though_collect_stored_it_in_two_day_files(project_env, traced):
+    """The LLM call and the tool call end before midnight UTC, the agent's root span after it, so the collector's day
+    files split the trace."""
+    from opentelemetry.trace import set_span_in_context
+
+    tracer, received_at = traced
+    received_at[0] = datetime(2026, 11, 5, 23, 59, 59, tzinfo=UTC)
+    at = int(datetime(2026, 11, 5, 23, 59, 50, tzinfo=UTC).timestamp() * 1e9)  # the run starts 10 s before midnight
+    tool = {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "book_flight"}
+    root = tracer.start_span("invoke_agent travel", start_time=at, attributes={**AGENT, "eval.task_id": "travel/oslo"})
+    inside = set_span_in_context(root)
+    for name, start, end, attributes in (("chat", 1, 3, chat(120, 30)), ("execute_tool", 4, 8, tool)):
+        tracer.start_span(name, inside, start_time=at + start * SECOND, attributes=attributes).end(at + end * SECOND)
+    received_at[0] = datetime(2026, 11, 6, 0, 0, 2, tzinfo=UTC)  # midnight passed
+    tracer.start_span("chat", inside, start_time=at + 9 * SECOND, attributes=chat(200, 12)).end(at + 11 * SECOND)
+    root.end(end_time=at + 12 * SECOND)
     day_files = sorted(path.name for path in (project_env / "episodes" / "otlp").glob("*.jsonl"))
     assert day_files == ["2026-11-05.jsonl", "2026-11-06.jsonl"]
 
@@ -106,6 +119,42 @@ def test_a_trace_running_past_midnight_is_one_episode_though_collect_stored_it_i
     episodes = rows(project_env, sql)
     assert episodes == [("travel-agent", "travel/oslo", "success", ["book_flight"], 362, 4, 12000.0)]
     assert rows(project_env, "SELECT count(*) FROM quarantine") == [(0,)]
+
+
+def test_genai_messages_in_parts_are_read_as_their_text(project_env, traced):
+    """The GenAI conventions' messages as instrumentations write them now: `{"role", "parts": [{"type": "text",
+    "content": ...}]}`, a tool call a part of its own."""
+    from opentelemetry.trace import set_span_in_context
+
+    from eval_pipeline.episodes.model import derived_task_id
+
+    def said(role: str, *parts: dict) -> dict:
+        return {"role": role, "parts": list(parts)}
+
+    def text(content: str) -> dict:
+        return {"type": "text", "content": content}
+
+    asked = [said("system", text("Be brief.")), said("user", text("Weather in Oslo?"))]
+    calling = {"type": "tool_call", "id": "call_1", "name": "get_weather", "arguments": {"city": "Oslo"}}
+    answered = {"type": "tool_call_response", "id": "call_1", "response": {"temp_c": 4}}
+    tracer, _ = traced
+    at = int(datetime(2026, 11, 5, 10, tzinfo=UTC).timestamp() * 1e9)
+    root = tracer.start_span("invoke_agent travel", start_time=at, attributes=AGENT)
+    inside = set_span_in_context(root)
+    first = chat(20, 5, input=json.dumps(asked), output=json.dumps([said("assistant", calling)]))
+    tracer.start_span("chat", inside, start_time=at + SECOND, attributes=first).end(at + 2 * SECOND)
+    answer = {**said("assistant", text("It is 4 C "), text("in Oslo.")), "finish_reason": "stop"}
+    history = [*asked, said("assistant", calling), said("tool", answered)]
+    last = chat(40, 8, input=json.dumps(history), output=json.dumps([answer]))
+    tracer.start_span("chat", inside, start_time=at + 3 * SECOND, attributes=last).end(at + 4 * SECOND)
+    root.end(end_time=at + 5 * SECOND)
+
+    assert main(["run", "--date", DAY, "--fail-on", "never"]) == 0
+    assert rows(project_env, "SELECT task_id, final_output FROM episodes") == [
+        (derived_task_id("Weather in Oslo?"), "It is 4 C in Oslo.")
+    ]  # the task of any other record of this question, whatever its format
+    steps = rows(project_env, "SELECT input, output FROM episode_steps WHERE step_type = 'llm_call' ORDER BY step_index")
+    assert steps == [("Weather in Oslo?", json.dumps([calling])), ("Weather in Oslo?", "It is 4 C in Oslo.")]
 
 
 @pytest.mark.parametrize("started_at", ["2026-11-05T24:00:00Z", "2026-11-05T10:00:00+24:00"])

@@ -126,7 +126,13 @@ def _messages(attrs: dict, *keys: str) -> list | str | None:
 
 
 def _content(message: dict) -> str | None:
-    return as_text(message.get("content", message.get("parts")))
+    """A message's words: its `content`, else the text of its `parts` (the conventions' `{"type": "text", "content"}`),
+    else the parts as JSON (a tool call's alone)."""
+    parts = message.get("parts")
+    if "content" in message or not isinstance(parts, list):
+        return as_text(message.get("content", parts))
+    texts = [part["content"] for part in parts if isinstance(part, dict) and part.get("type") == "text"]
+    return "".join(texts) if texts and all(isinstance(t, str) for t in texts) else as_text(parts)
 
 
 def _last_user_message(attrs: dict) -> str | None:
