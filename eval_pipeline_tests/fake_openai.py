@@ -11,6 +11,11 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 
+def _text(content: str | list[dict]) -> str:
+    """A message's content, given as text or as content parts (`[{"type": "text", "text": ...}]`)."""
+    return content if isinstance(content, str) else "".join(part.get("text", "") for part in content)
+
+
 def deterministic_score(response_text: str) -> int:
     """The same answer always gets the same score (1..5)."""
     return 1 + sum(map(ord, response_text)) % 5
@@ -77,7 +82,7 @@ class FakeOpenAI:
             return 400, {}, {"error": {"message": "json_schema unsupported", "type": "invalid_request_error"}}
         if body.get("tools"):
             return 200, {}, self._agent_turn(body)
-        text = "\n".join(m["content"] for m in body["messages"])
+        text = "\n".join(_text(m["content"]) for m in body["messages"])
         content = "I think it is fine." if prose else json.dumps(self._verdict(text))
         return 200, {}, {
             "id": "chatcmpl-fake", "object": "chat.completion", "created": 0, "model": body["model"],

@@ -8,6 +8,7 @@ from datetime import UTC, date, datetime
 import pytest
 
 from eval_pipeline.cli import main
+from eval_pipeline.episodes.model import derived_task_id
 from eval_pipeline.warehouse.connection import Warehouse
 from eval_pipeline_tests.air import episode
 from eval_pipeline_tests.episodes.test_plaited import CAPTURE
@@ -56,7 +57,7 @@ def test_a_gzip_cut_short_is_an_unreadable_file_naming_itself(project_env, capsy
 @pytest.fixture
 def traced(project_env, monkeypatch):
     """A real OpenTelemetry SDK exporting each span as it ends (SimpleSpanProcessor) to `eval-pipeline collect`'s
-    receiver, whose clock, the day file an export lands in, the test sets: (tracer, [received at])."""
+    receiver, whose clock, the day file an export lands in, the test sets: (tracer provider, [received at])."""
     from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
     from opentelemetry.sdk.resources import Resource
     from opentelemetry.sdk.trace import TracerProvider
@@ -78,7 +79,7 @@ def traced(project_env, monkeypatch):
     endpoint = f"http://127.0.0.1:{server.server_address[1]}/v1/traces"
     provider.add_span_processor(SimpleSpanProcessor(OTLPSpanExporter(endpoint=endpoint)))
     try:
-        yield provider.get_tracer("travel-agent"), received_at
+        yield provider, received_at
     finally:
         provider.shutdown()
         server.shutdown()
@@ -100,7 +101,8 @@ def test_a_trace_running_past_midnight_is_one_episode_though_collect_stored_it_i
     files split the trace."""
     from opentelemetry.trace import set_span_in_context
 
-    tracer, received_at = traced
+    provider, received_at = traced
+    tracer = provider.get_tracer("travel-agent")
     received_at[0] = datetime(2026, 11, 5, 23, 59, 59, tzinfo=UTC)
     at = int(datetime(2026, 11, 5, 23, 59, 50, tzinfo=UTC).timestamp() * 1e9)  # the run starts 10 s before midnight
     tool = {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "book_flight"}
@@ -126,8 +128,6 @@ def test_genai_messages_in_parts_are_read_as_their_text(project_env, traced):
     "content": ...}]}`, a tool call a part of its own."""
     from opentelemetry.trace import set_span_in_context
 
-    from eval_pipeline.episodes.model import derived_task_id
-
     def said(role: str, *parts: dict) -> dict:
         return {"role": role, "parts": list(parts)}
 
@@ -137,7 +137,7 @@ def test_genai_messages_in_parts_are_read_as_their_text(project_env, traced):
     asked = [said("system", text("Be brief.")), said("user", text("Weather in Oslo?"))]
     calling = {"type": "tool_call", "id": "call_1", "name": "get_weather", "arguments": {"city": "Oslo"}}
     answered = {"type": "tool_call_response", "id": "call_1", "response": {"temp_c": 4}}
-    tracer, _ = traced
+    tracer = traced[0].get_tracer("travel-agent")
     at = int(datetime(2026, 11, 5, 10, tzinfo=UTC).timestamp() * 1e9)
     root = tracer.start_span("invoke_agent travel", start_time=at, attributes=AGENT)
     inside = set_span_in_context(root)
@@ -155,6 +155,30 @@ def test_genai_messages_in_parts_are_read_as_their_text(project_env, traced):
     ]  # the task of any other record of this question, whatever its format
     steps = rows(project_env, "SELECT input, output FROM episode_steps WHERE step_type = 'llm_call' ORDER BY step_index")
     assert steps == [("Weather in Oslo?", json.dumps([calling])), ("Weather in Oslo?", "It is 4 C in Oslo.")]
+
+
+def test_openinference_messages_given_as_content_parts_keep_their_question(project_env, traced, fake_openai):
+    """An agent instrumented with OpenInference asks with content parts (`[{"type": "text", "text": ...}]`, as the
+    OpenAI SDK takes them); the instrumentation records each part under `message.contents`."""
+    import openai
+    from openinference.instrumentation.openai import OpenAIInstrumentor
+
+    provider, _ = traced
+    instrumentor = OpenAIInstrumentor()
+    instrumentor.instrument(tracer_provider=provider)
+    client = openai.OpenAI(base_url=fake_openai.base_url, api_key="sk-otel-test-key-0123456789", max_retries=0)
+    questions = {"Weather in Oslo?": ["Weather", " in Oslo?"], "Weather in Bergen?": ["Weather", " in Bergen?"]}
+    try:
+        for texts in questions.values():
+            with provider.get_tracer("weather-agent").start_as_current_span("invoke_agent weather", attributes=AGENT):
+                parts = [{"type": "text", "text": text} for text in texts]
+                client.chat.completions.create(model="small-1", messages=[{"role": "user", "content": parts}])
+    finally:
+        instrumentor.uninstrument()
+
+    assert main(["run", "--date", datetime.now(UTC).date().isoformat(), "--fail-on", "never"]) == 0
+    sql = "SELECT task_id, s.input FROM episodes JOIN episode_steps s USING (episode_id) WHERE step_type = 'llm_call' ORDER BY 2"
+    assert rows(project_env, sql) == [(derived_task_id(question), question) for question in sorted(questions)]
 
 
 @pytest.mark.parametrize("started_at", ["2026-11-05T24:00:00Z", "2026-11-05T10:00:00+24:00"])

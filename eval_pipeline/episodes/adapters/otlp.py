@@ -135,6 +135,26 @@ def _content(message: dict) -> str | None:
     return "".join(texts) if texts and all(isinstance(t, str) for t in texts) else as_text(parts)
 
 
+def _flattened(attrs: dict, messages: str) -> list[tuple[Any, Any]]:
+    """OpenInference's flattened messages under `messages` (`llm.input_messages`), in order: each one's role and
+    words, its `message.content`, else the text of its `message.contents` parts (content given as parts) in order."""
+    fields: dict[int, dict[str, Any]] = defaultdict(dict)
+    for key, value in attrs.items():
+        if key.startswith(f"{messages}."):
+            place, _, field = key.removeprefix(f"{messages}.").partition(".")
+            fields[int(place)][field] = value  # a name where the index belongs: ValueError, and the trace is quarantined
+    flattened = []
+    for _, message in sorted(fields.items()):
+        parts = sorted(
+            (int(name.split(".")[2]), text)
+            for name, text in message.items()
+            if name.startswith("message.contents.") and name.endswith(".message_content.text") and isinstance(text, str)
+        )
+        text = message.get("message.content", "".join(text for _, text in parts) if parts else None)
+        flattened.append((message.get("message.role"), text))
+    return flattened
+
+
 def _last_user_message(attrs: dict) -> str | None:
     """The user's words from GenAI `gen_ai.input.messages`, OpenInference's flattened messages, or `input.value`."""
     messages = _messages(attrs, "gen_ai.input.messages", "gen_ai.prompt")
@@ -144,13 +164,9 @@ def _last_user_message(attrs: dict) -> str | None:
         users = [m for m in messages if isinstance(m, dict) and m.get("role") == "user"]
         if users:
             return _content(users[-1])
-    flattened = sorted(
-        (key for key in attrs if key.startswith("llm.input_messages.") and key.endswith(".message.role")),
-        key=lambda key: int(key.split(".")[2]),
-    )
-    user_roles = [key for key in flattened if attrs[key] == "user"]
-    if user_roles:
-        return attrs.get(user_roles[-1].replace(".message.role", ".message.content"))
+    users_said = [text for role, text in _flattened(attrs, "llm.input_messages") if role == "user"]
+    if users_said:
+        return users_said[-1]
     return as_text(attrs.get("input.value"))
 
 
@@ -160,9 +176,9 @@ def _output_text(attrs: dict) -> str | None:
         return messages
     if isinstance(messages, list) and messages and isinstance(messages[-1], dict):
         return _content(messages[-1])
-    flattened = [key for key in attrs if key.startswith("llm.output_messages.") and key.endswith(".message.content")]
-    if flattened:
-        return attrs[sorted(flattened)[-1]]
+    said = [text for _, text in _flattened(attrs, "llm.output_messages") if text is not None]
+    if said:
+        return said[-1]
     return as_text(attrs.get("output.value"))
 
 
