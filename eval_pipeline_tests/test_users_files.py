@@ -219,3 +219,16 @@ def test_files_windows_powershell_wrote_in_utf16_load(project_env, capsys):
         ("ep-2", "triage/2", "À la facturation."), ("results:fix-typo", "fix-typo", "Fixed and committed."),
     ]  # fmt: skip
     assert rows(project_env, "SELECT count(*) FROM quarantine") == [(0,)]
+
+
+def test_plaited_results_whose_prompts_metadata_says_status_or_agent_id_are_read_as_plaited_wrote_them(project_env):
+    """plaited copies each prompt's `metadata` into its CaptureResult; the user's keys are theirs, not our export's."""
+    source = project_env / "episodes"
+    source.mkdir()
+    metadata = {**CAPTURE["metadata"], "status": "needs-review", "agent_id": "claude-code", "episode_id": "case-7"}
+    (source / "results.jsonl").write_text(json.dumps({**CAPTURE, "metadata": metadata}) + "\n")
+
+    assert main(["run", "--date", DAY, "--fail-on", "never"]) == 0
+    assert rows(project_env, "SELECT locator, reason FROM quarantine") == []
+    episodes = rows(project_env, "SELECT episode_id, agent_id, status, metadata ->> '$.status' FROM episodes")
+    assert episodes == [("results:fix-typo", "results", "success", "needs-review")]  # the file's name is its agent

@@ -28,6 +28,7 @@ from eval_pipeline.episodes.records import RawRecord
 
 NAME = "plaited"
 FAILED_STATUSES = {"failed", "error", "errored", "failure"}
+EXPORTED = "eval_pipeline"  # `metadata.source` of the captures `to_capture` writes
 ABSOLUTE_FROM_MS = 1e11  # 1973-03-03 in epoch ms: an earlier "time" is an offset from the run's start
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
@@ -157,7 +158,8 @@ def to_episode(record: dict, agent_id: str, day: date) -> dict:
     capture = CaptureResult.model_validate(record)
     graded = capture.score
     verdict = _verdict(graded.pass_, graded.score, graded.reasoning) if graded else {}
-    ours = capture.metadata  # an export of ours carries what plaited has no field for
+    # an export of ours (`to_capture`) carries what plaited has no field for; a user's prompt metadata is theirs
+    ours = capture.metadata if capture.metadata.get("source") == EXPORTED else {}
     status = ours.get("status") or ("failure" if capture.errors or verdict.get("reward") == 0.0 else "success")
     tokens = (capture.timing.inputTokens or 0) + (capture.timing.outputTokens or 0) or ours.get("total_tokens") or 0
     start = _anchor_ms(_start_ms((step.timestamp for step in capture.trajectory), capture.timing.start), day)
@@ -323,7 +325,7 @@ def to_capture(episode: dict) -> dict:
             "status": episode["status"],
             "total_tokens": episode.get("total_tokens"),
             "category": episode.get("category"),
-            "source": "eval_pipeline",
+            "source": EXPORTED,
             "eval_pipeline": {key: episode.get(key) for key in ("passed", "verdict_reason", "weighted_score")},
             **({"grader_error": grader_error} if grader_error else {}),
         },
