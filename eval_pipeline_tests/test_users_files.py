@@ -232,3 +232,23 @@ def test_plaited_results_whose_prompts_metadata_says_status_or_agent_id_are_read
     assert rows(project_env, "SELECT locator, reason FROM quarantine") == []
     episodes = rows(project_env, "SELECT episode_id, agent_id, status, metadata ->> '$.status' FROM episodes")
     assert episodes == [("results:fix-typo", "results", "success", "needs-review")]  # the file's name is its agent
+
+
+def test_json_arrays_appended_night_after_night_all_load(project_env):
+    """The user's exporter appends each night's episodes to history.json as an indented array (json.dump in mode "a")."""
+    source = project_env / "episodes"
+    source.mkdir()
+    with (source / "history.json").open("a") as history:
+        for day in ("2026-11-04", DAY):
+            night = [episode(f"ep-{day}-{n}", f"triage/{n}", f"Ticket {n}?", "route_ticket", "{}", "To billing.", day=day)
+                     for n in range(2)]  # fmt: skip
+            json.dump(night, history, indent=2)
+            history.write("\n")
+
+    for day in ("2026-11-04", DAY):
+        assert main(["run", "--date", day, "--fail-on", "never"]) == 0
+    assert rows(project_env, "SELECT partition_date, episode_id FROM episodes ORDER BY 2") == [
+        (date(2026, 11, 4), "ep-2026-11-04-0"), (date(2026, 11, 4), "ep-2026-11-04-1"),
+        (date(2026, 11, 5), "ep-2026-11-05-0"), (date(2026, 11, 5), "ep-2026-11-05-1"),
+    ]  # fmt: skip
+    assert rows(project_env, "SELECT count(*) FROM quarantine") == [(0,)]

@@ -261,7 +261,8 @@ def _is_json(text: str) -> bool:
 
 def _iter_values(handle, in_array: bool) -> Iterator[FileRecord]:
     """Stream the elements of a top-level JSON array, or JSON documents one after another, without loading
-    the file whole.
+    the file whole. What follows an array's end is read too: the next array's elements (arrays appended day after
+    day), or documents.
 
     Each element's original text is kept (sliced, not re-serialized). A syntax error makes the
     rest of the file one invalid record, since nothing after it can be trusted to resync.
@@ -270,6 +271,7 @@ def _iter_values(handle, in_array: bool) -> Iterator[FileRecord]:
     buffer, eof = handle.read(_CHUNK), False
     pos = buffer.index("[") + 1 if in_array else 0
     line = 1 + buffer.count("\n", 0, pos)
+    inside = in_array  # within an array, whose `]` ends it
     while True:
         while True:  # skip separators, reading more when the buffer runs dry
             while pos < len(buffer) and buffer[pos] in " \t\r\n,":
@@ -279,8 +281,12 @@ def _iter_values(handle, in_array: bool) -> Iterator[FileRecord]:
                 break
             buffer, pos = handle.read(_CHUNK), 0
             eof = not buffer
-        if pos >= len(buffer) or buffer[pos] == "]":
+        if pos >= len(buffer):
             return
+        if (buffer[pos] == "]" and inside) or (buffer[pos] == "[" and in_array and not inside):
+            inside = not inside
+            pos += 1
+            continue
         try:
             _, end = decoder.raw_decode(buffer, pos)
         except json.JSONDecodeError:
