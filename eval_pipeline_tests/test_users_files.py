@@ -11,7 +11,7 @@ from eval_pipeline.cli import main
 from eval_pipeline.episodes.model import derived_task_id
 from eval_pipeline.warehouse.connection import Warehouse
 from eval_pipeline_tests.air import episode
-from eval_pipeline_tests.episodes.test_plaited import CAPTURE
+from eval_pipeline_tests.episodes.test_plaited import CAPTURE, TRIALS
 
 pytestmark = pytest.mark.slow
 
@@ -252,3 +252,20 @@ def test_json_arrays_appended_night_after_night_all_load(project_env):
         (date(2026, 11, 5), "ep-2026-11-05-0"), (date(2026, 11, 5), "ep-2026-11-05-1"),
     ]  # fmt: skip
     assert rows(project_env, "SELECT count(*) FROM quarantine") == [(0,)]
+
+
+def test_numbers_given_as_text_in_another_tools_format_are_rejected_as_in_ours(project_env):
+    """A team's own trials runner writes plaited's TrialResult, but with the duration as text and the grader's verdict
+    as a word: that record is quarantined naming the field (as `"tokens": "300"` is in our format); the next loads."""
+    source = project_env / "episodes"
+    source.mkdir()
+    written = {**TRIALS, "id": "fix-typo", "trials": [{**TRIALS["trials"][0], "duration": "1200", "pass": "yes"}]}
+    (source / "trials.jsonl").write_text(json.dumps(written) + "\n" + json.dumps(TRIALS) + "\n")
+
+    assert main(["run", "--date", DAY, "--fail-on", "never"]) == 0
+    assert rows(project_env, "SELECT locator, reason FROM quarantine") == [
+        (f"{source / 'trials.jsonl'}:1", "plaited: trials.0.duration: Input should be a valid number")
+    ]
+    assert rows(project_env, "SELECT episode_id, total_duration_ms FROM episodes ORDER BY 1") == [
+        ("trials:add-test:1", 1200.0), ("trials:add-test:2", 900.0),
+    ]  # fmt: skip

@@ -7,19 +7,25 @@ from collections.abc import Callable, Iterator
 from datetime import UTC, date, datetime
 from typing import Annotated, Any
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, NonNegativeInt, ValidationError
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, NonNegativeInt, ValidationError
 
 from eval_pipeline.episodes.records import RawRecord
 from eval_pipeline.llm.gateway import Tokens
 
 
 class Open(BaseModel):
-    """A record of another tool's format: its fields checked by type, the ones we do not read kept as they are."""
+    """A record of another tool's format: its fields checked by type, strictly, as the canonical episode's are (the
+    text "4000" is no number, "no" no boolean: rejected, never read as one), the ones we do not read kept as they are."""
 
-    model_config = ConfigDict(extra="allow")
+    model_config = ConfigDict(extra="allow", strict=True)
 
 
-Count = NonNegativeInt  # tokens and the like: a whole number, not negative
+def _whole(value: Any) -> Any:
+    """A whole number written 5.0 is still a count, as in the canonical episode."""
+    return int(value) if isinstance(value, float) and value.is_integer() else value
+
+
+Count = Annotated[NonNegativeInt, BeforeValidator(_whole)]  # tokens and the like: a whole number, not negative
 Amount = Annotated[float, Field(ge=0, allow_inf_nan=False)]  # durations, costs: finite, not negative
 MAX_EPOCH_MS = 253_402_300_799_999  # 9999-12-31T23:59:59.999Z: a later time is a broken clock, and no datetime
 
