@@ -4,11 +4,14 @@ Each test is a user's sequence of commands as they reported it, with their files
 """
 
 import json
+from datetime import date
 
 import pytest
 
 from eval_pipeline.cli import main
 from eval_pipeline.warehouse.connection import Warehouse
+from eval_pipeline_tests.air import episode
+from eval_pipeline_tests.conftest import project_environment
 from eval_pipeline_tests.episodes.test_transcripts import transcript
 
 pytestmark = pytest.mark.slow
@@ -53,3 +56,64 @@ def test_a_nights_transcripts_are_that_nights_only_and_a_backfill_of_the_nights_
     for day, summary in summaries.items():
         assert next(line for line in backfill if line.startswith(day)).split("  /")[0] == summary.split("  /")[0]
     assert {name: rows(project_env, f"{sql} ORDER BY ALL") for name, sql in tables.items()} == nightly
+
+
+def test_a_late_run_of_an_earlier_day_says_which_later_days_it_left_scored_against_old_baselines(
+    project_env, capsys, monkeypatch, tmp_path_factory
+):
+    """The user's nightly runs compared task t/c with its first run, night 2's (cost $0.006). Then night 1's late file
+    arrived, with a run of t/c at $0.0025, and the user ran night 1 again: `baseline list --date 2026-11-03` named the
+    late run as t/c's baseline, while night 3's scores, report and exit code still compared with night 2's (+0%,
+    passed) and night 2 still said "1 without a baseline: the first day of those tasks". Nothing said so. The run and
+    `status` name the days scored against baselines they no longer have and the run that scores them again, which
+    then gives what a backfill of all three nights gives."""
+    nights = ["2026-11-01", "2026-11-02", "2026-11-03"]
+
+    def write(root, name: str, records: list[dict]) -> None:
+        (root / "episodes").mkdir(exist_ok=True)
+        (root / "episodes" / name).write_text("".join(json.dumps(record) + "\n" for record in records))
+
+    def night(root, n: int, day: str) -> None:
+        records = [episode(f"{day}-a", "t/a", "Refund A-1?", "lookup_order", '{"order": "A-1"}', "Refunded.", day=day)]
+        if n:
+            records.append(episode(f"{day}-c", "t/c", "Where is C-3?", "track", '{"eta": "Mon"}', "Monday.", day=day, cost=0.006))
+        write(root, f"{day}.jsonl", records)
+
+    late = episode("late-c", "t/c", "Where is C-3?", "track", '{"eta": "Mon"}', "Monday.", day=nights[0], cost=0.0025)
+    for n, day in enumerate(nights):
+        night(project_env, n, day)
+        assert main(["run", "--date", day]) == 0
+    capsys.readouterr()
+    write(project_env, f"{nights[0]}-late.jsonl", [late])
+
+    assert main(["run", "--date", nights[0]]) == 0
+    again = "eval-pipeline run --start 2026-11-02 --end 2026-11-03"
+    told = "2026-11-02 (1 episode), 2026-11-03 (1 episode) were scored against baselines they no longer have"
+    out = capsys.readouterr().out
+    assert told in out and again in out
+    assert main(["status"]) == 0
+    out = capsys.readouterr().out
+    assert told in out and again in out
+
+    assert main(["run", "--start", "2026-11-02", "--end", "2026-11-03"]) == 1  # t/c costs 140 % more than its baseline
+    assert "no longer have" not in capsys.readouterr().out
+    assert main(["status"]) == 0
+    assert "no longer have" not in capsys.readouterr().out
+    scores = "SELECT partition_date, episode_id, baseline_episode_id, cost_delta_pct, passed FROM scores ORDER BY ALL"
+    findings = "SELECT partition_date, episode_id, dimension, severity, message FROM findings ORDER BY ALL"
+    rerun = rows(project_env, scores), rows(project_env, findings)
+    assert [row for row in rerun[0] if row[1].endswith("-c")] == [
+        (date(2026, 11, 1), "late-c", None, None, None),
+        (date(2026, 11, 2), "2026-11-02-c", "late-c", 140.0, False),
+        (date(2026, 11, 3), "2026-11-03-c", "late-c", 140.0, False),
+    ]
+
+    backfill = tmp_path_factory.mktemp("backfill")
+    for n, day in enumerate(nights):
+        night(backfill, n, day)
+    write(backfill, f"{nights[0]}-late.jsonl", [late])
+    for name, value in project_environment(backfill).items():
+        monkeypatch.setenv(name, value)
+    assert main(["run", "--start", nights[0], "--end", nights[-1]]) == 1
+    capsys.readouterr()
+    assert (rows(backfill, scores), rows(backfill, findings)) == rerun

@@ -186,6 +186,19 @@ def emit(text: str, output: Path | None) -> int:
     return EXIT_OK
 
 
+def print_outdated(days: Rows) -> None:
+    """Days scored against baselines they no longer have (`outdated_days`), and the run that scores them again."""
+    if not days.values:
+        return
+    listed = ", ".join(f"{day} ({n} episode{'' if n == 1 else 's'})" for day, n in days.values)
+    first, last = days.values[0][0], days.values[-1][0]
+    again = f"--date {first}" if first == last else f"--start {first} --end {last}"
+    print(
+        f"baselines changed: {listed} were scored against baselines they no longer have; their scores, findings and "
+        f"reports are of the old ones until run again: eval-pipeline run {again}"
+    )
+
+
 def print_table(table: Rows | pd.DataFrame, title: str | None = None, secret_patterns: Iterable[str] = ()) -> None:
     """A rich table on a terminal; plain aligned text when piped, so scripts and logs read it as before.
 

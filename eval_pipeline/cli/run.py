@@ -21,6 +21,7 @@ from eval_pipeline.cli.command import (
     add_store_url,
     days,
     emit,
+    print_outdated,
     with_store_url,
 )
 
@@ -188,6 +189,7 @@ def evaluate(settings: Settings, request: RunRequest) -> None:
     """Run the whole graph for the days; print each case of the case set and each category, when there is
     one, then one line per day, then where to look."""
     from eval_pipeline.reports.markdown import verdict_line
+    from eval_pipeline.warehouse.baselines import outdated_days
     from eval_pipeline.warehouse.cases import case_results
     from eval_pipeline.warehouse.report_files import report_files
 
@@ -216,6 +218,7 @@ def evaluate(settings: Settings, request: RunRequest) -> None:
         )
         if any(told):  # what the counts leave out, and where live replays came from
             print(f"            {verdict_line(s)}")
+    print_outdated(outdated_days(settings.warehouse(), config.baseline.policy, after=request.days[-1]))
     print(f"run in the UI: {settings.ui_base_url}/runs/{run_id}")
 
 
