@@ -117,3 +117,27 @@ def test_a_late_run_of_an_earlier_day_says_which_later_days_it_left_scored_again
     assert main(["run", "--start", nights[0], "--end", nights[-1]]) == 1
     capsys.readouterr()
     assert (rows(backfill, scores), rows(backfill, findings)) == rerun
+
+
+def test_a_night_run_for_one_agent_leaves_the_other_agents_history_to_their_first_full_night(project_env, capsys):
+    """The user tried the pipeline on one agent's night (`run --date 2026-11-01 --agent alpha`), then ran the next
+    night for all: beta's tripled cost had no verdict, exit 0, "1 without a baseline: the first day of those tasks", though
+    beta ran the task the night before. On a fresh warehouse the same `run --date 2026-11-02` compares beta with the
+    source's night before (exit 1, cost_delta +200 %): a night evaluated for alpha only is not evaluated for beta."""
+    (project_env / "episodes").mkdir()
+    for n, day in enumerate(["2026-11-01", "2026-11-02"]):
+        records = [
+            episode(f"{day}-a", "t/a", "Refund A-1?", "lookup_order", '{"order": "A-1"}', "Refunded.", day=day, agent_id="alpha"),
+            episode(f"{day}-b", "t/b", "Where is B-2?", "track", '{"eta": "Mon"}', "Monday.", day=day, agent_id="beta",
+                    cost=0.0025 * (1 + 2 * n)),
+        ]  # fmt: skip
+        (project_env / "episodes" / f"{day}.jsonl").write_text("".join(json.dumps(record) + "\n" for record in records))
+    assert main(["run", "--date", "2026-11-01", "--agent", "alpha"]) == 0
+    capsys.readouterr()
+
+    assert main(["run", "--date", "2026-11-02"]) == 1
+    out = capsys.readouterr().out
+    assert "1 passed      1 failed      0 without a verdict" in out and "1 critical" in out
+    assert rows(project_env, "SELECT episode_id, baseline_episode_id, cost_delta_pct FROM scores WHERE agent_id = 'beta'") == [
+        ("2026-11-02-b", "2026-11-01-b", pytest.approx(200.0))
+    ]
