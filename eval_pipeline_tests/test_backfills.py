@@ -4,6 +4,7 @@ Each test is a user's sequence of commands as they reported it, with their files
 """
 
 import json
+import xml.etree.ElementTree as ET
 from datetime import date
 
 import pytest
@@ -141,3 +142,28 @@ def test_a_night_run_for_one_agent_leaves_the_other_agents_history_to_their_firs
     assert rows(project_env, "SELECT episode_id, baseline_episode_id, cost_delta_pct FROM scores WHERE agent_id = 'beta'") == [
         ("2026-11-02-b", "2026-11-01-b", pytest.approx(200.0))
     ]
+
+
+def test_a_backfills_junit_gives_each_night_its_own_findings(project_env, capsys):
+    """The user's harness records each case as the same episode id every night. Night 3 tripled the cost; the JUnit
+    of `run --start 2026-11-01 --end 2026-11-03` showed night 1's skipped and night 2's passing test case with
+    "CRITICAL cost_delta" in their output, night 3's finding: the findings of a test case were those of its episode id
+    on any day of the range. Each night's suite is the one a nightly `run --date --junit` writes."""
+    nights = ["2026-11-01", "2026-11-02", "2026-11-03"]
+    (project_env / "episodes").mkdir()
+    for n, day in enumerate(nights):
+        record = episode("triage:refund", "t/refund", "Refund A-1?", "lookup_order", '{"order": "A-1"}', "Refunded.",
+                         day=day, cost=0.0075 if n == 2 else 0.0025)  # fmt: skip
+        (project_env / "episodes" / f"{day}.jsonl").write_text(json.dumps(record) + "\n")
+
+    def suites(junit) -> dict[str, str]:
+        return {suite.get("name"): ET.tostring(suite, encoding="unicode").strip() for suite in ET.parse(junit).getroot()}
+
+    nightly = {}
+    for day in nights:
+        main(["run", "--date", day, "--junit", str(project_env / f"{day}.xml")])
+        nightly |= suites(project_env / f"{day}.xml")
+    assert main(["run", "--start", nights[0], "--end", nights[-1], "--junit", str(project_env / "range.xml")]) == 1
+    capsys.readouterr()
+    assert "system-out" not in nightly["eval 2026-11-02"]  # it passed, with no finding of its own
+    assert suites(project_env / "range.xml") == nightly

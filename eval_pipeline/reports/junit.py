@@ -25,11 +25,12 @@ def junit_xml(scores: pd.DataFrame, findings: pd.DataFrame, secret_patterns: Ite
     """`scores`: partition_date, agent_id, task_id, episode_id, passed, verdict_reason;
     `findings`: partition_date, agent_id, episode_id, dimension, severity, message."""
     root = ET.Element("testsuites", name="eval_pipeline")
-    messages = findings.groupby("episode_id")  # NaN episode ids (aggregates) are left out here
     totals = {"tests": 0, "failures": 0, "skipped": 0}
     for day, group in scores.groupby("partition_date", sort=True):
         suite = ET.SubElement(root, "testsuite", name=f"eval {pd.Timestamp(day).date().isoformat()}")
         counts = {"tests": 0, "failures": 0, "skipped": 0}
+        of_the_day = findings[findings["partition_date"] == day]
+        messages = of_the_day.groupby("episode_id")  # the day's only (an id can come again on another day of a range)
         for row in group.sort_values(["agent_id", "task_id", "episode_id"]).itertuples():
             case = ET.SubElement(suite, "testcase", classname=row.agent_id, name=f"{row.task_id} [{row.episode_id}]")
             counts["tests"] += 1
@@ -46,7 +47,7 @@ def junit_xml(scores: pd.DataFrame, findings: pd.DataFrame, secret_patterns: Ite
                 counts["failures"] += 1
             if lines and passed is not False:  # warnings on an episode that did not fail: shown, not failed
                 ET.SubElement(case, "system-out").text = "\n".join(lines)
-        for f in findings[(findings["partition_date"] == day) & findings["episode_id"].isna()].itertuples():
+        for f in of_the_day[of_the_day["episode_id"].isna()].itertuples():
             case = ET.SubElement(suite, "testcase", classname=f.agent_id, name=f"aggregate {f.dimension}")
             counts["tests"] += 1
             if f.severity == "critical":
