@@ -89,7 +89,10 @@ def test_a_late_run_of_an_earlier_day_says_which_later_days_it_left_scored_again
 
     assert main(["run", "--date", nights[0]]) == 0
     again = "eval-pipeline run --start 2026-11-02 --end 2026-11-03"
-    told = "2026-11-02 (1 episode), 2026-11-03 (1 episode) were scored against baselines they no longer have"
+    told = (
+        "outdated: 2026-11-02 (1 episode(s) scored against a baseline they no longer have), "
+        "2026-11-03 (1 episode(s) scored against a baseline they no longer have)"
+    )
     out = capsys.readouterr().out
     assert told in out and again in out
     assert main(["status"]) == 0
@@ -97,9 +100,9 @@ def test_a_late_run_of_an_earlier_day_says_which_later_days_it_left_scored_again
     assert told in out and again in out
 
     assert main(["run", "--start", "2026-11-02", "--end", "2026-11-03"]) == 1  # t/c costs 140 % more than its baseline
-    assert "no longer have" not in capsys.readouterr().out
+    assert "outdated" not in capsys.readouterr().out
     assert main(["status"]) == 0
-    assert "no longer have" not in capsys.readouterr().out
+    assert "outdated" not in capsys.readouterr().out
     scores = "SELECT partition_date, episode_id, baseline_episode_id, cost_delta_pct, passed FROM scores ORDER BY ALL"
     findings = "SELECT partition_date, episode_id, dimension, severity, message FROM findings ORDER BY ALL"
     rerun = rows(project_env, scores), rows(project_env, findings)
@@ -167,3 +170,34 @@ def test_a_backfills_junit_gives_each_night_its_own_findings(project_env, capsys
     capsys.readouterr()
     assert "system-out" not in nightly["eval 2026-11-02"]  # it passed, with no finding of its own
     assert suites(project_env / "range.xml") == nightly
+
+
+def test_a_missed_night_evaluated_after_the_next_says_the_next_counts_its_findings_from_the_wrong_day(project_env, capsys):
+    """Night 2026-11-03's run failed, 2026-11-04 ran on time, then the user ran 2026-11-03. The cost had tripled since
+    2026-11-02; 2026-11-04's finding still said "new" since 2026-11-04 (its report and alert too), where a backfill of
+    the nights says "persisting" since 2026-11-02, and nothing said so. The run of the missed night and `status` name
+    the night after and the run that evaluates it again."""
+    nights = ["2026-11-01", "2026-11-02", "2026-11-03", "2026-11-04"]
+    (project_env / "episodes").mkdir()
+    for n, day in enumerate(nights):
+        record = episode(f"{day}-a", "t/a", "Refund A-1?", "lookup_order", '{"order": "A-1"}', "Refunded.", day=day,
+                         cost=0.0025 if n == 0 else 0.0075)  # fmt: skip
+        (project_env / "episodes" / f"{day}.jsonl").write_text(json.dumps(record) + "\n")
+    for day in ("2026-11-01", "2026-11-02", "2026-11-04", "2026-11-03"):
+        main(["run", "--date", day])
+    told = "outdated: 2026-11-04 (1 finding(s) counted since a day that no longer says so)"
+    again = "eval-pipeline run --date 2026-11-04"
+    out = capsys.readouterr().out
+    assert told in out and again in out
+    assert main(["status"]) == 0
+    out = capsys.readouterr().out
+    assert told in out and again in out
+
+    assert main(["run", "--date", "2026-11-04"]) == 1
+    assert "outdated" not in capsys.readouterr().out
+    findings = "SELECT partition_date, since, lifecycle FROM findings ORDER BY ALL"
+    assert rows(project_env, findings) == [
+        (date(2026, 11, 2), date(2026, 11, 2), "new"),
+        (date(2026, 11, 3), date(2026, 11, 2), "persisting"),
+        (date(2026, 11, 4), date(2026, 11, 2), "persisting"),
+    ]

@@ -187,15 +187,24 @@ def emit(text: str, output: Path | None) -> int:
 
 
 def print_outdated(days: Rows) -> None:
-    """Days scored against baselines they no longer have (`outdated_days`), and the run that scores them again."""
+    """Days whose results rest on what earlier days held when they ran (`outdated_days`), and the run that evaluates
+    them again."""
     if not days.values:
         return
-    listed = ", ".join(f"{day} ({n} episode{'' if n == 1 else 's'})" for day, n in days.values)
+
+    def why(episodes: int, findings: int) -> str:
+        reasons = (
+            (episodes, f"{episodes} episode(s) scored against a baseline they no longer have"),
+            (findings, f"{findings} finding(s) counted since a day that no longer says so"),
+        )
+        return "; ".join(text for n, text in reasons if n)
+
+    listed = ", ".join(f"{day} ({why(episodes, findings)})" for day, episodes, findings in days.values)
     first, last = days.values[0][0], days.values[-1][0]
     again = f"--date {first}" if first == last else f"--start {first} --end {last}"
     print(
-        f"baselines changed: {listed} were scored against baselines they no longer have; their scores, findings and "
-        f"reports are of the old ones until run again: eval-pipeline run {again}"
+        f"outdated: {listed}. Earlier days changed after these ran; their scores, findings and reports stay as they "
+        f"were until run again: eval-pipeline run {again}"
     )
 
 

@@ -189,8 +189,8 @@ def evaluate(settings: Settings, request: RunRequest) -> None:
     """Run the whole graph for the days; print each case of the case set and each category, when there is
     one, then one line per day, then where to look."""
     from eval_pipeline.reports.markdown import verdict_line
-    from eval_pipeline.warehouse.baselines import outdated_days
     from eval_pipeline.warehouse.cases import case_results
+    from eval_pipeline.warehouse.outdated import outdated_days
     from eval_pipeline.warehouse.report_files import report_files
 
     config, case_specs = checked_inputs(settings, request.days, request.checks)

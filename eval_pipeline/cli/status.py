@@ -21,7 +21,7 @@ def _run(args: argparse.Namespace, settings: Settings) -> int:
     from eval_pipeline import plugins
     from eval_pipeline.config import load_config
     from eval_pipeline.episodes.source import open_source, source_health, source_index_path
-    from eval_pipeline.warehouse.baselines import outdated_days
+    from eval_pipeline.warehouse.outdated import outdated_days
     from eval_pipeline.warehouse.partitions import partition_counts
 
     settings = with_store_url(settings, args.store_url)

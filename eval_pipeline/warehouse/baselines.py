@@ -105,35 +105,6 @@ PRECEDENCE = """b.pinned DESC,
     b.valid_from, b.established_at DESC"""
 
 
-# What scores keep of the baseline they were compared with (`baseline_<column>`), beside its id.
-_COMPARED = ("status", "total_cost_usd", "total_duration_ms", "tools", "step_count", "error_steps")
-
-_OUTDATED = f"""
-WITH scored AS (
-    SELECT * FROM scores WHERE mode IS DISTINCT FROM 'live' AND ($after IS NULL OR partition_date > $after)
-), current AS (
-    SELECT c.partition_date, c.episode_id, b.episode_id AS baseline_episode_id,
-           {", ".join(f"b.{column} AS baseline_{column}" for column in _COMPARED)}
-    FROM scored c
-    JOIN baselines b ON b.agent_id = c.agent_id AND b.task_id = c.task_id
-        AND b.valid_from <= c.partition_date AND NOT {itself("c.episode_id", "c.partition_date")}
-    QUALIFY row_number() OVER (PARTITION BY c.partition_date, c.episode_id ORDER BY {PRECEDENCE}) = 1
-)
-SELECT c.partition_date, count(*) AS episodes
-FROM scored c LEFT JOIN current n USING (partition_date, episode_id)
-WHERE ({", ".join(f"c.baseline_{column}" for column in ("episode_id", *_COMPARED))})
-    IS DISTINCT FROM ({", ".join(f"n.baseline_{column}" for column in ("episode_id", *_COMPARED))})
-GROUP BY ALL ORDER BY ALL
-"""
-
-
-def outdated_days(warehouse: Warehouse, policy: str, after: date | None = None) -> Rows:
-    """Evaluated days (after `after`) with episodes scored against another baseline than the one they have now, and how
-    many: an earlier day gained a run late or ran again, or a pin or promotion reaches back. Their scores, findings and
-    reports are of the old baselines until they run again, and only saying so keeps that from passing as current."""
-    return warehouse.read_rows(_OUTDATED, {"policy": policy, "after": after})
-
-
 def promote(warehouse: Warehouse, agent_id: str, day: date) -> int:
     """Make the day's successful runs of `agent_id` its baselines from `day` on (earliest run per task)."""
     rows = f"""
