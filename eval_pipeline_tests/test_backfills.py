@@ -201,3 +201,34 @@ def test_a_missed_night_evaluated_after_the_next_says_the_next_counts_its_findin
         (date(2026, 11, 3), date(2026, 11, 2), "persisting"),
         (date(2026, 11, 4), date(2026, 11, 2), "persisting"),
     ]
+
+
+def test_a_switch_to_rolling_baselines_says_the_earlier_nights_baselines_are_firsts_until_run_again(project_env, capsys):
+    """The user's nights ran under `[baseline] policy = "first"`; then eval.toml said "rolling" and the next night was
+    compared with night 1's run (+45 %, critical), not the latest earlier one, night 3's (+11 %): under `first` nights 2
+    and 3 added no baseline for the task. Nothing said so in `run` or `status` (the Dagster UI marks `baselines`
+    stale). They name the days and the run that remakes them, which gives what a backfill under `rolling` gives."""
+    nights = ["2026-11-01", "2026-11-02", "2026-11-03", "2026-11-04"]
+    (project_env / "episodes").mkdir()
+    for n, day in enumerate(nights):
+        record = episode(f"{day}-a", "t/a", "Refund A-1?", "lookup_order", '{"order": "A-1"}', "Refunded.", day=day,
+                         cost=0.0025 * (1 + 0.15 * n))  # fmt: skip
+        (project_env / "episodes" / f"{day}.jsonl").write_text(json.dumps(record) + "\n")
+    for day in nights[:3]:
+        assert main(["run", "--date", day]) == 0
+    capsys.readouterr()
+    (project_env / "rolling.toml").write_text('[baseline]\npolicy = "rolling"\n')
+    told = "outdated: the baselines from 2026-11-01 on were made under another [baseline] policy than 'rolling'"
+    again = "eval-pipeline run --start 2026-11-01 --end 2026-11-04"
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv("EVAL_CONFIG", str(project_env / "rolling.toml"))
+        assert main(["run", "--date", nights[3]]) == 1  # +45 % against night 1
+        out = capsys.readouterr().out
+        assert told in out and again in out
+        assert main(["status"]) == 0
+        out = capsys.readouterr().out
+        assert told in out and again in out
+        assert main(["run", "--start", nights[0], "--end", nights[3]]) == 0
+        assert "outdated" not in capsys.readouterr().out
+    night_4 = "SELECT baseline_episode_id, round(cost_delta_pct, 1) FROM scores WHERE partition_date = '2026-11-04'"
+    assert rows(project_env, night_4) == [("2026-11-03-a", 11.5)]  # below the warning's 20 %: passed, no finding

@@ -186,6 +186,17 @@ def emit(text: str, output: Path | None) -> int:
     return EXIT_OK
 
 
+def print_other_policy(days: Rows, policy: str) -> None:
+    """Days whose baselines another `[baseline] policy` made (`other_policy_days`), and the run that remakes them."""
+    first, latest = days.values[0]
+    if first is None:
+        return
+    print(
+        f"outdated: the baselines from {first} on were made under another [baseline] policy than {policy!r}; later days "
+        f"are compared with them as they are until run again: eval-pipeline run --start {first} --end {latest}"
+    )
+
+
 def print_outdated(days: Rows) -> None:
     """Days whose results rest on what earlier days held when they ran (`outdated_days`), and the run that evaluates
     them again."""

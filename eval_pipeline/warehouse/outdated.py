@@ -64,3 +64,14 @@ def outdated_days(warehouse: Warehouse, policy: str, after: date | None = None) 
         FROM ({_OTHER_BASELINES}) e FULL JOIN ({_OTHER_SINCE}) f USING (partition_date) ORDER BY partition_date""",
         {"policy": policy, "after": after},
     )
+
+
+def other_policy_days(warehouse: Warehouse, policy: str) -> Rows:
+    """The first day whose baselines were made under another `[baseline] policy` than `policy`, and the last evaluated
+    day (NULLs where none): under `first` a day adds no baseline for a task an earlier day has one for, so after a
+    switch to `rolling` the latest earlier run is not there to be found until those days run again."""
+    return warehouse.read_rows(
+        """SELECT min(partition_date) AS first, (SELECT max(partition_date) FROM scores) AS latest
+        FROM baselines WHERE origin IN ('run', 'history') AND policy <> $policy""",
+        {"policy": policy},
+    )
