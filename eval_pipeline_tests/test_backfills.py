@@ -66,8 +66,9 @@ def test_a_late_run_of_an_earlier_day_says_which_later_days_it_left_scored_again
     arrived, with a run of t/c at $0.0025, and the user ran night 1 again: `baseline list --date 2026-11-03` named the
     late run as t/c's baseline, while night 3's scores, report and exit code still compared with night 2's (+0%,
     passed) and night 2 still said "1 without a baseline: the first day of those tasks". Nothing said so. The run and
-    `status` name the days scored against baselines they no longer have and the run that scores them again, which
-    then gives what a backfill of all three nights gives."""
+    `status` name the days scored against baselines they no longer have and the run that scores them again (which
+    then gives what a backfill of all three nights gives); `report --date` says so beside the report that day's run
+    wrote."""
     nights = ["2026-11-01", "2026-11-02", "2026-11-03"]
 
     def write(root, name: str, records: list[dict]) -> None:
@@ -98,9 +99,16 @@ def test_a_late_run_of_an_earlier_day_says_which_later_days_it_left_scored_again
     assert main(["status"]) == 0
     out = capsys.readouterr().out
     assert told in out and again in out
+    assert main(["report", "--date", "2026-11-03"]) == 0  # the report night 3's run wrote, and beside it that it is old
+    report = capsys.readouterr()
+    assert report.out.startswith("# Eval report 2026-11-03") and "| 2 | 2 | 0 |" in report.out
+    assert report.err.startswith("outdated: 2026-11-03 (1 episode(s) scored against a baseline they no longer have). ")
+    assert report.err.rstrip().endswith("eval-pipeline run --date 2026-11-03")
 
     assert main(["run", "--start", "2026-11-02", "--end", "2026-11-03"]) == 1  # t/c costs 140 % more than its baseline
     assert "outdated" not in capsys.readouterr().out
+    assert main(["report", "--date", "2026-11-03"]) == 0
+    assert capsys.readouterr().err == ""
     assert main(["status"]) == 0
     assert "outdated" not in capsys.readouterr().out
     scores = "SELECT partition_date, episode_id, baseline_episode_id, cost_delta_pct, passed FROM scores ORDER BY ALL"

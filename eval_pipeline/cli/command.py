@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from datetime import date
 from itertools import chain
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TextIO
 
 from eval_pipeline.errors import UserInputError
 
@@ -197,7 +197,7 @@ def print_other_policy(days: Rows, policy: str) -> None:
     )
 
 
-def print_outdated(days: Rows) -> None:
+def print_outdated(days: Rows, file: TextIO | None = None) -> None:
     """Days whose results rest on what earlier days held when they ran (`outdated_days`), and the run that evaluates
     them again."""
     if not days.values:
@@ -215,7 +215,8 @@ def print_outdated(days: Rows) -> None:
     again = f"--date {first}" if first == last else f"--start {first} --end {last}"
     print(
         f"outdated: {listed}. Earlier days changed after these ran; their scores, findings and reports stay as they "
-        f"were until run again: eval-pipeline run {again}"
+        f"were until run again: eval-pipeline run {again}",
+        file=file,
     )
 
 
