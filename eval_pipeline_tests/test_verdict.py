@@ -245,3 +245,23 @@ def test_a_harness_whose_episode_ids_repeat_every_night_is_compared_with_the_nig
         env.setenv("EVAL_EPISODE_SOURCE", str(project_env / "results"))
         assert main(["run", "--date", "2026-11-06"]) == 1
     assert rows(project_env, "SELECT latency_delta_pct FROM scores WHERE partition_date = ?", night_2) == [(900.0,)]
+
+
+def test_an_episode_without_a_verdict_but_with_a_warning_is_a_skipped_test_case_showing_it(project_env, capsys):
+    """A team that treats a fabricated number as a warning ran its first night with `--junit`: the run printed its
+    summary, then "internal error: TypeError: boolean value of NA is ambiguous" and exited 3, with no JUnit file. The
+    episode has no verdict (no baseline yet) and one warning: a skipped test case, the warning in its output."""
+    (project_env / "episodes").mkdir()
+    record = episode("ep-1", "research/market-size", "How big is the vector database market?", "web_search",
+                     '{"market_size_usd": "5.5B", "year": 2025}', "The market is worth $6.1B (2025).")  # fmt: skip
+    (project_env / "episodes" / f"{DAY}.jsonl").write_text(json.dumps(record) + "\n")
+    (project_env / "lenient.toml").write_text('[policies.finding_severity]\nnumeric_fabrication = "warning"\n')
+    junit = project_env / "results.xml"
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv("EVAL_CONFIG", str(project_env / "lenient.toml"))
+        assert main(["run", "--date", DAY, "--junit", str(junit)]) == 0
+    assert "0 passed      0 failed      1 without a verdict" in capsys.readouterr().out
+    suite = ET.parse(junit).getroot()
+    assert (suite.get("tests"), suite.get("failures"), suite.get("skipped")) == ("1", "0", "1")
+    (case,) = suite.iter("testcase")
+    assert case.find("skipped") is not None and case.findtext("system-out").startswith("WARNING numeric_fabrication: ")

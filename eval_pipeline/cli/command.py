@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from datetime import date
 from itertools import chain
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TextIO
 
 from eval_pipeline.errors import UserInputError
 
@@ -184,6 +184,40 @@ def emit(text: str, output: Path | None) -> int:
     else:
         sys.stdout.write(text)
     return EXIT_OK
+
+
+def print_other_policy(days: Rows, policy: str) -> None:
+    """Days whose baselines another `[baseline] policy` made (`other_policy_days`), and the run that remakes them."""
+    first, latest = days.values[0]
+    if first is None:
+        return
+    print(
+        f"outdated: the baselines from {first} on were made under another [baseline] policy than {policy!r}; later days "
+        f"are compared with them as they are until run again: eval-pipeline run --start {first} --end {latest}"
+    )
+
+
+def print_outdated(days: Rows, file: TextIO | None = None) -> None:
+    """Days whose results rest on what earlier days held when they ran (`outdated_days`), and the run that evaluates
+    them again."""
+    if not days.values:
+        return
+
+    def why(episodes: int, findings: int) -> str:
+        reasons = (
+            (episodes, f"{episodes} episode(s) scored against a baseline they no longer have"),
+            (findings, f"{findings} finding(s) counted since a day that no longer says so"),
+        )
+        return "; ".join(text for n, text in reasons if n)
+
+    listed = ", ".join(f"{day} ({why(episodes, findings)})" for day, episodes, findings in days.values)
+    first, last = days.values[0][0], days.values[-1][0]
+    again = f"--date {first}" if first == last else f"--start {first} --end {last}"
+    print(
+        f"outdated: {listed}. Earlier days changed after these ran; their scores, findings and reports stay as they "
+        f"were until run again: eval-pipeline run {again}",
+        file=file,
+    )
 
 
 def print_table(table: Rows | pd.DataFrame, title: str | None = None, secret_patterns: Iterable[str] = ()) -> None:

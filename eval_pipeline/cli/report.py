@@ -5,10 +5,11 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from datetime import date, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from eval_pipeline.cli.command import EXIT_OK, Command, UsageError, date_argument, emit
+from eval_pipeline.cli.command import EXIT_OK, Command, UsageError, date_argument, emit, print_outdated
 
 if TYPE_CHECKING:
     from eval_pipeline.settings import Settings
@@ -47,7 +48,19 @@ def _run(args: argparse.Namespace, settings: Settings) -> int:
     path = {"md": files.markdown_path, "json": files.json_path, "html": files.html_path}[args.format]
     if not path:
         raise UsageError(f"no {args.format} report for {args.date}; run `eval-pipeline run --date {args.date}` again")
+    _tell_if_outdated(settings, args.date)
     return emit(Path(path).read_text(), args.output)
+
+
+def _tell_if_outdated(settings: Settings, day: date) -> None:
+    """The report is the one the day's run wrote: when earlier days changed since, say so beside it (stderr, so a
+    report piped on stays the report)."""
+    from eval_pipeline.config import load_config
+    from eval_pipeline.warehouse.outdated import outdated_days
+    from eval_pipeline.warehouse.rows import Rows
+
+    days = outdated_days(settings.warehouse(), load_config(settings.config_path).baseline.policy, after=day - timedelta(days=1))
+    print_outdated(Rows(days.columns, days.numeric, [row for row in days.values if row[0] == day]), file=sys.stderr)
 
 
 def _rendered(saved: Path, format: str) -> str:

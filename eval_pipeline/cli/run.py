@@ -21,6 +21,8 @@ from eval_pipeline.cli.command import (
     add_store_url,
     days,
     emit,
+    print_other_policy,
+    print_outdated,
     with_store_url,
 )
 
@@ -189,6 +191,7 @@ def evaluate(settings: Settings, request: RunRequest) -> None:
     one, then one line per day, then where to look."""
     from eval_pipeline.reports.markdown import verdict_line
     from eval_pipeline.warehouse.cases import case_results
+    from eval_pipeline.warehouse.outdated import other_policy_days, outdated_days
     from eval_pipeline.warehouse.report_files import report_files
 
     config, case_specs = checked_inputs(settings, request.days, request.checks)
@@ -216,6 +219,8 @@ def evaluate(settings: Settings, request: RunRequest) -> None:
         )
         if any(told):  # what the counts leave out, and where live replays came from
             print(f"            {verdict_line(s)}")
+    print_outdated(outdated_days(settings.warehouse(), config.baseline.policy, after=request.days[-1]))
+    print_other_policy(other_policy_days(settings.warehouse(), config.baseline.policy), config.baseline.policy)
     print(f"run in the UI: {settings.ui_base_url}/runs/{run_id}")
 
 

@@ -7,7 +7,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from eval_pipeline import jsonout
-from eval_pipeline.cli.command import EXIT_OK, Command, add_store_url, print_table, with_store_url
+from eval_pipeline.cli.command import (
+    EXIT_OK,
+    Command,
+    add_store_url,
+    print_other_policy,
+    print_outdated,
+    print_table,
+    with_store_url,
+)
 
 if TYPE_CHECKING:
     from eval_pipeline.settings import Settings
@@ -21,6 +29,7 @@ def _run(args: argparse.Namespace, settings: Settings) -> int:
     from eval_pipeline import plugins
     from eval_pipeline.config import load_config
     from eval_pipeline.episodes.source import open_source, source_health, source_index_path
+    from eval_pipeline.warehouse.outdated import other_policy_days, outdated_days
     from eval_pipeline.warehouse.partitions import partition_counts
 
     settings = with_store_url(settings, args.store_url)
@@ -50,6 +59,8 @@ def _run(args: argparse.Namespace, settings: Settings) -> int:
         counts = partition_counts(warehouse)
         evaluated = {f"{day:%Y-%m-%d}" for day in counts.column("partition_date")}
         print_table(counts, "partitions in the warehouse")
+        print_outdated(outdated_days(warehouse, config.baseline.policy))
+        print_other_policy(other_policy_days(warehouse, config.baseline.policy), config.baseline.policy)
     else:
         print("\nno warehouse yet: run `eval-pipeline demo` or `eval-pipeline run --date D`")
     _print_missing_history(sorted(set(health.get("episodes_per_day", {})) - evaluated), config.baseline.lookback_days)

@@ -308,11 +308,15 @@ class IndexedFile(BaseModel):
     size: int
     days: dict[date, int]  # records per UTC day of started_at
     first_seen: date
+    read_on: date | None = None  # a file of no dated record: the day the first run that read it put it on
 
     @property
     def fallback_day(self) -> date:
-        """Where a record whose day can't be read goes: the file's main day, else when first seen."""
-        return max(self.days, key=lambda d: (self.days[d], -d.toordinal())) if self.days else self.first_seen
+        """Where a record whose day can't be read goes: the file's main day, else the day a run first read it on,
+        else when first seen."""
+        if self.days:
+            return max(self.days, key=lambda d: (self.days[d], -d.toordinal()))
+        return self.read_on or self.first_seen
 
 
 class FileIndex(BaseModel):
@@ -403,9 +407,13 @@ class FileSource:
                 if known and current and (known.mtime_ns, known.size) == (stat.st_mtime_ns, stat.st_size):
                     fresh[str(path)] = known
                     continue
-                first_seen = known.first_seen if known else today
+                first_seen, read_on = (known.first_seen, known.read_on) if known else (today, None)
                 fresh[str(path)] = IndexedFile(
-                    mtime_ns=stat.st_mtime_ns, size=stat.st_size, days=dict(self._days(path)), first_seen=first_seen
+                    mtime_ns=stat.st_mtime_ns,
+                    size=stat.st_size,
+                    days=dict(self._days(path)),
+                    first_seen=first_seen,
+                    read_on=read_on,
                 )
             names = [adapter.NAME for adapter in self.adapters]
             index = FileIndex(source=str(self.root), version=INDEX_VERSION, adapters=names, files=fresh)
@@ -449,22 +457,35 @@ class FileSource:
     def records_for(self, day: date, undated_day: date | None = None) -> Iterator[RawRecords]:
         """Every record of the files that hold `day` (the warehouse keeps that day's only).
 
-        A file with no dated record (transcripts carry no timestamps) belongs to the day it was
-        first seen, or to `undated_day` when the run names one (`eval-pipeline run --date`). The files of an
-        adapter that `JOINS_FILES` are converted together, after the others: those of one configured agent at once
-        (their records that name no agent are the first file's).
+        A file with no dated record (transcripts carry no timestamps) belongs to the day the first run that read it
+        put it on, for every later run: `undated_day` when that run named one (`eval-pipeline run --date`), else the
+        day it was first seen. Otherwise each night's run would read every earlier night's files again, and a
+        backfill of those nights none of them. The files of an adapter that `JOINS_FILES` are converted together,
+        after the others: those of one configured agent at once (their records that name no agent are the first
+        file's).
         """
+        files = self.refresh_index().files
+        unread = {name for name, entry in files.items() if not entry.days and entry.read_on is None}
+        reading = self._read_on({name for name in unread if (undated_day or files[name].first_seen) == day}, day)
         joined: defaultdict[tuple[Adapter, str | None], list[tuple[Path, date]]] = defaultdict(list)
-        for name, entry in self.refresh_index().files.items():
-            undated = not entry.days and undated_day is not None
-            if undated and undated_day != day:
-                continue
-            if undated or day in entry.days or entry.fallback_day == day:
-                fallback = day if undated else entry.fallback_day
-                yield from self._file_records(Path(name), fallback, joined)
-        for (adapter, _), files in joined.items():
-            records = chain.from_iterable(self._raw_records(path, fallback) for path, fallback in files)
-            yield from self._converted(adapter, records, self.agent_for(files[0][0]), files[0][1])
+        for name, entry in files.items():
+            if name in reading or (name not in unread and (day in entry.days or entry.fallback_day == day)):
+                yield from self._file_records(Path(name), day if name in reading else entry.fallback_day, joined)
+        for (adapter, _), joined_files in joined.items():
+            records = chain.from_iterable(self._raw_records(path, fallback) for path, fallback in joined_files)
+            yield from self._converted(adapter, records, self.agent_for(joined_files[0][0]), joined_files[0][1])
+
+    def _read_on(self, names: set[str], day: date) -> set[str]:
+        """Remember that a run reads these files of no dated record on `day`; return those it may read (not put on
+        another day by a run meanwhile)."""
+        if not names:
+            return names
+        with FileLock(f"{self.index_path}.lock", timeout=60):
+            index = self._read_index()
+            for name in names & index.files.keys():
+                index.files[name].read_on = index.files[name].read_on or day
+            replace_whole(self.index_path, index.model_dump_json())
+        return {name for name in names if name in index.files and index.files[name].read_on == day}
 
     @staticmethod
     def _raw_records(path: Path, fallback: date) -> Generator[RawRecord]:

@@ -25,27 +25,29 @@ def junit_xml(scores: pd.DataFrame, findings: pd.DataFrame, secret_patterns: Ite
     """`scores`: partition_date, agent_id, task_id, episode_id, passed, verdict_reason;
     `findings`: partition_date, agent_id, episode_id, dimension, severity, message."""
     root = ET.Element("testsuites", name="eval_pipeline")
-    messages = findings.groupby("episode_id")  # NaN episode ids (aggregates) are left out here
     totals = {"tests": 0, "failures": 0, "skipped": 0}
     for day, group in scores.groupby("partition_date", sort=True):
         suite = ET.SubElement(root, "testsuite", name=f"eval {pd.Timestamp(day).date().isoformat()}")
         counts = {"tests": 0, "failures": 0, "skipped": 0}
+        of_the_day = findings[findings["partition_date"] == day]
+        messages = of_the_day.groupby("episode_id")  # the day's only (an id can come again on another day of a range)
         for row in group.sort_values(["agent_id", "task_id", "episode_id"]).itertuples():
             case = ET.SubElement(suite, "testcase", classname=row.agent_id, name=f"{row.task_id} [{row.episode_id}]")
             counts["tests"] += 1
             found = messages.get_group(row.episode_id) if row.episode_id in messages.groups else None
             lines = [] if found is None else [f"{f.severity.upper()} {f.dimension}: {f.message}" for f in found.itertuples()]
-            if row.passed is None or pd.isna(row.passed):
+            passed = None if pd.isna(row.passed) else bool(row.passed)
+            if passed is None:
                 ET.SubElement(case, "skipped", message="no verdict: no baseline, case or recorded reward yet")
                 counts["skipped"] += 1
-            elif not row.passed:
+            elif not passed:
                 critical = found is not None and (found["severity"] == "critical").any()
                 failure = ET.SubElement(case, "failure", message=row.verdict_reason, type="critical" if critical else "failed")
                 failure.text = "\n".join([row.verdict_reason, *lines])
                 counts["failures"] += 1
-            if lines and row.passed:  # warnings on a passing episode: shown, not failed
+            if lines and passed is not False:  # warnings on an episode that did not fail: shown, not failed
                 ET.SubElement(case, "system-out").text = "\n".join(lines)
-        for f in findings[(findings["partition_date"] == day) & findings["episode_id"].isna()].itertuples():
+        for f in of_the_day[of_the_day["episode_id"].isna()].itertuples():
             case = ET.SubElement(suite, "testcase", classname=f.agent_id, name=f"aggregate {f.dimension}")
             counts["tests"] += 1
             if f.severity == "critical":

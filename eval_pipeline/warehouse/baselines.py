@@ -56,8 +56,9 @@ WHERE partition_date = $day AND ($agent IS NULL OR agent_id = $agent) AND NOT EX
 
 
 def days_to_look_back(warehouse: Warehouse, day: date, lookback_days: int, agent_id: str | None = None) -> list[date]:
-    """The days before `day` (newest first, at most `lookback_days`) the warehouse has not evaluated, when some
-    task of `day` has no baseline yet; none otherwise. Only those days can hold a baseline we do not know of."""
+    """The days before `day` (newest first, at most `lookback_days`) the warehouse has not evaluated for every agent
+    with a task of `day` that has no baseline yet; none when there is no such task. Only those days can hold a baseline
+    we do not know of: a day run for one agent (`run --agent`) holds no other agent's runs."""
     if not lookback_days:
         return []
     with warehouse.connect(read_only=True) as con:
@@ -67,8 +68,10 @@ def days_to_look_back(warehouse: Warehouse, day: date, lookback_days: int, agent
         evaluated = {
             row[0]
             for row in con.execute(
-                "SELECT DISTINCT partition_date FROM episodes WHERE partition_date BETWEEN $day - $n AND $day - 1 "
-                "AND ($agent IS NULL OR agent_id = $agent)",
+                f"""WITH agents AS (SELECT DISTINCT agent_id FROM ({UNCOVERED}))
+                SELECT partition_date FROM episodes WHERE partition_date BETWEEN $day - $n AND $day - 1
+                    AND agent_id IN (SELECT agent_id FROM agents)
+                GROUP BY partition_date HAVING count(DISTINCT agent_id) = (SELECT count(*) FROM agents)""",
                 {**params, "n": lookback_days},
             ).fetchall()
         }
@@ -89,10 +92,10 @@ def write_baselines(warehouse: Warehouse, day: date, policy: str, agent_id: str 
         return one_row(con, f"INSERT INTO baselines BY NAME {rows}", {"day": day, "agent": agent_id, "policy": policy})[0]
 
 
-def itself(candidate_id: str) -> str:
-    """Whether the baseline row `b` is the candidate `candidate_id` of `$day` itself, which it is never compared with:
+def itself(candidate_id: str, day: str = "$day") -> str:
+    """Whether the baseline row `b` is the candidate `candidate_id` of `day` itself, which it is never compared with:
     the same id recorded that day (an id can come again on another day)."""
-    return f"(b.episode_id = {candidate_id} AND b.recorded_on IS NOT DISTINCT FROM $day)"
+    return f"(b.episode_id = {candidate_id} AND b.recorded_on IS NOT DISTINCT FROM {day})"
 
 
 # Which baseline row wins for a candidate: a pin (or promotion) over an automatic row, the

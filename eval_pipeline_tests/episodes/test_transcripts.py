@@ -97,9 +97,14 @@ def test_a_malformed_record_is_quarantined_and_its_neighbours_load(tmp_path, war
     assert load(tmp_path, warehouse, records, as_jsonl=True) == counts  # a re-run gives the same rows
 
 
-def test_undated_records_go_to_the_named_day_or_the_day_first_seen(tmp_path, warehouse):
+def test_undated_records_go_to_the_day_the_first_run_named_or_the_day_first_seen(tmp_path, warehouse):
     assert load(tmp_path, warehouse, [transcript(1, 0, 1.0)]).episodes == 1
     source = FileSource(tmp_path / "src", tmp_path / "index.json")
     assert list(source.records_for(date(2026, 11, 4), undated_day=DAY)) == []  # named another day: not this one
-    first_seen = source.refresh_index().files[str(tmp_path / "src" / "airline-agent.json")].first_seen
+    other_day = date(2026, 11, 6)
+    assert list(source.records_for(other_day, undated_day=other_day)) == []  # a later run named its own day: read on DAY
+    assert [r.fallback_day for r in source.records_for(DAY)] == [DAY]  # and there it stays, named or not
+    unread = tmp_path / "src" / "retail-agent.json"
+    unread.write_text(json.dumps([transcript(2, 0, 1.0)]))
+    first_seen = source.refresh_index().files[str(unread)].first_seen
     assert [r.fallback_day for r in source.records_for(first_seen)] == [first_seen]

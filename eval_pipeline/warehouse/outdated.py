@@ -1,0 +1,77 @@
+"""Days whose results rest on what earlier days held when they ran: an earlier day that gained a run late or ran again
+(or a missed night evaluated after the next), a pin or promotion that reaches back. Their scores, findings and reports
+stay as they were until they run again; only saying so keeps that from passing as current."""
+
+from __future__ import annotations
+
+from datetime import date
+
+from eval_pipeline.warehouse.baselines import PRECEDENCE, itself
+from eval_pipeline.warehouse.connection import Warehouse
+from eval_pipeline.warehouse.rows import Rows
+
+# What scores keep of the baseline they were compared with (`baseline_<column>`), beside its id.
+_COMPARED = ("episode_id", "status", "total_cost_usd", "total_duration_ms", "tools", "step_count", "error_steps")
+
+# Per day, the episodes scored against another baseline than the one the same lookup as scoring's picks now.
+_OTHER_BASELINES = f"""
+WITH scored AS (
+    SELECT * FROM scores WHERE mode IS DISTINCT FROM 'live' AND ($after IS NULL OR partition_date > $after)
+), current AS (
+    SELECT c.partition_date, c.episode_id, {", ".join(f"b.{column} AS baseline_{column}" for column in _COMPARED)}
+    FROM scored c
+    JOIN baselines b ON b.agent_id = c.agent_id AND b.task_id = c.task_id
+        AND b.valid_from <= c.partition_date AND NOT {itself("c.episode_id", "c.partition_date")}
+    QUALIFY row_number() OVER (PARTITION BY c.partition_date, c.episode_id ORDER BY {PRECEDENCE}) = 1
+)
+SELECT c.partition_date, count(*) AS episodes
+FROM scored c LEFT JOIN current n USING (partition_date, episode_id)
+WHERE ({", ".join(f"c.baseline_{column}" for column in _COMPARED)})
+    IS DISTINCT FROM ({", ".join(f"n.baseline_{column}" for column in _COMPARED)})
+GROUP BY ALL
+"""
+
+# Per day, the findings whose `since` does not continue the day before's findings as they are now (`with_lifecycle`:
+# a finding continues one of the same agent, task and dimension the day before), and those that carried such a
+# finding's `since` on (the same key and `since`, later): each of them counts from a day that no longer says so.
+_OTHER_SINCE = """
+WITH keyed AS (
+    SELECT *, coalesce(task_id, '') AS task_key FROM findings WHERE since IS NOT NULL
+), before AS (
+    SELECT partition_date + 1 AS partition_date, agent_id, task_key, dimension, min(since) AS since
+    FROM keyed GROUP BY ALL
+), broken AS (
+    SELECT f.partition_date, f.agent_id, f.task_key, f.dimension, f.since
+    FROM keyed f LEFT JOIN before b USING (partition_date, agent_id, task_key, dimension)
+    WHERE f.since IS DISTINCT FROM coalesce(b.since, f.partition_date)
+)
+SELECT f.partition_date, count(*) AS findings
+FROM keyed f
+WHERE ($after IS NULL OR f.partition_date > $after) AND EXISTS (
+    SELECT 1 FROM broken w
+    WHERE (w.agent_id, w.task_key, w.dimension, w.since) = (f.agent_id, f.task_key, f.dimension, f.since)
+        AND w.partition_date <= f.partition_date
+)
+GROUP BY ALL
+"""
+
+
+def outdated_days(warehouse: Warehouse, policy: str, after: date | None = None) -> Rows:
+    """Evaluated days (after `after`) with episodes scored against another baseline than the one they have now, or
+    findings whose `since` no longer follows the day before: partition_date, episodes, findings (0 where none)."""
+    return warehouse.read_rows(
+        f"""SELECT partition_date, coalesce(e.episodes, 0) AS episodes, coalesce(f.findings, 0) AS findings
+        FROM ({_OTHER_BASELINES}) e FULL JOIN ({_OTHER_SINCE}) f USING (partition_date) ORDER BY partition_date""",
+        {"policy": policy, "after": after},
+    )
+
+
+def other_policy_days(warehouse: Warehouse, policy: str) -> Rows:
+    """The first day whose baselines were made under another `[baseline] policy` than `policy`, and the last evaluated
+    day (NULLs where none): under `first` a day adds no baseline for a task an earlier day has one for, so after a
+    switch to `rolling` the latest earlier run is not there to be found until those days run again."""
+    return warehouse.read_rows(
+        """SELECT min(partition_date) AS first, (SELECT max(partition_date) FROM scores) AS latest
+        FROM baselines WHERE origin IN ('run', 'history') AND policy <> $policy""",
+        {"policy": policy},
+    )
