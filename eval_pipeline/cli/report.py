@@ -55,9 +55,13 @@ def _run(args: argparse.Namespace, settings: Settings) -> int:
 def _tell_if_outdated(settings: Settings, day: date) -> None:
     """The report is the one the day's run wrote: when earlier days changed since, say so beside it (stderr, so a
     report piped on stays the report)."""
-    from eval_pipeline.config import load_config
-    from eval_pipeline.warehouse.outdated import outdated_days
+    from eval_pipeline.warehouse.outdated import first_changed_day, outdated_days
     from eval_pipeline.warehouse.rows import Rows
+
+    first = first_changed_day(settings.warehouse())
+    if first is None or first > day:  # nothing changed under the day: no need to read the configuration's policy
+        return
+    from eval_pipeline.config import load_config
 
     days = outdated_days(settings.warehouse(), load_config(settings.config_path).baseline.policy, after=day - timedelta(days=1))
     print_outdated(Rows(days.columns, days.numeric, [row for row in days.values if row[0] == day]), file=sys.stderr)

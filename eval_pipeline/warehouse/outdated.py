@@ -72,10 +72,16 @@ WHERE EXISTS (SELECT 1 FROM evaluated e WHERE e.partition_date < d.partition_dat
 """
 
 
+def first_changed_day(warehouse: Warehouse) -> date | None:
+    """The first day something changed under after it was evaluated (`_FIRST_CHANGED_UNDER`); None: no such day."""
+    first: date | None = warehouse.read_rows(_FIRST_CHANGED_UNDER).values[0][0]
+    return first
+
+
 def outdated_days(warehouse: Warehouse, policy: str, after: date | None = None) -> Rows:
     """Evaluated days (after `after`) with episodes scored against another baseline than the one they have now, or
     findings whose `since` no longer follows the day before: partition_date, episodes, findings (0 where none)."""
-    first = warehouse.read_rows(_FIRST_CHANGED_UNDER).values[0][0]
+    first = first_changed_day(warehouse)
     return warehouse.read_rows(
         f"""SELECT partition_date, coalesce(e.episodes, 0) AS episodes, coalesce(f.findings, 0) AS findings
         FROM ({_OTHER_BASELINES}) e FULL JOIN ({_OTHER_SINCE}) f USING (partition_date) ORDER BY partition_date""",
