@@ -240,3 +240,24 @@ def test_a_switch_to_rolling_baselines_says_the_earlier_nights_baselines_are_fir
         assert "outdated" not in capsys.readouterr().out
     night_4 = "SELECT baseline_episode_id, round(cost_delta_pct, 1) FROM scores WHERE partition_date = '2026-11-04'"
     assert rows(project_env, night_4) == [("2026-11-03-a", 11.5)]  # below the warning's 20 %: passed, no finding
+
+
+def test_a_pin_reaching_back_says_which_later_days_were_scored_against_the_baseline_it_replaced(project_env, capsys):
+    """Three nights compared task t/a with its first run; then the user pinned night 2's run as its baseline. Night 3
+    was scored against night 1's: `status` names it, and the run that scores it against the pin."""
+    (project_env / "episodes").mkdir()
+    for day, cost in [("2026-11-01", 0.0025), ("2026-11-02", 0.004), ("2026-11-03", 0.004)]:
+        record = episode(f"{day}-a", "t/a", "Refund A-1?", "lookup_order", '{"order": "A-1"}', "Refunded.", day=day, cost=cost)
+        (project_env / "episodes" / f"{day}.jsonl").write_text(json.dumps(record) + "\n")
+        main(["run", "--date", day, "--fail-on", "never"])
+    assert main(["status"]) == 0
+    assert "outdated" not in capsys.readouterr().out
+    assert main(["baseline", "pin", "2026-11-02-a"]) == 0
+    capsys.readouterr()
+    assert main(["status"]) == 0
+    out = capsys.readouterr().out
+    assert "outdated: 2026-11-03 (1 episode(s) scored against a baseline they no longer have)" in out
+    assert "eval-pipeline run --date 2026-11-03" in out
+    main(["run", "--date", "2026-11-03", "--fail-on", "never"])
+    assert rows(project_env, "SELECT baseline_episode_id FROM scores WHERE partition_date = '2026-11-03'") == [("2026-11-02-a",)]
+    assert "outdated" not in capsys.readouterr().out
