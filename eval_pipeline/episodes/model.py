@@ -13,7 +13,7 @@ from datetime import UTC, date, datetime
 from enum import StrEnum
 from typing import Annotated, Any
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StrictBool, field_validator, model_validator
 
 from eval_pipeline.episodes.records import EARLIEST_DAY, is_iso_timestamp, latest_day, plausible_day
 
@@ -56,6 +56,17 @@ def _given_as_number(value: Any) -> Any:
 
 Count = Annotated[int, BeforeValidator(_given_as_number), Field(le=2**63 - 1)]  # the warehouse's BIGINT holds it
 Amount = Annotated[float, BeforeValidator(_given_as_number)]
+
+
+class Tags(BaseModel):
+    """The metadata tags the pipeline reads, typed as the warehouse reads them (`warehouse/ingest.py` `_TAGS`): "2" or
+    1.5 is no trial, "yes" or 1 no pin; every other key is kept as given."""
+
+    model_config = ConfigDict(extra="allow")
+
+    trial: Annotated[Count, Field(ge=0, le=2**31 - 1)] | None = None  # the warehouse's INTEGER holds it
+    baseline: StrictBool | None = None
+    reward: Annotated[Amount, Field(allow_inf_nan=False)] | None = None
 
 
 class Step(BaseModel):
@@ -147,6 +158,12 @@ class Episode(BaseModel):
         day = (value.astimezone(UTC) if value.tzinfo else value).date()
         if not plausible_day(day):
             raise ValueError(f"{day} is not between {EARLIEST_DAY} and {latest_day()} (tomorrow): a broken clock")
+        return value
+
+    @field_validator("metadata")
+    @classmethod
+    def _typed_tags(cls, value: dict[str, Any]) -> dict[str, Any]:
+        Tags.model_validate(value)
         return value
 
     @model_validator(mode="after")

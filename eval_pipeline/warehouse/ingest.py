@@ -255,6 +255,36 @@ _TYPED_STEPS = f"""list_transform(e.steps, lambda s, i: {{
     }})"""
 _INDICES_IN_ORDER = f"list_sort({_INDICES}) = {_INDICES}"
 
+# The metadata tags the pipeline reads, each of one JSON type as the model's `Tags` (`episodes/model.py`): what is given
+# otherwise is rejected, not read as something else ("2" or 1.5 as trial 2, "yes" or 1 as a pin, "abc" as no trial).
+# A trial is a whole number, not negative, an INTEGER; a reward a finite number. Each record's tags are typed in one
+# parse of its metadata (`tag_types`), and only a trial or reward given as a float is read again.
+_TAGS = ("trial", "baseline", "reward")
+_TAG_PATHS = "[" + ", ".join(f"'$.{name}'" for name in _TAGS) + "]"
+
+
+def _tag(name: str) -> str:
+    return f"tag_types[{_TAGS.index(name) + 1}]"
+
+
+def _given_tag(name: str) -> str:
+    return f"(e.metadata -> '$.{name}')"
+
+
+_TRIAL = "TRY_CAST(e.metadata ->> '$.trial' AS DOUBLE)"
+_TAG_REASONS = "\n        ".join(
+    [
+        f"""WHEN {_tag("trial")} NOT IN ('UBIGINT', 'DOUBLE', 'NULL') OR ({_tag("trial")} IN ('UBIGINT', 'DOUBLE')
+                AND NOT coalesce({_TRIAL} = floor({_TRIAL}) AND {_TRIAL} BETWEEN 0 AND {2**31 - 1}, false))
+            THEN 'metadata.trial must be a whole number, not negative: ' || {_given_tag("trial")}""",
+        f"""WHEN {_tag("baseline")} NOT IN ('BOOLEAN', 'NULL')
+            THEN 'metadata.baseline must be true or false, not ' || {_given_tag("baseline")}""",
+        f"""WHEN {_tag("reward")} NOT IN ('UBIGINT', 'BIGINT', 'DOUBLE', 'NULL')
+                OR ({_tag("reward")} = 'DOUBLE' AND NOT isfinite(TRY_CAST(e.metadata ->> '$.reward' AS DOUBLE)))
+            THEN 'metadata.reward must be a finite number, not ' || {_given_tag("reward")}""",
+    ]
+)
+
 # Parses one staged batch; only the day's records are kept, of every agent even when a load is scoped to one: a later
 # record of another agent with the same id supersedes the agent's as it does in a load of the whole day.
 _PARSE = f"""
@@ -266,7 +296,8 @@ WITH read AS (
     SELECT *, CASE WHEN {_MAY_BE_MISTYPED} THEN TRY(json_transform(raw, '{_GIVEN_AS_JSON}')) END AS given FROM read
 ), stamped AS (  -- each timestamp parsed once: the checks below and the columns read these
     SELECT *, {_timestamp("e.started_at")} AS started, {_timestamp("e.ended_at")} AS ended,
-           list_transform(e.steps, lambda s: {_timestamp("s.timestamp")}) AS step_times, {_ANY_MISTYPED} AS mistyped
+           list_transform(e.steps, lambda s: {_timestamp("s.timestamp")}) AS step_times, {_ANY_MISTYPED} AS mistyped,
+           json_type(e.metadata, {_TAG_PATHS}) AS tag_types
     FROM typed
 ), parsed AS (
 SELECT
@@ -301,6 +332,7 @@ SELECT
             END
         {_NUMBER_REASONS}
         WHEN e.metadata IS NOT NULL AND json_type(e.metadata) NOT IN ('OBJECT', 'NULL') THEN 'metadata is not an object'
+        {_TAG_REASONS}
     END AS reason,
     coalesce(
         list_filter([CAST(timezone('UTC', started) AS DATE)], lambda d: d BETWEEN $earliest AND $latest)[1],

@@ -298,6 +298,19 @@ MALFORMED = {
     "input as an object": good("m36", steps=[step(input_summary={"question": "hi"})]),
     "model as a boolean": good("m37", steps=[step(model=True)]),
     "error as a number": good("m38", steps=[step(error=500)]),
+    # the tags the pipeline reads, given as another type or out of range: TRY_CAST read "2" and 1.5 as trial 2, 3e9 and
+    # "abc" as no trial, and "yes" or 1 as a pin
+    "trial as numeric text": good("m39", metadata={"task_id": "t", "trial": "2"}),
+    "trial as a fraction": good("m40", metadata={"task_id": "t", "trial": 1.5}),
+    "negative trial": good("m41", metadata={"task_id": "t", "trial": -1}),
+    "trial beyond an integer": good("m42", metadata={"task_id": "t", "trial": 3e9}),
+    "trial as a boolean": good("m43", metadata={"task_id": "t", "trial": True}),
+    "pin as a word": good("m44", metadata={"task_id": "t", "baseline": "yes"}),
+    "pin as a number": good("m45", metadata={"task_id": "t", "baseline": 1}),
+    "reward as numeric text": good("m46", metadata={"task_id": "t", "reward": "1"}),
+    "infinite reward": json.dumps(good("m47", metadata={"task_id": "t", "reward": 1.0})).replace(
+        '"reward": 1.0', '"reward": Infinity'
+    ),
 }
 
 
@@ -333,6 +346,11 @@ def test_every_malformed_kind_is_quarantined_naming_its_field_and_the_model_reje
         "tool name as a list, its key escaped": "step 0: tool_name is not text",
         "input as an object": "step 0: input_summary is not text", "model as a boolean": "step 0: model is not text",
         "error as a number": "step 0: error is not text",
+        "trial as numeric text": "metadata.trial must be a whole number, not negative: \"2\"",
+        "trial as a fraction": "metadata.trial must be a whole number, not negative: 1.5",
+        "negative trial": "metadata.trial", "trial beyond an integer": "metadata.trial", "trial as a boolean": "metadata.trial",
+        "pin as a word": "metadata.baseline must be true or false, not \"yes\"", "pin as a number": "metadata.baseline",
+        "reward as numeric text": "metadata.reward must be a finite number", "infinite reward": "metadata.reward",
     }  # fmt: skip
     for kind, word in expected_words.items():
         assert word in by_kind[kind], (kind, by_kind[kind])
