@@ -2,11 +2,14 @@
 judge or live replay on."""
 
 import json
+import xml.etree.ElementTree as ET
 
+import dagster as dg
 import pytest
 
 from eval_pipeline.cli import main
 from eval_pipeline.warehouse.connection import Warehouse
+from eval_pipeline_tests.air import episode as air_episode
 
 pytestmark = pytest.mark.slow
 
@@ -88,7 +91,7 @@ def test_a_rerun_of_a_live_replay_day_makes_no_model_call_and_no_cache_asks_agai
     assert rows(project_env, "SELECT count(*) FILTER (WHERE cached) FROM replays") == [(3,)]
     assert "Live replays: 3 reused from the cache, 0 called the model." in capsys.readouterr().out
     report = json.loads(next((project_env / "reports").rglob("*.json")).read_text())
-    assert report["summary"]["replays"] == {"live": 3, "reused": 3, "called": 0}
+    assert report["summary"]["replays"] == {"live": 3, "reused": 3, "called": 0, "failed": 0}
 
     assert main([*run, "--no-cache"]) == 0
     assert len(fake_openai.requests) == 2 * first_calls
@@ -96,3 +99,48 @@ def test_a_rerun_of_a_live_replay_day_makes_no_model_call_and_no_cache_asks_agai
     assert main(run) == 0  # the fresh samples are what the cache holds now
     assert len(fake_openai.requests) == 2 * first_calls
     assert not any("sk-test-never-stored" in str(row) for row in rows(project_env, "SELECT * FROM llm_cache"))
+
+
+def test_a_gateway_failing_one_episodes_live_replay_leaves_it_without_a_verdict_in_every_output(
+    project_env, fake_openai, monkeypatch, capsys, webhook
+):
+    """The gateway answers 500 to every retry of one episode's replay: that episode has no candidate run, so no
+    verdict and no findings (no regression of the agent, no alert), and the day line and JUnit say why."""
+    questions = {f"ep-{n}": f"Where does ticket {n} go?" for n in range(3)}
+    write_episodes(
+        project_env / "episodes",
+        [
+            air_episode(episode_id, f"triage/{episode_id}", question, "lookup_refund", '{"calls": 1}',
+                        f"Done after 1 tool calls: {question}")
+            for episode_id, question in questions.items()
+        ],
+    )  # fmt: skip
+    live_replay_env(monkeypatch, fake_openai)
+    monkeypatch.setenv("EVAL_ALERT_WEBHOOK_URL", webhook.url)
+    fake_openai.fail_when = lambda body: questions["ep-1"] in json.dumps(body["messages"])
+    junit = project_env / "results.xml"
+
+    for fail_on in ("critical", "warning"):
+        assert main(["run", "--date", "2026-11-05", "--fail-on", fail_on, "--junit", str(junit)]) == 0
+
+    out = capsys.readouterr().out
+    assert "2 passed      0 failed      1 without a verdict" in out
+    assert "1 without a verdict: 1 live replay failed" in out
+    assert rows(project_env, "SELECT episode_id, passed FROM scores ORDER BY 1") == [
+        ("ep-0", True), ("ep-1", None), ("ep-2", True)
+    ]  # fmt: skip
+    assert rows(project_env, "SELECT count(*) FROM findings") == [(0,)]
+    assert webhook.messages == []
+    skipped = ET.parse(junit).getroot().find(".//testcase[@name='triage/ep-1 [ep-1]']/skipped")
+    assert skipped is not None and skipped.get("message").startswith("no verdict: live replay failed: GatewayError")
+    report = json.loads((project_env / "reports" / "eval-report-2026-11-05.json").read_text())
+    assert (report["summary"]["passed"], report["summary"]["without_verdict"], report["summary"]["replays"]["failed"]) == (
+        2, 1, 1
+    )  # fmt: skip
+    with dg.DagsterInstance.from_config(str(project_env / "dagster_home")) as instance:
+        scores = instance.fetch_materializations(dg.AssetKey("scores"), limit=1).records[0].asset_materialization
+        key = dg.AssetCheckKey(dg.AssetKey("scores"), "scores_present_with_baseline")
+        check = instance.event_log_storage.get_asset_check_execution_history(key, limit=1)[0].event
+    assert (scores.metadata["passed"].value, scores.metadata["without_verdict"].value) == (2, 1)
+    evaluation = check.dagster_event.event_specific_data
+    assert evaluation.passed and evaluation.metadata["failed_live_replays"].value == 1

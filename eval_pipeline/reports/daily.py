@@ -86,7 +86,12 @@ def build_report(data: ReportData, context: RunContext) -> Report:
         "quarantined": data.quarantined,
         "baselines_from": scores.baselines_from,
         "superseded": data.superseded,
-        "replays": {"live": data.live_replays, "reused": data.reused_replays, "called": data.live_replays - data.reused_replays},
+        "replays": {
+            "live": data.live_replays,
+            "reused": data.reused_replays,
+            "called": data.live_replays - data.reused_replays,
+            "failed": data.failed_replays,
+        },
         "agent_id": data.agent_id,
         "without_task_id": scores.without_task_id,
     }

@@ -18,11 +18,13 @@ import pandas as pd
 
 from eval_pipeline.redaction import redact
 
+NO_VERDICT = "no baseline, case or recorded reward yet"
 NOT_IN_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
 
 
 def junit_xml(scores: pd.DataFrame, findings: pd.DataFrame, secret_patterns: Iterable[str]) -> str:
-    """`scores`: partition_date, agent_id, task_id, episode_id, passed, verdict_reason;
+    """`scores`: partition_date, agent_id, task_id, episode_id, passed, verdict_reason (and `replay_error`, why a live
+    replay without a verdict failed);
     `findings`: partition_date, agent_id, episode_id, dimension, severity, message."""
     root = ET.Element("testsuites", name="eval_pipeline")
     messages = findings.groupby("episode_id")  # NaN episode ids (aggregates) are left out here
@@ -36,7 +38,9 @@ def junit_xml(scores: pd.DataFrame, findings: pd.DataFrame, secret_patterns: Ite
             found = messages.get_group(row.episode_id) if row.episode_id in messages.groups else None
             lines = [] if found is None else [f"{f.severity.upper()} {f.dimension}: {f.message}" for f in found.itertuples()]
             if row.passed is None or pd.isna(row.passed):
-                ET.SubElement(case, "skipped", message="no verdict: no baseline, case or recorded reward yet")
+                replay_error = getattr(row, "replay_error", None)
+                why = f"live replay failed: {replay_error}" if isinstance(replay_error, str) else NO_VERDICT
+                ET.SubElement(case, "skipped", message=f"no verdict: {why}")
                 counts["skipped"] += 1
             elif not row.passed:
                 critical = found is not None and (found["severity"] == "critical").any()

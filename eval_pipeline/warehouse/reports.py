@@ -53,10 +53,10 @@ def report_inputs(warehouse: Warehouse, day: date, trend_days: int, agent_id: st
         ).fetchall()
         superseded_count = one_row(con, f"SELECT count(*) FROM ({superseded})", params)[0]
         quarantined = one_row(con, f"SELECT count(*) FROM quarantine WHERE partition_date = $day AND {mine}", params)[0]
-        live, reused = one_row(
+        live, reused, failed_replays = one_row(
             con,
-            f"SELECT count(*), count(*) FILTER (WHERE cached) FROM replays WHERE partition_date = $day AND mode = 'live' "
-            f"AND {mine}",
+            "SELECT count(*), count(*) FILTER (WHERE cached), count(*) FILTER (WHERE status = 'failure') FROM replays "
+            f"WHERE partition_date = $day AND mode = 'live' AND {mine}",
             params,
         )
         judgements = frame_of(con.execute(f"SELECT * FROM judgements WHERE partition_date = $day AND {mine}", params))
@@ -81,6 +81,7 @@ def report_inputs(warehouse: Warehouse, day: date, trend_days: int, agent_id: st
         previous_summary=previous_summary,
         live_replays=int(live),
         reused_replays=int(reused),
+        failed_replays=int(failed_replays),
         agent_id=agent_id,
         labels=labels,
     )
@@ -259,13 +260,20 @@ def agents_seen(warehouse: Warehouse, days: list[date]) -> list[str]:
     return list(frame["agent_id"])
 
 
+# Why each live replay the gateway failed has no verdict (`scoring.dimensions.replay_failed`)
+_FAILED_REPLAYS = (
+    "SELECT episode_id, partition_date, error AS replay_error FROM replays WHERE mode = 'live' AND status = 'failure'"
+)
+
+
 def junit_inputs(warehouse: Warehouse, days: list[date], agent_id: str | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
     """The days' scored episodes and their findings, as JUnit XML reports them."""
     params = {"days": days, "agent": agent_id}
     scope = "list_contains($days, partition_date) AND ($agent IS NULL OR agent_id = $agent)"
     with warehouse.session():
         scores = warehouse.read_frame(
-            f"SELECT partition_date, agent_id, task_id, episode_id, passed, verdict_reason FROM current_scores WHERE {scope}",
+            "SELECT partition_date, agent_id, task_id, episode_id, passed, verdict_reason, replay_error "
+            f"FROM current_scores LEFT JOIN ({_FAILED_REPLAYS}) USING (episode_id, partition_date) WHERE {scope}",
             params,
         )
         findings = warehouse.read_frame(
