@@ -29,6 +29,7 @@ class FakeOpenAI:
         self.reject_json_schema = False  # answer 400 to response_format json_schema, like older servers
         self.rogue_tool: str | None = None  # as a candidate, call this tool (not on offer) first
         self.position_bias = False  # as a pairwise judge, always prefer the answer shown first
+        self.echo_key = False  # answer 401 quoting the request's API key, as some gateways do
         self.requests: list[dict[str, Any]] = []
         self._lock = threading.Lock()
         fake = self
@@ -66,6 +67,9 @@ class FakeOpenAI:
             self.invalid_json_next -= prose
         if self.latency_seconds:
             time.sleep(self.latency_seconds)
+        if self.echo_key:
+            key = (authorization or "").removeprefix("Bearer ")
+            return 401, {}, {"error": {"message": f"Incorrect API key provided: {key}", "type": "invalid_request_error"}}
         if fault:
             status, retry_after = fault
             return (

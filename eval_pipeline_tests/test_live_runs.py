@@ -144,3 +144,33 @@ def test_a_gateway_failing_one_episodes_live_replay_leaves_it_without_a_verdict_
     assert (scores.metadata["passed"].value, scores.metadata["without_verdict"].value) == (2, 1)
     evaluation = check.dagster_event.event_specific_data
     assert evaluation.passed and evaluation.metadata["failed_live_replays"].value == 1
+
+
+def test_a_gateway_echoing_the_api_key_in_its_error_leaks_it_nowhere(project_env, fake_openai, monkeypatch, capsys):
+    """A LiteLLM-style key of no vendor's shape, which a gateway answers 401 to by quoting it: neither the replays'
+    errors nor the judge's failed verdicts, the reports, JUnit or the terminal keep it."""
+    key = "gw-" + "7f3a9c1e5b2d8046aa"
+    write_episodes(project_env / "episodes", [episode("ep-1", "2026-11-01", "It was sent.")])
+    live_replay_env(monkeypatch, fake_openai)
+    monkeypatch.setenv("OPENAI_API_KEY", key)
+    monkeypatch.setenv("EVAL_JUDGE_MODEL", "judge-1")
+    fake_openai.echo_key = True
+    junit = project_env / "results.xml"
+
+    def kept_anywhere() -> list[str]:
+        tables = [name for (name,) in rows(project_env, "SELECT table_name FROM information_schema.tables")]
+        files = [path for path in project_env.rglob("*") if path.suffix in {".xml", ".html", ".md", ".json", ".jsonl"}]
+        assert junit in files
+        return [name for name in tables if key in str(rows(project_env, f'SELECT * FROM "{name}"'))] + [
+            str(path) for path in files if key in path.read_text(errors="replace")
+        ]
+
+    assert main(["run", "--date", "2026-11-01", "--junit", str(junit)]) == 0
+    assert rows(project_env, "SELECT count(*) FROM replays WHERE error LIKE '%Incorrect API key provided%'") == [(1,)]
+    assert kept_anywhere() == []
+    monkeypatch.setenv("EVAL_REPLAY_MODE", "dry")  # the judge then reads the recording's answer, and fails on it
+    assert main(["run", "--date", "2026-11-01", "--junit", str(junit)]) == 0
+    assert rows(project_env, "SELECT count(*) FROM judgements WHERE reasoning LIKE '%Incorrect API key provided%'") == [(2,)]
+    assert kept_anywhere() == []
+    out = capsys.readouterr()
+    assert key not in out.out + out.err

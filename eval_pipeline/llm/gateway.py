@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 from pydantic import BaseModel, ValidationError
 
 from eval_pipeline.config import Price
+from eval_pipeline.redaction import HIDDEN
 
 if TYPE_CHECKING:
     from openai.types.chat import ChatCompletionMessageParam
@@ -127,7 +128,7 @@ class Gateway:
                         raise
                     body = await self._create(messages, {"type": "json_object"}, tools)  # a server without json_schema
             except self._openai.APIError as exc:
-                raise GatewayError(_describe(exc)) from None
+                raise GatewayError(_describe(exc, self.api_key)) from None
         tokens = Tokens.of(body)
         self.usage.tokens += tokens
         self.usage.cost_usd += tokens.cost(self.price) or 0.0
@@ -172,11 +173,18 @@ def _json_schema_format(schema: type[BaseModel]) -> dict:
     return {"type": "json_schema", "json_schema": {"name": schema.__name__, "schema": schema.model_json_schema(), "strict": True}}
 
 
-def first_line(error: Exception) -> str:
-    """An error as one short line, for records and messages."""
+def first_line(error: Exception | str) -> str:
+    """An error (or its text) as one short line, for records and messages."""
     return str(error).splitlines()[0][:200]
 
 
-def _describe(error: Exception) -> str:
+MIN_KEY_LENGTH = 8  # a shorter key (a local server's "k") is no secret, and hiding it would garble every message
+
+
+def _describe(error: Exception, api_key: str) -> str:
+    """The error in one line, the key hidden before the line is cut: a gateway may quote the key it refused."""
     status = getattr(error, "status_code", None)
-    return f"{type(error).__name__}{f' (HTTP {status})' if status else ''}: {first_line(error)}"
+    text = str(error)
+    if len(api_key) >= MIN_KEY_LENGTH:
+        text = text.replace(api_key, HIDDEN)
+    return f"{type(error).__name__}{f' (HTTP {status})' if status else ''}: {first_line(text)}"
