@@ -29,6 +29,7 @@ class FakeOpenAI:
         self.reject_json_schema = False  # answer 400 to response_format json_schema, like older servers
         self.rogue_tool: str | None = None  # as a candidate, call this tool (not on offer) first
         self.position_bias = False  # as a pairwise judge, always prefer the answer shown first
+        self.truncated_next = 0  # answer this many calls 200 with a JSON body cut off midway, as a dropped proxy does
         self.echo_key = False  # answer 401 quoting the request's API key, as some gateways do
         self.requests: list[dict[str, Any]] = []
         self._lock = threading.Lock()
@@ -44,6 +45,10 @@ class FakeOpenAI:
                 body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))))
                 status, headers, answer = fake._answer(self.path, body, self.headers.get("Authorization"))
                 payload = json.dumps(answer).encode()
+                with fake._lock:
+                    truncated = fake.truncated_next > 0
+                    fake.truncated_next -= truncated
+                payload = payload[: len(payload) // 2] if truncated else payload
                 self.send_response(status)
                 for name, value in {**headers, "Content-Type": "application/json", "Content-Length": str(len(payload))}.items():
                     self.send_header(name, value)

@@ -174,3 +174,31 @@ def test_a_gateway_echoing_the_api_key_in_its_error_leaks_it_nowhere(project_env
     assert kept_anywhere() == []
     out = capsys.readouterr()
     assert key not in out.out + out.err
+
+
+def test_a_gateway_cutting_an_answer_short_is_retried_and_then_recorded_not_a_crashed_run(
+    project_env, fake_openai, monkeypatch, capsys
+):
+    """A proxy drops the connection midway through a 200's JSON: asked again, the judge's verdict stands; when every
+    answer comes cut short, the run still ends, each judgement failed with the reason, and the replays too."""
+    write_episodes(project_env / "episodes", [episode("ep-1", "2026-11-01", "It was sent.")])
+    monkeypatch.setenv("OPENAI_BASE_URL", fake_openai.base_url)
+    monkeypatch.setenv("OPENAI_API_KEY", "k")
+    monkeypatch.setenv("EVAL_JUDGE_MODEL", "judge-1")
+    run = ["run", "--date", "2026-11-01"]
+
+    fake_openai.truncated_next = 1
+    assert main(run) == 0
+    assert rows(project_env, "SELECT rubric, status FROM judgements ORDER BY 1") == [("relevance", "judged"), ("tone", "judged")]
+
+    fake_openai.truncated_next = 1000
+    live_replay_env(monkeypatch, fake_openai)
+    assert main([*run, "--no-cache"]) == 0
+    assert "1 without a verdict: 1 live replay failed" in capsys.readouterr().out
+    ((error,),) = rows(project_env, "SELECT error FROM replays")
+    assert "answered a body that is not JSON" in error
+    monkeypatch.setenv("EVAL_REPLAY_MODE", "dry")
+    monkeypatch.setenv("EVAL_JUDGE_MODEL", "judge-2")  # a judge whose answers are not cached yet
+    assert main(run) == 0
+    assert rows(project_env, "SELECT DISTINCT status, reasoning LIKE 'judge failed: judge-2 answered a body that is not JSON%' "
+                             "FROM judgements") == [("failed", True)]  # fmt: skip

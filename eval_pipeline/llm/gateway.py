@@ -1,8 +1,9 @@
 """Any OpenAI-compatible endpoint, through the official SDK: bounded concurrency, retries, JSON answers.
 
 The SDK retries 429, 5xx, timeouts and connection errors with exponential backoff and jitter,
-honouring Retry-After; this module bounds how many calls are in flight and turns an answer into
-validated JSON, asking once more when the model's JSON does not validate.
+honouring Retry-After; this module retries a 200 whose body is not a JSON object the same way, bounds how
+many calls are in flight and turns an answer into validated JSON, asking once more when the model's JSON does
+not validate.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from pydantic import BaseModel, ValidationError
 
 from eval_pipeline.config import Price
 from eval_pipeline.redaction import HIDDEN
+from eval_pipeline.retry import Backoff
 
 if TYPE_CHECKING:
     from openai.types.chat import ChatCompletionMessageParam
@@ -66,6 +68,7 @@ class Usage:
 
 
 OPENAI_BASE_URL = "https://api.openai.com/v1"  # where the SDK itself goes when no base URL is given
+UNREADABLE_BODY_BACKOFF = Backoff()  # between asking again after a 200 whose body could not be read
 
 
 @dataclass
@@ -136,16 +139,28 @@ class Gateway:
 
     async def _create(self, messages: list[dict], response_format: dict | None, tools: list[dict] | None) -> dict:
         """One call through the SDK (its retries included), read as plain JSON: building the SDK's
-        response objects would cost more CPU than the call itself."""
+        response objects would cost more CPU than the call itself. A 200 whose body is no JSON object (a proxy
+        cut it short) is retried as the SDK retries a 5xx, then a GatewayError: a fault, not a crashed run."""
         options: dict[str, Any] = {"response_format": response_format} if response_format else {}
         if tools:
             options["tools"] = tools
         # the messages are plain chat-format dicts (built here or recorded in an episode); the SDK sends them as JSON
         sdk_messages = cast("list[ChatCompletionMessageParam]", messages)
-        raw = await self._client.chat.completions.with_raw_response.create(
-            model=self.model, messages=sdk_messages, temperature=0, **options
-        )
-        return json.loads(raw.content)
+        for attempt in range(self.max_retries + 1):
+            if attempt:
+                await asyncio.sleep(UNREADABLE_BODY_BACKOFF.delay(attempt - 1))
+            raw = await self._client.chat.completions.with_raw_response.create(
+                model=self.model, messages=sdk_messages, temperature=0, **options
+            )
+            try:
+                body = json.loads(raw.content)
+            except ValueError as exc:
+                problem = f"a body that is not JSON ({first_line(exc)})"
+                continue
+            if isinstance(body, dict):
+                return body
+            problem = "JSON that is not an object"
+        raise GatewayError(f"{self.model} answered {problem}, {self.max_retries + 1} times")
 
     async def structured(self, messages: list[dict[str, str]], schema: type[Answer]) -> tuple[Answer, Tokens]:
         """The answer validated as `schema`, and the tokens it took; one re-ask on invalid JSON, then GatewayError."""
