@@ -202,3 +202,26 @@ def test_a_gateway_cutting_an_answer_short_is_retried_and_then_recorded_not_a_cr
     assert main(run) == 0
     assert rows(project_env, "SELECT DISTINCT status, reasoning LIKE 'judge failed: judge-2 answered a body that is not JSON%' "
                              "FROM judgements") == [("failed", True)]  # fmt: skip
+
+
+def test_a_rate_limited_live_replay_is_not_slower_for_the_wait(project_env, fake_openai, monkeypatch, capsys):
+    """The gateway answers one call 429 with Retry-After: 4, the SDK waits and asks again: the candidate answered as fast
+    as ever, so its latency is its answers' time, not the wait, and nothing regressed."""
+    questions = {f"ep-{n}": f"Where does ticket {n} go?" for n in range(2)}
+    write_episodes(
+        project_env / "episodes",
+        [
+            air_episode(episode_id, f"triage/{episode_id}", question, "lookup_refund", '{"calls": 1}',
+                        f"Done after 1 tool calls: {question}")
+            for episode_id, question in questions.items()
+        ],
+    )  # fmt: skip
+    live_replay_env(monkeypatch, fake_openai)
+    fake_openai.fail_next = [(429, "4")]
+
+    assert main(["run", "--date", "2026-11-05", "--fail-on", "warning"]) == 0
+
+    assert "2 passed      0 failed      0 without a verdict" in capsys.readouterr().out
+    assert len(fake_openai.requests) == 5  # the 429, then each replay's tool call and answer
+    assert rows(project_env, "SELECT count(*) FROM replays WHERE total_duration_ms < 1000") == [(2,)]
+    assert rows(project_env, "SELECT count(*) FROM findings") == [(0,)]

@@ -104,18 +104,21 @@ class Gateway:
         await self._client.close()
 
     async def _call(self, messages: list[dict[str, str]], schema: type[BaseModel]) -> tuple[str, Tokens]:
-        body = await self._send(messages, response_format=_json_schema_format(schema))
+        body, _ = await self._send(messages, response_format=_json_schema_format(schema))
         try:
             return body["choices"][0]["message"]["content"] or "", Tokens.of(body)
         except (KeyError, IndexError, TypeError):
             raise GatewayError(f"{self.model} answered without a message") from None
 
-    async def chat(self, messages: list[dict], tools: list[dict]) -> dict:
-        """One assistant turn that may call `tools`: the response body as JSON."""
+    async def chat(self, messages: list[dict], tools: list[dict]) -> tuple[dict, float]:
+        """One assistant turn that may call `tools`: the response body as JSON, and the seconds the answer took."""
         return await self._send(messages, tools=tools or None)
 
-    async def _send(self, messages: list[dict], *, response_format: dict | None = None, tools: list[dict] | None = None) -> dict:
-        """One call within the budget and the concurrency bound; any API failure becomes a GatewayError."""
+    async def _send(
+        self, messages: list[dict], *, response_format: dict | None = None, tools: list[dict] | None = None
+    ) -> tuple[dict, float]:
+        """One call within the budget and the concurrency bound, and the seconds its answer took (the request that
+        was answered: not the wait for a slot, nor retries and their backoff); any API failure becomes a GatewayError."""
         async with self._slots:
             if self.max_calls is not None and self.usage.calls >= self.max_calls:
                 raise BudgetExhausted(f"budget of {self.max_calls} calls used up")
@@ -125,19 +128,19 @@ class Gateway:
             self.usage.calls += 1  # counted when sent, so concurrent calls cannot overrun the budget
             try:
                 try:
-                    body = await self._create(messages, response_format, tools)
+                    body, seconds = await self._create(messages, response_format, tools)
                 except self._openai.BadRequestError:
                     if not response_format or response_format["type"] != "json_schema":
                         raise
-                    body = await self._create(messages, {"type": "json_object"}, tools)  # a server without json_schema
+                    body, seconds = await self._create(messages, {"type": "json_object"}, tools)  # no json_schema
             except self._openai.APIError as exc:
                 raise GatewayError(_describe(exc, self.api_key)) from None
         tokens = Tokens.of(body)
         self.usage.tokens += tokens
         self.usage.cost_usd += tokens.cost(self.price) or 0.0
-        return body
+        return body, seconds
 
-    async def _create(self, messages: list[dict], response_format: dict | None, tools: list[dict] | None) -> dict:
+    async def _create(self, messages: list[dict], response_format: dict | None, tools: list[dict] | None) -> tuple[dict, float]:
         """One call through the SDK (its retries included), read as plain JSON: building the SDK's
         response objects would cost more CPU than the call itself. A 200 whose body is no JSON object (a proxy
         cut it short) is retried as the SDK retries a 5xx, then a GatewayError: a fault, not a crashed run."""
@@ -158,7 +161,7 @@ class Gateway:
                 problem = f"a body that is not JSON ({first_line(exc)})"
                 continue
             if isinstance(body, dict):
-                return body
+                return body, raw.elapsed.total_seconds()
             problem = "JSON that is not an object"
         raise GatewayError(f"{self.model} answered {problem}, {self.max_retries + 1} times")
 
