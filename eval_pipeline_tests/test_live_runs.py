@@ -101,20 +101,26 @@ def test_a_rerun_of_a_live_replay_day_makes_no_model_call_and_no_cache_asks_agai
     assert not any("sk-test-never-stored" in str(row) for row in rows(project_env, "SELECT * FROM llm_cache"))
 
 
+def write_triage_episodes(directory, count: int) -> dict[str, str]:
+    """AIR episodes whose recorded answers are what the fake candidate answers, so a replay matches its recording;
+    their questions by episode id."""
+    questions = {f"ep-{n}": f"Where does ticket {n} go?" for n in range(count)}
+    answers = [
+        air_episode(
+            episode_id, f"triage/{episode_id}", question, "lookup_refund", '{"calls": 1}', f"Done after 1 tool calls: {question}"
+        )
+        for episode_id, question in questions.items()
+    ]
+    write_episodes(directory, answers)
+    return questions
+
+
 def test_a_gateway_failing_one_episodes_live_replay_leaves_it_without_a_verdict_in_every_output(
     project_env, fake_openai, monkeypatch, capsys, webhook
 ):
     """The gateway answers 500 to every retry of one episode's replay: that episode has no candidate run, so no
     verdict and no findings (no regression of the agent, no alert), and the day line and JUnit say why."""
-    questions = {f"ep-{n}": f"Where does ticket {n} go?" for n in range(3)}
-    write_episodes(
-        project_env / "episodes",
-        [
-            air_episode(episode_id, f"triage/{episode_id}", question, "lookup_refund", '{"calls": 1}',
-                        f"Done after 1 tool calls: {question}")
-            for episode_id, question in questions.items()
-        ],
-    )  # fmt: skip
+    questions = write_triage_episodes(project_env / "episodes", 3)
     live_replay_env(monkeypatch, fake_openai)
     monkeypatch.setenv("EVAL_ALERT_WEBHOOK_URL", webhook.url)
     fake_openai.fail_when = lambda body: questions["ep-1"] in json.dumps(body["messages"])
@@ -207,15 +213,7 @@ def test_a_gateway_cutting_an_answer_short_is_retried_and_then_recorded_not_a_cr
 def test_a_rate_limited_live_replay_is_not_slower_for_the_wait(project_env, fake_openai, monkeypatch, capsys):
     """The gateway answers one call 429 with Retry-After: 4, the SDK waits and asks again: the candidate answered as fast
     as ever, so its latency is its answers' time, not the wait, and nothing regressed."""
-    questions = {f"ep-{n}": f"Where does ticket {n} go?" for n in range(2)}
-    write_episodes(
-        project_env / "episodes",
-        [
-            air_episode(episode_id, f"triage/{episode_id}", question, "lookup_refund", '{"calls": 1}',
-                        f"Done after 1 tool calls: {question}")
-            for episode_id, question in questions.items()
-        ],
-    )  # fmt: skip
+    write_triage_episodes(project_env / "episodes", 2)
     live_replay_env(monkeypatch, fake_openai)
     fake_openai.fail_next = [(429, "4")]
 
@@ -225,3 +223,20 @@ def test_a_rate_limited_live_replay_is_not_slower_for_the_wait(project_env, fake
     assert len(fake_openai.requests) == 5  # the 429, then each replay's tool call and answer
     assert rows(project_env, "SELECT count(*) FROM replays WHERE total_duration_ms < 1000") == [(2,)]
     assert rows(project_env, "SELECT count(*) FROM findings") == [(0,)]
+
+
+def test_an_episode_whose_live_replay_failed_has_no_checks_issues_or_rewards(project_env, fake_openai, monkeypatch):
+    """No candidate answered, so no check can have found an empty answer in it, and a trainer gets no reward for it
+    (not 0 for a closed safety gate, not 1 for a run without issues)."""
+    questions = write_triage_episodes(project_env / "episodes", 2)
+    live_replay_env(monkeypatch, fake_openai)
+    fake_openai.fail_when = lambda body: questions["ep-1"] in json.dumps(body["messages"])
+
+    assert main(["run", "--date", "2026-11-05"]) == 0
+
+    assert rows(project_env, "SELECT DISTINCT episode_id FROM issues UNION SELECT DISTINCT episode_id FROM rewards") == [
+        ("ep-0",)
+    ]  # fmt: skip
+    assert rows(project_env, "SELECT episode_id, issue_score, issue_grade, passed FROM scores ORDER BY 1") == [
+        ("ep-0", 95.0, "A", True), ("ep-1", None, None, None)
+    ]  # fmt: skip

@@ -21,14 +21,7 @@ from eval_pipeline.config import EvalConfig, Threshold
 from eval_pipeline.regression.aggregates import aggregate_findings
 from eval_pipeline.regression.source_health import SOURCE_AGENT, source_health_finding
 from eval_pipeline.scoring.checks import FINDING_CHECKS
-from eval_pipeline.scoring.dimensions import (
-    WEIGHTED_SCORE,
-    Dimension,
-    Direction,
-    dimensions,
-    judged_dimensions,
-    replay_failed,
-)
+from eval_pipeline.scoring.dimensions import WEIGHTED_SCORE, Dimension, Direction, dimensions, judged_dimensions
 from eval_pipeline.scoring.weighted import units, weighted_score
 
 FINDING_COLUMNS = [
@@ -206,8 +199,6 @@ def issue_findings(issues: pd.DataFrame, scores: pd.DataFrame, config: EvalConfi
 
 
 def _episode_finding_rows(scored: pd.DataFrame, issues: pd.DataFrame, config: EvalConfig, worded: bool = True) -> pd.DataFrame:
-    unreplayed = scored.loc[replay_failed(scored), "episode_id"]  # no candidate run: its checks read no answer of it
-    issues = issues[~issues["episode_id"].isin(unreplayed)] if len(unreplayed) else issues
     parts = [
         *_threshold_findings(scored, config, worded),
         _case_findings(scored, config),

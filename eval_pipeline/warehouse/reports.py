@@ -21,6 +21,7 @@ from eval_pipeline.reports.document import (
 )
 from eval_pipeline.warehouse.connection import Warehouse, frame_of
 from eval_pipeline.warehouse.labels import day_labels
+from eval_pipeline.warehouse.replays import replay_failed
 from eval_pipeline.warehouse.rows import one_row
 
 
@@ -55,7 +56,7 @@ def report_inputs(warehouse: Warehouse, day: date, trend_days: int, agent_id: st
         quarantined = one_row(con, f"SELECT count(*) FROM quarantine WHERE partition_date = $day AND {mine}", params)[0]
         live, reused, failed_replays = one_row(
             con,
-            "SELECT count(*), count(*) FILTER (WHERE cached), count(*) FILTER (WHERE status = 'failure') FROM replays "
+            f"SELECT count(*), count(*) FILTER (WHERE cached), count(*) FILTER (WHERE {replay_failed()}) FROM replays "
             f"WHERE partition_date = $day AND mode = 'live' AND {mine}",
             params,
         )
@@ -260,10 +261,7 @@ def agents_seen(warehouse: Warehouse, days: list[date]) -> list[str]:
     return list(frame["agent_id"])
 
 
-# Why each live replay the gateway failed has no verdict (`scoring.dimensions.replay_failed`)
-_FAILED_REPLAYS = (
-    "SELECT episode_id, partition_date, error AS replay_error FROM replays WHERE mode = 'live' AND status = 'failure'"
-)
+_FAILED_REPLAYS = f"SELECT episode_id, partition_date, error AS replay_error FROM replays WHERE {replay_failed()}"
 
 
 def junit_inputs(warehouse: Warehouse, days: list[date], agent_id: str | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
