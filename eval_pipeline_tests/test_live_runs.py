@@ -240,3 +240,40 @@ def test_an_episode_whose_live_replay_failed_has_no_checks_issues_or_rewards(pro
     assert rows(project_env, "SELECT episode_id, issue_score, issue_grade, passed FROM scores ORDER BY 1") == [
         ("ep-0", 95.0, "A", True), ("ep-1", None, None, None)
     ]  # fmt: skip
+
+
+def test_the_judges_counts_of_failed_verdicts_agree_with_its_table_in_the_ui_and_the_report(
+    project_env, fake_openai, monkeypatch
+):
+    """The gateway fails every call about one of three episodes: its two rubric verdicts failed, and its pairwise
+    comparison; the Dagster UI and the report count rubric verdicts as the `judgements` table holds them, and say
+    the failed pair apart."""
+    write_episodes(
+        project_env / "episodes",
+        [episode(f"day1-{n}", "2026-11-01", f"Refund {n} was sent.", trial=n) for n in range(3)]
+        + [episode(f"day2-{n}", "2026-11-02", f"Refund {n} is on its way.", trial=n) for n in range(3)],
+    )
+    monkeypatch.setenv("OPENAI_BASE_URL", fake_openai.base_url)
+    monkeypatch.setenv("OPENAI_API_KEY", "k")
+    monkeypatch.setenv("EVAL_JUDGE_MODEL", "judge-1")
+    fake_openai.fail_when = lambda body: "Refund 1 is on its way." in json.dumps(body["messages"])
+
+    assert main(["run", "--start", "2026-11-01", "--end", "2026-11-02", "--fail-on", "never"]) == 0
+
+    by_status = "SELECT status, count(*) FROM {} WHERE partition_date = '2026-11-02' GROUP BY 1 ORDER BY 1"
+    assert rows(project_env, by_status.format("judgements")) == [("failed", 2), ("judged", 4)]
+    assert rows(project_env, by_status.format("pairwise_judgements")) == [("failed", 1), ("judged", 2)]
+    with dg.DagsterInstance.from_config(str(project_env / "dagster_home")) as instance:
+        shown = {
+            record.asset_materialization.partition: {k: v.value for k, v in record.asset_materialization.metadata.items()}
+            for record in instance.fetch_materializations(dg.AssetKey("judgements"), limit=2).records
+        }
+    ui = shown["2026-11-02"]
+    assert (ui["judged"], ui["failed"], ui["skipped"], ui["dagster/row_count"]) == (4, 2, 0, 6)
+    assert (ui["pairs_compared"], ui["pairs_failed"]) == (2, 1)
+    first_day = shown["2026-11-01"]  # no baseline yet: three rubric pairs judged, every pairwise comparison skipped
+    assert (first_day["judged"], first_day["failed"], first_day["skipped"], first_day["pairs_skipped"]) == (6, 0, 0, 3)
+    report = json.loads((project_env / "reports" / "eval-report-2026-11-02.json").read_text())["judge"]
+    assert (report["judged"], report["failed"], report["pairs_failed"]) == (4, 2, 1)
+    markdown = (project_env / "reports" / "eval-report-2026-11-02.md").read_text()
+    assert "Pairwise against the baseline's answer (2 pairs, each asked in both orders; 1 failed):" in markdown

@@ -466,7 +466,8 @@ def render_markdown(report: Report) -> str:
         lines += ["", _judge_costs(judge)]
         if judge["pairs_compared"]:
             lines.append(
-                f"Pairwise against the baseline's answer ({judge['pairs_compared']} pairs, each asked in both orders): "
+                f"Pairwise against the baseline's answer ({judge['pairs_compared']} pairs, each asked in both orders"
+                f"{f'; {failed} failed' if (failed := judge.get('pairs_failed')) else ''}): "
                 f"candidate preferred {judge['pairs_candidate']}, baseline preferred {judge['pairs_baseline']}, "
                 f"tie {judge['pairs_tie']}, inconsistent across orders {judge['pairs_inconsistent']} "
                 f"(position agreement {judge['pair_agreement']:.0%})."
