@@ -29,6 +29,7 @@ class FakeOpenAI:
         self.reject_json_schema = False  # answer 400 to response_format json_schema, like older servers
         self.rogue_tool: str | None = None  # as a candidate, call this tool (not on offer) first
         self.position_bias = False  # as a pairwise judge, always prefer the answer shown first
+        self.score_of: Callable[[str], object] | None = None  # as a rubric judge, the score to answer for a response
         self.truncated_next = 0  # answer this many calls 200 with a JSON body cut off midway, as a dropped proxy does
         self.echo_key = False  # answer 401 quoting the request's API key, as some gateways do
         self.requests: list[dict[str, Any]] = []
@@ -102,8 +103,9 @@ class FakeOpenAI:
             winner = "A" if self.position_bias or first > second else "B" if second > first else "tie"
             return {"winner": winner, "reasoning": f"deterministic {first} vs {second}"}
         found = re.search(r"<response>\n(.*)\n</response>", text, re.S)
-        score = deterministic_score(found.group(1) if found else text)
-        return {"score": score, "reasoning": f"deterministic {score}"}
+        response = found.group(1) if found else text
+        score = deterministic_score(response)
+        return {"score": self.score_of(response) if self.score_of else score, "reasoning": f"deterministic {score}"}
 
     def _agent_turn(self, body: dict) -> dict:
         """As a candidate agent: call each offered tool once, in order, then answer."""

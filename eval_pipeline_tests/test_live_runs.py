@@ -277,3 +277,31 @@ def test_the_judges_counts_of_failed_verdicts_agree_with_its_table_in_the_ui_and
     assert (report["judged"], report["failed"], report["pairs_failed"]) == (4, 2, 1)
     markdown = (project_env / "reports" / "eval-report-2026-11-02.md").read_text()
     assert "Pairwise against the baseline's answer (2 pairs, each asked in both orders; 1 failed):" in markdown
+
+
+def test_a_judge_score_off_the_rubrics_scale_or_not_a_number_is_a_failed_verdict_saying_why(
+    project_env, fake_openai, monkeypatch
+):
+    """Asked for an integer 1-5, the judge answers `true` for one answer and 7 for another, twice: neither becomes a
+    verdict (`true` is not the worst score, 1), and each failure says what was wrong with the score."""
+    write_episodes(
+        project_env / "episodes", [episode(f"ep-{n}", "2026-11-01", f"Refund {n} was sent.", trial=n) for n in range(3)]
+    )
+    monkeypatch.setenv("OPENAI_BASE_URL", fake_openai.base_url)
+    monkeypatch.setenv("OPENAI_API_KEY", "k")
+    monkeypatch.setenv("EVAL_JUDGE_MODEL", "judge-1")
+    fake_openai.score_of = lambda response: {"Refund 1 was sent.": True, "Refund 2 was sent.": 7}.get(response, 4)
+
+    assert main(["run", "--date", "2026-11-01", "--fail-on", "never"]) == 0
+
+    verdicts = "SELECT episode_id, status, score, CASE WHEN status = 'failed' THEN reasoning END FROM judgements"
+    assert rows(project_env, f"{verdicts} WHERE rubric = 'tone' ORDER BY 1") == [
+        ("ep-0", "judged", 4, None),
+        ("ep-1", "failed", None, "judge failed: invalid JSON from judge-1 twice: score: Input should be a valid integer"),
+        (
+            "ep-2",
+            "failed",
+            None,
+            "judge failed: invalid JSON from judge-1 twice: score: Input should be less than or equal to 5",
+        ),
+    ]

@@ -175,14 +175,14 @@ class Gateway:
             reask = [
                 *messages,
                 {"role": "assistant", "content": content},
-                {"role": "user", "content": f"That was not valid JSON for the schema ({first_line(first_error)}). "
+                {"role": "user", "content": f"That was not valid JSON for the schema ({_wrong(first_error)}). "
                  "Answer again with only the JSON object."},
             ]  # fmt: skip
             content, more = await self._call(reask, schema)
             try:
                 return schema.model_validate(json.loads(content)), tokens + more
             except (ValueError, ValidationError) as second_error:
-                raise GatewayError(f"invalid JSON from {self.model} twice: {first_line(second_error)}") from None
+                raise GatewayError(f"invalid JSON from {self.model} twice: {_wrong(second_error)}") from None
 
 
 @lru_cache(maxsize=64)
@@ -197,6 +197,14 @@ def first_line(error: Exception | str) -> str:
 
 
 MIN_KEY_LENGTH = 8  # a shorter key (a local server's "k") is no secret, and hiding it would garble every message
+
+
+def _wrong(error: ValueError) -> str:
+    """What was wrong with an answer, in one line: each field a validation error names and why, else the JSON error
+    (a ValidationError's first line only counts its errors)."""
+    if isinstance(error, ValidationError):
+        return first_line("; ".join(f"{'.'.join(map(str, e['loc'])) or 'answer'}: {e['msg']}" for e in error.errors()))
+    return first_line(error)
 
 
 def _describe(error: Exception, api_key: str) -> str:

@@ -76,7 +76,7 @@ BUILTIN_RUBRICS = {rubric.name: rubric for rubric in (RELEVANCE, TONE)}
 class Verdict(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    score: int = Field(ge=1, le=5)
+    score: int = Field(ge=1, le=5, strict=True)  # `true` or "4" is no score: asked again, never read as 1 or 4
     reasoning: str = Field(min_length=1)
 
     @property
