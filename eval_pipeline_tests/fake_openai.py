@@ -30,6 +30,7 @@ class FakeOpenAI:
         self.rogue_tool: str | None = None  # as a candidate, call this tool (not on offer) first
         self.position_bias = False  # as a pairwise judge, always prefer the answer shown first
         self.score_of: Callable[[str], object] | None = None  # as a rubric judge, the score to answer for a response
+        self.refuse_when: Callable[[dict], bool] | None = None  # refuse the requests it picks, as OpenAI's models do
         self.truncated_next = 0  # answer this many calls 200 with a JSON body cut off midway, as a dropped proxy does
         self.echo_key = False  # answer 401 quoting the request's API key, as some gateways do
         self.requests: list[dict[str, Any]] = []
@@ -83,6 +84,13 @@ class FakeOpenAI:
                 ({"Retry-After": retry_after} if retry_after else {}),
                 {"error": {"message": "injected", "type": "server_error"}},
             )
+        if self.refuse_when and self.refuse_when(body):
+            refusal = {"role": "assistant", "content": None, "refusal": "I'm sorry, I can't help with that."}
+            return 200, {}, {
+                "id": "chatcmpl-refusal", "object": "chat.completion", "created": 0, "model": body["model"],
+                "choices": [{"index": 0, "message": refusal, "finish_reason": "stop"}],
+                "usage": {"prompt_tokens": 100, "completion_tokens": 10, "total_tokens": 110},
+            }  # fmt: skip
         if self.reject_json_schema and body.get("response_format", {}).get("type") == "json_schema":
             return 400, {}, {"error": {"message": "json_schema unsupported", "type": "invalid_request_error"}}
         if body.get("tools"):

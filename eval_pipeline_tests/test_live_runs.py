@@ -305,3 +305,19 @@ def test_a_judge_score_off_the_rubrics_scale_or_not_a_number_is_a_failed_verdict
             "judge failed: invalid JSON from judge-1 twice: score: Input should be less than or equal to 5",
         ),
     ]
+
+
+def test_a_candidate_that_refuses_is_recorded_with_its_refusal_not_an_empty_answer(project_env, fake_openai, monkeypatch):
+    """OpenAI's models answer a refusal in `refusal`, with no `content`: the replay's answer is the refusal, so the
+    report, the viewer and the checks see what the candidate said rather than nothing."""
+    questions = write_triage_episodes(project_env / "episodes", 2)
+    live_replay_env(monkeypatch, fake_openai)
+    fake_openai.refuse_when = lambda body: questions["ep-1"] in json.dumps(body["messages"])
+
+    assert main(["run", "--date", "2026-11-05", "--fail-on", "never"]) == 0
+
+    assert rows(project_env, "SELECT episode_id, status, final_output FROM replays ORDER BY 1") == [
+        ("ep-0", "success", f"Done after 1 tool calls: {questions['ep-0']}"),
+        ("ep-1", "success", "I'm sorry, I can't help with that."),
+    ]
+    assert rows(project_env, "SELECT count(*) FROM issues WHERE episode_id = 'ep-1' AND \"check\" = 'empty_answer'") == [(0,)]

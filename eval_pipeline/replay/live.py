@@ -27,7 +27,7 @@ from eval_pipeline.llm.gateway import OPENAI_BASE_URL, Gateway, GatewayError, To
 from eval_pipeline.scoring.trajectory import paired_calls
 
 EXTRA_TURNS = 2  # beyond one per recorded tool call, before a replay that never answers is cut
-REPLAY_VERSION = 1  # part of every replay's cache key: raise it when `replay_one` changes what a replay does
+REPLAY_VERSION = 2  # part of every replay's cache key: raise it when `replay_one` changes what a replay does
 CACHED_STATUSES = ("success", "diverged")  # a failure (an API error, a malformed answer) is asked again next run
 
 
@@ -110,7 +110,8 @@ async def replay_one(gateway: Gateway, recording: Recording, price: Price | None
             message = body["choices"][0]["message"]
             tool_calls = message.get("tool_calls") or []
             if not tool_calls:
-                status, final = "success", message.get("content") or ""
+                # a refusal comes in its own field, without content: it is what the candidate answered
+                status, final = "success", message.get("content") or message.get("refusal") or ""
                 break
             messages.append({"role": "assistant", "content": message.get("content"), "tool_calls": tool_calls})
             for call in tool_calls:
