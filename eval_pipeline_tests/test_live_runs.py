@@ -321,3 +321,24 @@ def test_a_candidate_that_refuses_is_recorded_with_its_refusal_not_an_empty_answ
         ("ep-1", "success", "I'm sorry, I can't help with that."),
     ]
     assert rows(project_env, "SELECT count(*) FROM issues WHERE episode_id = 'ep-1' AND \"check\" = 'empty_answer'") == [(0,)]
+
+
+def test_a_judge_that_refuses_is_a_failed_verdict_that_says_so_and_is_not_asked_again(project_env, fake_openai, monkeypatch):
+    """A refusal is no malformed JSON: the failed verdict quotes it, and no re-ask spends a second call on it."""
+    write_episodes(
+        project_env / "episodes", [episode(f"ep-{n}", "2026-11-01", f"Refund {n} was sent.", trial=n) for n in range(2)]
+    )
+    monkeypatch.setenv("OPENAI_BASE_URL", fake_openai.base_url)
+    monkeypatch.setenv("OPENAI_API_KEY", "k")
+    monkeypatch.setenv("EVAL_JUDGE_MODEL", "judge-1")
+    fake_openai.refuse_when = lambda body: "Refund 1 was sent." in json.dumps(body["messages"])
+
+    assert main(["run", "--date", "2026-11-01", "--fail-on", "never"]) == 0
+
+    assert rows(
+        project_env, "SELECT episode_id, rubric, status, reasoning FROM judgements WHERE status <> 'judged' ORDER BY 2"
+    ) == [
+        ("ep-1", rubric, "failed", "judge failed: judge-1 refused: I'm sorry, I can't help with that.")
+        for rubric in ("relevance", "tone")
+    ]
+    assert len(fake_openai.requests) == 4  # one call per rubric and answer

@@ -106,9 +106,13 @@ class Gateway:
     async def _call(self, messages: list[dict[str, str]], schema: type[BaseModel]) -> tuple[str, Tokens]:
         body, _ = await self._send(messages, response_format=_json_schema_format(schema))
         try:
-            return body["choices"][0]["message"]["content"] or "", Tokens.of(body)
-        except (KeyError, IndexError, TypeError):
+            message = body["choices"][0]["message"]
+            content, refusal = message["content"], message.get("refusal")
+        except (KeyError, IndexError, TypeError, AttributeError):
             raise GatewayError(f"{self.model} answered without a message") from None
+        if not content and refusal:  # said in its own field: no malformed JSON to ask again about
+            raise GatewayError(f"{self.model} refused: {first_line(str(refusal))}")
+        return content or "", Tokens.of(body)
 
     async def chat(self, messages: list[dict], tools: list[dict]) -> tuple[dict, float]:
         """One assistant turn that may call `tools`: the response body as JSON, and the seconds the answer took."""
