@@ -31,6 +31,7 @@ class FakeOpenAI:
         self.position_bias = False  # as a pairwise judge, always prefer the answer shown first
         self.score_of: Callable[[str], object] | None = None  # as a rubric judge, the score to answer for a response
         self.refuse_when: Callable[[dict], bool] | None = None  # refuse the requests it picks, as OpenAI's models do
+        self.filter_when: Callable[[dict], bool] | None = None  # answer a choice without a message (a content filter)
         self.truncated_next = 0  # answer this many calls 200 with a JSON body cut off midway, as a dropped proxy does
         self.echo_key = False  # answer 401 quoting the request's API key, as some gateways do
         self.requests: list[dict[str, Any]] = []
@@ -84,6 +85,9 @@ class FakeOpenAI:
                 ({"Retry-After": retry_after} if retry_after else {}),
                 {"error": {"message": "injected", "type": "server_error"}},
             )
+        if self.filter_when and self.filter_when(body):
+            choice = {"index": 0, "message": None, "finish_reason": "content_filter"}
+            return 200, {}, {"id": "chatcmpl-filtered", "object": "chat.completion", "created": 0, "choices": [choice]}
         if self.refuse_when and self.refuse_when(body):
             refusal = {"role": "assistant", "content": None, "refusal": "I'm sorry, I can't help with that."}
             return 200, {}, {

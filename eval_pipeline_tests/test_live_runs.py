@@ -342,3 +342,19 @@ def test_a_judge_that_refuses_is_a_failed_verdict_that_says_so_and_is_not_asked_
         for rubric in ("relevance", "tone")
     ]
     assert len(fake_openai.requests) == 4  # one call per rubric and answer
+
+
+def test_a_live_answer_without_a_message_fails_that_replay_not_the_run(project_env, fake_openai, monkeypatch, capsys):
+    """A gateway's content filter answers 200 with `"message": null` for one episode: that replay failed, saying why,
+    and the other is scored; the run was an opaque `'NoneType' object has no attribute 'get'` and exit code 3."""
+    questions = write_triage_episodes(project_env / "episodes", 2)
+    live_replay_env(monkeypatch, fake_openai)
+    fake_openai.filter_when = lambda body: questions["ep-1"] in json.dumps(body["messages"])
+
+    assert main(["run", "--date", "2026-11-05"]) == 0
+
+    assert "1 passed      0 failed      1 without a verdict" in capsys.readouterr().out
+    assert rows(project_env, "SELECT episode_id, status, error FROM replays ORDER BY 1") == [
+        ("ep-0", "success", None),
+        ("ep-1", "failure", "GatewayError: candidate-1 answered without a message"),
+    ]

@@ -105,14 +105,21 @@ class Gateway:
 
     async def _call(self, messages: list[dict[str, str]], schema: type[BaseModel]) -> tuple[str, Tokens]:
         body, _ = await self._send(messages, response_format=_json_schema_format(schema))
-        try:
-            message = body["choices"][0]["message"]
-            content, refusal = message["content"], message.get("refusal")
-        except (KeyError, IndexError, TypeError, AttributeError):
-            raise GatewayError(f"{self.model} answered without a message") from None
+        message = self.message(body)
+        content, refusal = message.get("content"), message.get("refusal")
         if not content and refusal:  # said in its own field: no malformed JSON to ask again about
             raise GatewayError(f"{self.model} refused: {first_line(str(refusal))}")
         return content or "", Tokens.of(body)
+
+    def message(self, body: dict) -> dict:
+        """The answer's message (its first choice's); a GatewayError when it has none (a content filter's null)."""
+        try:
+            message = body["choices"][0]["message"]
+        except (KeyError, IndexError, TypeError):
+            message = None
+        if not isinstance(message, dict):
+            raise GatewayError(f"{self.model} answered without a message")
+        return message
 
     async def chat(self, messages: list[dict], tools: list[dict]) -> tuple[dict, float]:
         """One assistant turn that may call `tools`: the response body as JSON, and the seconds the answer took."""

@@ -107,7 +107,7 @@ async def replay_one(gateway: Gateway, recording: Recording, price: Price | None
             seconds += answered_in
             steps += 1
             tokens += Tokens.of(body)
-            message = body["choices"][0]["message"]
+            message = gateway.message(body)
             tool_calls = message.get("tool_calls") or []
             if not tool_calls:
                 # a refusal comes in its own field, without content: it is what the candidate answered
