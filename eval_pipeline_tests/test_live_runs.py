@@ -126,8 +126,8 @@ def test_a_gateway_failing_one_episodes_live_replay_leaves_it_without_a_verdict_
     fake_openai.fail_when = lambda body: questions["ep-1"] in json.dumps(body["messages"])
     junit = project_env / "results.xml"
 
-    for fail_on in ("critical", "warning"):
-        assert main(["run", "--date", "2026-11-05", "--fail-on", fail_on, "--junit", str(junit)]) == 0
+    for fail_on in ("critical", "warning"):  # no regression, but an infrastructure error
+        assert main(["run", "--date", "2026-11-05", "--fail-on", fail_on, "--junit", str(junit)]) == 3
 
     out = capsys.readouterr().out
     assert "2 passed      0 failed      1 without a verdict" in out
@@ -137,8 +137,8 @@ def test_a_gateway_failing_one_episodes_live_replay_leaves_it_without_a_verdict_
     ]  # fmt: skip
     assert rows(project_env, "SELECT count(*) FROM findings") == [(0,)]
     assert webhook.messages == []
-    skipped = ET.parse(junit).getroot().find(".//testcase[@name='triage/ep-1 [ep-1]']/skipped")
-    assert skipped is not None and skipped.get("message").startswith("no verdict: live replay failed: GatewayError")
+    error = ET.parse(junit).getroot().find(".//testcase[@name='triage/ep-1 [ep-1]']/error")
+    assert error is not None and error.get("message").startswith("no verdict: live replay failed: GatewayError")
     report = json.loads((project_env / "reports" / "eval-report-2026-11-05.json").read_text())
     assert (report["summary"]["passed"], report["summary"]["without_verdict"], report["summary"]["replays"]["failed"]) == (
         2, 1, 1
@@ -171,11 +171,11 @@ def test_a_gateway_echoing_the_api_key_in_its_error_leaks_it_nowhere(project_env
             str(path) for path in files if key in path.read_text(errors="replace")
         ]
 
-    assert main(["run", "--date", "2026-11-01", "--junit", str(junit)]) == 0
+    assert main(["run", "--date", "2026-11-01", "--junit", str(junit)]) == 3
     assert rows(project_env, "SELECT count(*) FROM replays WHERE error LIKE '%Incorrect API key provided%'") == [(1,)]
     assert kept_anywhere() == []
     monkeypatch.setenv("EVAL_REPLAY_MODE", "dry")  # the judge then reads the recording's answer, and fails on it
-    assert main(["run", "--date", "2026-11-01", "--junit", str(junit)]) == 0
+    assert main(["run", "--date", "2026-11-01", "--junit", str(junit)]) == 3
     assert rows(project_env, "SELECT count(*) FROM judgements WHERE reasoning LIKE '%Incorrect API key provided%'") == [(2,)]
     assert kept_anywhere() == []
     out = capsys.readouterr()
@@ -199,13 +199,13 @@ def test_a_gateway_cutting_an_answer_short_is_retried_and_then_recorded_not_a_cr
 
     fake_openai.truncated_next = 1000
     live_replay_env(monkeypatch, fake_openai)
-    assert main([*run, "--no-cache"]) == 0
+    assert main([*run, "--no-cache"]) == 3
     assert "1 without a verdict: 1 live replay failed" in capsys.readouterr().out
     ((error,),) = rows(project_env, "SELECT error FROM replays")
     assert "answered a body that is not JSON" in error
     monkeypatch.setenv("EVAL_REPLAY_MODE", "dry")
     monkeypatch.setenv("EVAL_JUDGE_MODEL", "judge-2")  # a judge whose answers are not cached yet
-    assert main(run) == 0
+    assert main(run) == 3
     assert rows(project_env, "SELECT DISTINCT status, reasoning LIKE 'judge failed: judge-2 answered a body that is not JSON%' "
                              "FROM judgements") == [("failed", True)]  # fmt: skip
 
@@ -232,7 +232,7 @@ def test_an_episode_whose_live_replay_failed_has_no_checks_issues_or_rewards(pro
     live_replay_env(monkeypatch, fake_openai)
     fake_openai.fail_when = lambda body: questions["ep-1"] in json.dumps(body["messages"])
 
-    assert main(["run", "--date", "2026-11-05"]) == 0
+    assert main(["run", "--date", "2026-11-05"]) == 3
 
     assert rows(project_env, "SELECT DISTINCT episode_id FROM issues UNION SELECT DISTINCT episode_id FROM rewards") == [
         ("ep-0",)
@@ -351,10 +351,88 @@ def test_a_live_answer_without_a_message_fails_that_replay_not_the_run(project_e
     live_replay_env(monkeypatch, fake_openai)
     fake_openai.filter_when = lambda body: questions["ep-1"] in json.dumps(body["messages"])
 
-    assert main(["run", "--date", "2026-11-05"]) == 0
+    assert main(["run", "--date", "2026-11-05"]) == 3
 
     assert "1 passed      0 failed      1 without a verdict" in capsys.readouterr().out
     assert rows(project_env, "SELECT episode_id, status, error FROM replays ORDER BY 1") == [
         ("ep-0", "success", None),
         ("ep-1", "failure", "GatewayError: candidate-1 answered without a message"),
     ]
+
+
+def day_outputs(project_env, junit, day: str) -> tuple[ET.Element, dict]:
+    """The day's JUnit suite and its report's summary, as CI and a dashboard read them."""
+    suite = ET.parse(junit).getroot().find(f"testsuite[@name='eval {day}']")
+    assert suite is not None
+    return suite, json.loads((project_env / "reports" / f"eval-report-{day}.json").read_text())["summary"]
+
+
+def test_a_gateway_down_all_night_fails_every_live_replay_and_the_run_exits_3(project_env, fake_openai, monkeypatch, capsys):
+    """Every call answers 500, retries included: no episode has a verdict, so none failed and nothing regressed, yet
+    nothing was evaluated either; the run exited 0 under every --fail-on. It is an infrastructure error (3), counted
+    in every output, except that `--fail-on never` still exits 0."""
+    write_triage_episodes(project_env / "episodes", 2)
+    live_replay_env(monkeypatch, fake_openai)
+    fake_openai.fail_when = lambda body: True
+    junit = project_env / "results.xml"
+
+    for fail_on, code in (("critical", 3), ("warning", 3), ("never", 0)):
+        assert main(["run", "--date", "2026-11-05", "--fail-on", fail_on, "--junit", str(junit)]) == code
+
+    out, err = capsys.readouterr()
+    assert "0 passed      0 failed      2 without a verdict" in out
+    assert "2 without a verdict: 2 live replays failed (see `replays.error`)." in out
+    assert err.count(
+        "eval-pipeline: 2 live replays and 0 judge verdicts failed after retries on 2026-11-05: see replays.error / "
+        "judgements.reasoning\n"
+    ) == 2  # fmt: skip
+    suite, summary = day_outputs(project_env, junit, "2026-11-05")
+    assert (suite.get("tests"), suite.get("failures"), suite.get("errors"), suite.get("skipped")) == ("2", "0", "2", "0")
+    error = suite.find("testcase/error").get("message")
+    assert error.startswith("no verdict: live replay failed: GatewayError: InternalServerError (HTTP 500)")
+    assert (summary["replays"]["failed"], summary["judge_failed"]) == (2, 0)
+    with dg.DagsterInstance.from_config(str(project_env / "dagster_home")) as instance:
+        report = instance.fetch_materializations(dg.AssetKey("eval_report"), limit=1).records[0].asset_materialization
+    assert (report.metadata["failed_live_replays"].value, report.metadata["failed_judge_verdicts"].value) == (2, 0)
+
+
+def test_a_gateway_down_all_night_fails_every_judge_verdict_and_the_run_exits_3(project_env, fake_openai, monkeypatch, capsys):
+    """The judge's gateway answers 500 to every call: the episodes passed on their recorded runs, but none of the
+    judge's verdicts exists, and the day line said nothing of them; the run exited 0."""
+    write_episodes(project_env / "episodes", [episode("ep-1", "2026-11-01", "It was sent.")])
+    monkeypatch.setenv("OPENAI_BASE_URL", fake_openai.base_url)
+    monkeypatch.setenv("OPENAI_API_KEY", "k")
+    monkeypatch.setenv("EVAL_JUDGE_MODEL", "judge-1")
+    fake_openai.fail_when = lambda body: True
+    junit = project_env / "results.xml"
+
+    for fail_on, code in (("critical", 3), ("warning", 3), ("never", 0)):
+        assert main(["run", "--date", "2026-11-01", "--fail-on", fail_on, "--junit", str(junit)]) == code
+
+    out, err = capsys.readouterr()
+    assert "2 judge verdicts failed (see `judgements.reasoning`)." in out
+    assert "eval-pipeline: 0 live replays and 2 judge verdicts failed after retries on 2026-11-01" in err
+    suite, summary = day_outputs(project_env, junit, "2026-11-01")
+    assert (suite.get("tests"), suite.get("failures"), suite.get("errors")) == ("2", "0", "1")
+    judge_case = suite.find("testcase[@name='judge verdicts']/error")
+    assert judge_case.get("message") == "2 judge verdicts failed after retries: see judgements.reasoning"
+    assert summary["judge_failed"] == 2
+    with dg.DagsterInstance.from_config(str(project_env / "dagster_home")) as instance:
+        report = instance.fetch_materializations(dg.AssetKey("eval_report"), limit=1).records[0].asset_materialization
+    assert report.metadata["failed_judge_verdicts"].value == 2
+
+
+def test_only_the_chosen_agents_failed_live_replays_decide_its_exit_code(project_env, fake_openai, monkeypatch, capsys):
+    """The gateway fails every replay of one agent: a run of that agent exits 3, and a run of the other agent alone
+    afterwards is clean (0), though the day holds the first one's failed replay."""
+    questions = write_triage_episodes(project_env / "episodes", 1)
+    other = air_episode("other-1", "triage/other-1", "Who owns it?", "lookup_refund", '{"calls": 1}',
+                        "Done after 1 tool calls: Who owns it?", agent_id="other-bot")  # fmt: skip
+    with (project_env / "episodes" / "day.jsonl").open("a") as records:
+        records.write(json.dumps(other) + "\n")
+    live_replay_env(monkeypatch, fake_openai)
+    fake_openai.fail_when = lambda body: questions["ep-0"] in json.dumps(body["messages"])
+
+    assert main(["run", "--date", "2026-11-05", "--agent", "triage-bot"]) == 3
+    assert main(["run", "--date", "2026-11-05", "--agent", "other-bot"]) == 0  # beside triage-bot's failed replay
+    assert capsys.readouterr().err.count("eval-pipeline: 1 live replay and 0 judge verdicts failed after retries") == 1

@@ -92,6 +92,7 @@ def build_report(data: ReportData, context: RunContext) -> Report:
             "called": data.live_replays - data.reused_replays,
             "failed": data.failed_replays,
         },
+        "judge_failed": int((data.judgements["status"] == "failed").sum() + (data.pairwise["status"] == "failed").sum()),
         "agent_id": data.agent_id,
         "without_task_id": scores.without_task_id,
     }

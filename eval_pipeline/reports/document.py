@@ -124,6 +124,7 @@ class Summary(Verdicts):
     baselines_from: dict[str, int]  # episodes compared with a baseline, by where it came from (run, history, pin, ...)
     superseded: int  # episodes of earlier case-set runs a later run of their agent replaced in the day's count
     replays: ReplayCounts
+    judge_failed: int  # judge verdicts (rubric and pairwise) the gateway failed after its retries
     agent_id: str | None  # the one agent the report covers (`run --agent`); None: every agent of the day
     without_task_id: int  # episodes recorded without `metadata.task_id` (their task derived, the note names them)
 

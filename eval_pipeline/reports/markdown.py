@@ -96,8 +96,9 @@ def failed_on_cell(failed_on: Mapping[str, int]) -> str:
 
 
 def verdict_line(counts: Mapping[str, Any]) -> str:
-    """The verdict counts in one sentence, with why some episodes have no verdict and, when the candidates were
-    replayed live, how many of those replays the cache gave (CLI, Markdown and HTML say it alike)."""
+    """The verdict counts in one sentence, with why some episodes have no verdict, how many judge verdicts the gateway
+    failed and, when the candidates were replayed live, how many of those replays the cache gave (CLI, Markdown and
+    HTML say it alike)."""
     line = f"{counts['passed']} passed, {counts['failed']} failed of {counts['scored']} episodes with a verdict."
     replays = counts.get("replays") or {}  # a summary stored before live replays were counted has none
     failed_replays = replays.get("failed", 0)
@@ -116,6 +117,9 @@ def verdict_line(counts: Mapping[str, Any]) -> str:
     from_history = counts.get("baselines_from", {}).get("history")
     if from_history:
         line += f" {from_history} compared with a baseline found in the source's earlier days (not yet evaluated)."
+    judge_failed = counts.get("judge_failed", 0)  # a summary stored before they were counted has none
+    if judge_failed:
+        line += f" {judge_failed} judge verdict{'s' if judge_failed != 1 else ''} failed (see `judgements.reasoning`)."
     if replays.get("live"):
         line += f" Live replays: {replays['reused']} reused from the cache, {replays['called']} called the model."
     return line

@@ -639,6 +639,8 @@ def eval_report(
                 "warning_alerts": summary["warning_alerts"],
                 "episodes": summary["total_episodes"],
                 **{key: summary[key] for key in ("passed", "failed", "without_verdict")},
+                "failed_live_replays": summary["replays"]["failed"],
+                "failed_judge_verdicts": summary["judge_failed"],
                 "html_report": dg.MetadataValue.url(viewer.report(paths["html"])),
                 "in_viewer": dg.MetadataValue.url(viewer.day(day)),
                 "html_path": dg.MetadataValue.path(str(paths["html"])),
