@@ -436,3 +436,27 @@ def test_only_the_chosen_agents_failed_live_replays_decide_its_exit_code(project
     assert main(["run", "--date", "2026-11-05", "--agent", "triage-bot"]) == 3
     assert main(["run", "--date", "2026-11-05", "--agent", "other-bot"]) == 0  # beside triage-bot's failed replay
     assert capsys.readouterr().err.count("eval-pipeline: 1 live replay and 0 judge verdicts failed after retries") == 1
+
+
+def test_a_call_the_gateway_answered_only_after_a_retry_is_counted_and_a_failed_one_says_its_attempts(
+    project_env, fake_openai, monkeypatch, capsys
+):
+    """The SDK retried a 503 silently, and a replay that failed said nothing of the five requests behind it: the
+    run now warns how many calls needed retries (no table has a column for it: the steps' Dagster metadata and log
+    hold it), and each failed replay's error says how many attempts it took."""
+    write_triage_episodes(project_env / "episodes", 2)
+    live_replay_env(monkeypatch, fake_openai)
+    fake_openai.fail_next = [(503, "0")]
+
+    assert main(["run", "--date", "2026-11-05"]) == 0
+
+    assert "eval-pipeline: warning: 1 gateway call answered only after retries on 2026-11-05" in capsys.readouterr().err
+    with dg.DagsterInstance.from_config(str(project_env / "dagster_home")) as instance:
+        replays = instance.fetch_materializations(dg.AssetKey("replays"), limit=1).records[0].asset_materialization
+    assert (replays.metadata["llm_calls"].value, replays.metadata["llm_calls_retried"].value) == (4, 1)
+
+    fake_openai.fail_when = lambda body: True
+    assert main(["run", "--date", "2026-11-05", "--no-cache"]) == 3
+    assert rows(project_env, "SELECT DISTINCT error FROM replays") == [
+        ("GatewayError: InternalServerError (HTTP 500): Error code: 500 - injected (5 attempts)",)
+    ]

@@ -212,6 +212,7 @@ def evaluate(settings: Settings, request: RunRequest) -> None:
     """Run the whole graph for the days; print each case of the case set and each category, when there is
     one, then one line per day, then where to look."""
     from eval_pipeline.reports.markdown import verdict_line
+    from eval_pipeline.runner import retried_calls
     from eval_pipeline.warehouse.cases import case_results
     from eval_pipeline.warehouse.report_files import report_files
 
@@ -242,6 +243,13 @@ def evaluate(settings: Settings, request: RunRequest) -> None:
         if any(told):  # what the counts leave out, what the gateway failed and where live replays came from
             print(f"            {verdict_line(s)}")
     print(f"run in the UI: {settings.ui_base_url}/runs/{run_id}")
+    retried = retried_calls(settings, run_id)
+    if retried:  # the SDK retries silently; failed calls say their attempts in `replays.error` and `judgements.reasoning`
+        print(
+            f"eval-pipeline: warning: {retried} gateway call{'s' if retried != 1 else ''} answered only after retries on "
+            f"{_span(request.days)} (llm_calls_retried in the run's replays and judgements metadata)",
+            file=sys.stderr,
+        )
 
 
 def _print_case_results(results: CaseResults) -> None:

@@ -21,6 +21,7 @@ from eval_pipeline.redaction import HIDDEN
 from eval_pipeline.retry import Backoff
 
 if TYPE_CHECKING:
+    from openai import APIError
     from openai.types.chat import ChatCompletionMessageParam
 
 Answer = TypeVar("Answer", bound=BaseModel)
@@ -61,6 +62,7 @@ class Tokens:
 @dataclass
 class Usage:
     calls: int = 0
+    retried: int = 0  # of them, answered only after a retry (a 429, 5xx, timeout or unreadable body before the answer)
     tokens: Tokens = Tokens()
     cost_usd: float = 0.0  # 0 without a price for the model
     reasks: int = 0
@@ -139,22 +141,26 @@ class Gateway:
             self.usage.calls += 1  # counted when sent, so concurrent calls cannot overrun the budget
             try:
                 try:
-                    body, seconds = await self._create(messages, response_format, tools)
+                    body, seconds, retried = await self._create(messages, response_format, tools)
                 except self._openai.BadRequestError:
                     if not response_format or response_format["type"] != "json_schema":
                         raise
-                    body, seconds = await self._create(messages, {"type": "json_object"}, tools)  # no json_schema
+                    body, seconds, retried = await self._create(messages, {"type": "json_object"}, tools)  # no json_schema
             except self._openai.APIError as exc:
                 raise GatewayError(_describe(exc, self.api_key)) from None
+        self.usage.retried += retried
         tokens = Tokens.of(body)
         self.usage.tokens += tokens
         self.usage.cost_usd += tokens.cost(self.price) or 0.0
         return body, seconds
 
-    async def _create(self, messages: list[dict], response_format: dict | None, tools: list[dict] | None) -> tuple[dict, float]:
+    async def _create(
+        self, messages: list[dict], response_format: dict | None, tools: list[dict] | None
+    ) -> tuple[dict, float, bool]:
         """One call through the SDK (its retries included), read as plain JSON: building the SDK's
         response objects would cost more CPU than the call itself. A 200 whose body is no JSON object (a proxy
-        cut it short) is retried as the SDK retries a 5xx, then a GatewayError: a fault, not a crashed run."""
+        cut it short) is retried as the SDK retries a 5xx, then a GatewayError: a fault, not a crashed run.
+        With the answer, whether it came only after a retry (the SDK's or ours), which the SDK does not say."""
         options: dict[str, Any] = {"response_format": response_format} if response_format else {}
         if tools:
             options["tools"] = tools
@@ -172,7 +178,7 @@ class Gateway:
                 problem = f"a body that is not JSON ({first_line(exc)})"
                 continue
             if isinstance(body, dict):
-                return body, raw.elapsed.total_seconds()
+                return body, raw.elapsed.total_seconds(), bool(attempt or raw.retries_taken)
             problem = "JSON that is not an object"
         raise GatewayError(f"{self.model} answered {problem}, {self.max_retries + 1} times")
 
@@ -218,10 +224,15 @@ def _wrong(error: ValueError) -> str:
     return first_line(error)
 
 
-def _describe(error: Exception, api_key: str) -> str:
-    """The error in one line, the key hidden before the line is cut: a gateway may quote the key it refused."""
+def _describe(error: APIError, api_key: str) -> str:
+    """The error in one line, the key hidden before the line is cut (a gateway may quote the key it refused), and
+    how many requests the SDK sent before giving up: it numbers each retry in a header of the request."""
     status = getattr(error, "status_code", None)
     text = str(error)
     if len(api_key) >= MIN_KEY_LENGTH:
         text = text.replace(api_key, HIDDEN)
-    return f"{type(error).__name__}{f' (HTTP {status})' if status else ''}: {first_line(text)}"
+    attempts = int(error.request.headers.get("x-stainless-retry-count", 0)) + 1
+    return (
+        f"{type(error).__name__}{f' (HTTP {status})' if status else ''}: {first_line(text)} "
+        f"({attempts} attempt{'s' if attempts != 1 else ''})"
+    )
