@@ -125,6 +125,15 @@ def open_instance(settings: Settings) -> dg.DagsterInstance:
         return dg.DagsterInstance.from_config(str(settings.dagster_home))
 
 
+def retried_calls(settings: Settings, run_id: str) -> int:
+    """The run's gateway calls answered only after retries, as its steps' metadata counts them (`llm_calls_retried`):
+    no table has a column for them."""
+    with open_instance(settings) as instance:
+        records = instance.get_records_for_run(run_id, of_type=DagsterEventType.ASSET_MATERIALIZATION).records
+    counts = [m.metadata.get("llm_calls_retried") for r in records if (m := r.event_log_entry.asset_materialization)]
+    return sum(count.value or 0 for count in counts if isinstance(count, dg.IntMetadataValue))
+
+
 _T = TypeVar("_T")
 Progress = Callable[[int, int, str], None]  # (steps finished, steps in all, what the run does now: "scores done")
 

@@ -34,6 +34,11 @@ class FakeOpenAI:
         self.reject_json_schema = False  # answer 400 to response_format json_schema, like older servers
         self.rogue_tool: str | None = None  # as a candidate, call this tool (not on offer) first
         self.position_bias = False  # as a pairwise judge, always prefer the answer shown first
+        self.score_of: Callable[[str], object] | None = None  # as a rubric judge, the score to answer for a response
+        self.refuse_when: Callable[[dict], bool] | None = None  # refuse the requests it picks, as OpenAI's models do
+        self.filter_when: Callable[[dict], bool] | None = None  # answer a choice without a message (a content filter)
+        self.truncated_next = 0  # answer this many calls 200 with a JSON body cut off midway, as a dropped proxy does
+        self.echo_key = False  # answer 401 quoting the request's API key, as some gateways do
         self.requests: list[dict[str, Any]] = []
         self._lock = threading.Lock()
         fake = self
@@ -48,6 +53,10 @@ class FakeOpenAI:
                 body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))))
                 status, headers, answer = fake._answer(self.path, body, self.headers.get("Authorization"))
                 payload = json.dumps(answer).encode()
+                with fake._lock:
+                    truncated = fake.truncated_next > 0
+                    fake.truncated_next -= truncated
+                payload = payload[: len(payload) // 2] if truncated else payload
                 self.send_response(status)
                 for name, value in {**headers, "Content-Type": "application/json", "Content-Length": str(len(payload))}.items():
                     self.send_header(name, value)
@@ -71,6 +80,9 @@ class FakeOpenAI:
             self.invalid_json_next -= prose
         if self.latency_seconds:
             time.sleep(self.latency_seconds)
+        if self.echo_key:
+            key = (authorization or "").removeprefix("Bearer ")
+            return 401, {}, {"error": {"message": f"Incorrect API key provided: {key}", "type": "invalid_request_error"}}
         if fault:
             status, retry_after = fault
             return (
@@ -78,6 +90,16 @@ class FakeOpenAI:
                 ({"Retry-After": retry_after} if retry_after else {}),
                 {"error": {"message": "injected", "type": "server_error"}},
             )
+        if self.filter_when and self.filter_when(body):
+            choice = {"index": 0, "message": None, "finish_reason": "content_filter"}
+            return 200, {}, {"id": "chatcmpl-filtered", "object": "chat.completion", "created": 0, "choices": [choice]}
+        if self.refuse_when and self.refuse_when(body):
+            refusal = {"role": "assistant", "content": None, "refusal": "I'm sorry, I can't help with that."}
+            return 200, {}, {
+                "id": "chatcmpl-refusal", "object": "chat.completion", "created": 0, "model": body["model"],
+                "choices": [{"index": 0, "message": refusal, "finish_reason": "stop"}],
+                "usage": {"prompt_tokens": 100, "completion_tokens": 10, "total_tokens": 110},
+            }  # fmt: skip
         if self.reject_json_schema and body.get("response_format", {}).get("type") == "json_schema":
             return 400, {}, {"error": {"message": "json_schema unsupported", "type": "invalid_request_error"}}
         if body.get("tools"):
@@ -98,8 +120,9 @@ class FakeOpenAI:
             winner = "A" if self.position_bias or first > second else "B" if second > first else "tie"
             return {"winner": winner, "reasoning": f"deterministic {first} vs {second}"}
         found = re.search(r"<response>\n(.*)\n</response>", text, re.S)
-        score = deterministic_score(found.group(1) if found else text)
-        return {"score": score, "reasoning": f"deterministic {score}"}
+        response = found.group(1) if found else text
+        score = deterministic_score(response)
+        return {"score": self.score_of(response) if self.score_of else score, "reasoning": f"deterministic {score}"}
 
     def _agent_turn(self, body: dict) -> dict:
         """As a candidate agent: call each offered tool once, in order, then answer."""

@@ -75,7 +75,8 @@ def build_parser() -> argparse.ArgumentParser:
         description="Nightly evaluation of recorded AI-agent runs.",
         epilog=f"exit codes: {EXIT_OK} done, {EXIT_FINDINGS} a failed episode or findings at or above --fail-on (both within "
         f"--agent), {EXIT_USAGE} usage or config error, "
-        f"{EXIT_INFRA} infrastructure error (store unreachable, warehouse busy)",
+        f"{EXIT_INFRA} infrastructure error (store unreachable, warehouse busy; live replays or judge verdicts the "
+        "gateway failed after its retries)",
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
     subparsers = parser.add_subparsers(dest="command", required=True)

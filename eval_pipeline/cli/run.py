@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 from eval_pipeline import jsonout
 from eval_pipeline.cli.command import (
     EXIT_FINDINGS,
+    EXIT_INFRA,
     EXIT_OK,
     Command,
     UsageError,
@@ -33,6 +34,7 @@ if TYPE_CHECKING:
     from eval_pipeline.settings import Settings
     from eval_pipeline.warehouse.cases import CaseResults
     from eval_pipeline.warehouse.connection import Warehouse
+    from eval_pipeline.warehouse.reports import RunOutcome
 
 
 def _arguments(parser: argparse.ArgumentParser) -> None:
@@ -71,7 +73,6 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _run(args: argparse.Namespace, settings: Settings) -> int:
-    from eval_pipeline.config import SEVERITY_RANK
     from eval_pipeline.runner import RunRequest
     from eval_pipeline.warehouse.reports import run_outcome
 
@@ -108,10 +109,33 @@ def _run(args: argparse.Namespace, settings: Settings) -> int:
         print(f"JUnit XML: {args.junit}")
     if args.fail_on == "never":
         return EXIT_OK
-    outcome = run_outcome(settings.warehouse(), selected, args.agent)
-    floor = SEVERITY_RANK[args.fail_on]
-    severe = any(SEVERITY_RANK.get(severity, 0) >= floor and n for severity, n in outcome.findings.items())
-    return EXIT_FINDINGS if outcome.failed_episodes or severe else EXIT_OK
+    return _exit_code(run_outcome(settings.warehouse(), selected, args.agent), args.fail_on, selected)
+
+
+def _exit_code(outcome: RunOutcome, fail_on: str, selected: list[date]) -> int:
+    """1 for what the agents did (a failed episode, findings at or above `fail_on`); else 3 when the gateway failed
+    live replays or judge verdicts after its retries, saying so on stderr: their episodes have no verdict, and a night
+    the gateway was down must not pass as a clean one; else 0."""
+    from eval_pipeline.config import SEVERITY_RANK
+
+    floor = SEVERITY_RANK[fail_on]
+    if outcome.failed_episodes or any(SEVERITY_RANK.get(severity, 0) >= floor and n for severity, n in outcome.findings.items()):
+        return EXIT_FINDINGS
+    if outcome.failed_live_replays or outcome.failed_judge_verdicts:
+        replays, verdicts = outcome.failed_live_replays, outcome.failed_judge_verdicts
+        print(
+            f"eval-pipeline: {replays} live replay{'s' if replays != 1 else ''} and {verdicts} judge "
+            f"verdict{'s' if verdicts != 1 else ''} failed after retries on {_span(selected)}: "
+            "see replays.error / judgements.reasoning",
+            file=sys.stderr,
+        )
+        return EXIT_INFRA
+    return EXIT_OK
+
+
+def _span(days: list[date]) -> str:
+    """The days as a message names them: the one day, or the range."""
+    return str(days[0]) if len(days) == 1 else f"{days[0]}..{days[-1]}"
 
 
 COMMAND = Command(
@@ -190,6 +214,7 @@ def evaluate(settings: Settings, request: RunRequest) -> None:
     """Run the whole graph for the days; print each case of the case set and each category, when there is
     one, then one line per day, then where to look."""
     from eval_pipeline.reports.markdown import verdict_line
+    from eval_pipeline.runner import retried_calls
     from eval_pipeline.warehouse.cases import case_results
     from eval_pipeline.warehouse.outdated import other_policy_days, outdated_days
     from eval_pipeline.warehouse.report_files import report_files
@@ -216,12 +241,20 @@ def evaluate(settings: Settings, request: RunRequest) -> None:
             s.get("superseded"),
             s.get("baselines_from", {}).get("history"),
             s.get("replays", {}).get("live"),
+            s.get("judge_failed"),
         )
-        if any(told):  # what the counts leave out, and where live replays came from
+        if any(told):  # what the counts leave out, what the gateway failed and where live replays came from
             print(f"            {verdict_line(s)}")
     print_outdated(outdated_days(settings.warehouse(), config.baseline.policy, after=request.days[-1]))
     print_other_policy(other_policy_days(settings.warehouse(), config.baseline.policy), config.baseline.policy)
     print(f"run in the UI: {settings.ui_base_url}/runs/{run_id}")
+    retried = retried_calls(settings, run_id)
+    if retried:  # the SDK retries silently; failed calls say their attempts in `replays.error` and `judgements.reasoning`
+        print(
+            f"eval-pipeline: warning: {retried} gateway call{'s' if retried != 1 else ''} answered only after retries on "
+            f"{_span(request.days)} (llm_calls_retried in the run's replays and judgements metadata)",
+            file=sys.stderr,
+        )
 
 
 def _print_case_results(results: CaseResults) -> None:
@@ -260,9 +293,8 @@ def _check_agent_seen(warehouse: Warehouse, request: RunRequest) -> None:
 
     seen = agents_seen(warehouse, request.days)
     if request.agent_id not in seen:
-        span = str(request.days[0]) if len(request.days) == 1 else f"{request.days[0]}..{request.days[-1]}"
         known = ", ".join(seen) if seen else "none"
-        raise UsageError(f"--agent {request.agent_id}: no episode of that agent on {span}; agents there: {known}")
+        raise UsageError(f"--agent {request.agent_id}: no episode of that agent on {_span(request.days)}; agents there: {known}")
 
 
 @contextmanager

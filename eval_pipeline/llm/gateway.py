@@ -1,8 +1,9 @@
 """Any OpenAI-compatible endpoint, through the official SDK: bounded concurrency, retries, JSON answers.
 
 The SDK retries 429, 5xx, timeouts and connection errors with exponential backoff and jitter,
-honouring Retry-After; this module bounds how many calls are in flight and turns an answer into
-validated JSON, asking once more when the model's JSON does not validate.
+honouring Retry-After; this module retries a 200 whose body is not a JSON object the same way, bounds how
+many calls are in flight and turns an answer into validated JSON, asking once more when the model's JSON does
+not validate.
 """
 
 from __future__ import annotations
@@ -16,8 +17,11 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 from pydantic import BaseModel, ValidationError
 
 from eval_pipeline.config import Price
+from eval_pipeline.redaction import HIDDEN
+from eval_pipeline.retry import Backoff
 
 if TYPE_CHECKING:
+    from openai import APIError
     from openai.types.chat import ChatCompletionMessageParam
 
 Answer = TypeVar("Answer", bound=BaseModel)
@@ -58,6 +62,7 @@ class Tokens:
 @dataclass
 class Usage:
     calls: int = 0
+    retried: int = 0  # of them, answered only after a retry (a 429, 5xx, timeout or unreadable body before the answer)
     tokens: Tokens = Tokens()
     cost_usd: float = 0.0  # 0 without a price for the model
     reasks: int = 0
@@ -65,6 +70,7 @@ class Usage:
 
 
 OPENAI_BASE_URL = "https://api.openai.com/v1"  # where the SDK itself goes when no base URL is given
+UNREADABLE_BODY_BACKOFF = Backoff()  # between asking again after a 200 whose body could not be read
 
 
 @dataclass
@@ -100,18 +106,32 @@ class Gateway:
         await self._client.close()
 
     async def _call(self, messages: list[dict[str, str]], schema: type[BaseModel]) -> tuple[str, Tokens]:
-        body = await self._send(messages, response_format=_json_schema_format(schema))
-        try:
-            return body["choices"][0]["message"]["content"] or "", Tokens.of(body)
-        except (KeyError, IndexError, TypeError):
-            raise GatewayError(f"{self.model} answered without a message") from None
+        body, _ = await self._send(messages, response_format=_json_schema_format(schema))
+        message = self.message(body)
+        content, refusal = message.get("content"), message.get("refusal")
+        if not content and refusal:  # said in its own field: no malformed JSON to ask again about
+            raise GatewayError(f"{self.model} refused: {first_line(str(refusal))}")
+        return content or "", Tokens.of(body)
 
-    async def chat(self, messages: list[dict], tools: list[dict]) -> dict:
-        """One assistant turn that may call `tools`: the response body as JSON."""
+    def message(self, body: dict) -> dict:
+        """The answer's message (its first choice's); a GatewayError when it has none (a content filter's null)."""
+        try:
+            message = body["choices"][0]["message"]
+        except (KeyError, IndexError, TypeError):
+            message = None
+        if not isinstance(message, dict):
+            raise GatewayError(f"{self.model} answered without a message")
+        return message
+
+    async def chat(self, messages: list[dict], tools: list[dict]) -> tuple[dict, float]:
+        """One assistant turn that may call `tools`: the response body as JSON, and the seconds the answer took."""
         return await self._send(messages, tools=tools or None)
 
-    async def _send(self, messages: list[dict], *, response_format: dict | None = None, tools: list[dict] | None = None) -> dict:
-        """One call within the budget and the concurrency bound; any API failure becomes a GatewayError."""
+    async def _send(
+        self, messages: list[dict], *, response_format: dict | None = None, tools: list[dict] | None = None
+    ) -> tuple[dict, float]:
+        """One call within the budget and the concurrency bound, and the seconds its answer took (the request that
+        was answered: not the wait for a slot, nor retries and their backoff); any API failure becomes a GatewayError."""
         async with self._slots:
             if self.max_calls is not None and self.usage.calls >= self.max_calls:
                 raise BudgetExhausted(f"budget of {self.max_calls} calls used up")
@@ -121,30 +141,46 @@ class Gateway:
             self.usage.calls += 1  # counted when sent, so concurrent calls cannot overrun the budget
             try:
                 try:
-                    body = await self._create(messages, response_format, tools)
+                    body, seconds, retried = await self._create(messages, response_format, tools)
                 except self._openai.BadRequestError:
                     if not response_format or response_format["type"] != "json_schema":
                         raise
-                    body = await self._create(messages, {"type": "json_object"}, tools)  # a server without json_schema
+                    body, seconds, retried = await self._create(messages, {"type": "json_object"}, tools)  # no json_schema
             except self._openai.APIError as exc:
-                raise GatewayError(_describe(exc)) from None
+                raise GatewayError(_describe(exc, self.api_key)) from None
+        self.usage.retried += retried
         tokens = Tokens.of(body)
         self.usage.tokens += tokens
         self.usage.cost_usd += tokens.cost(self.price) or 0.0
-        return body
+        return body, seconds
 
-    async def _create(self, messages: list[dict], response_format: dict | None, tools: list[dict] | None) -> dict:
+    async def _create(
+        self, messages: list[dict], response_format: dict | None, tools: list[dict] | None
+    ) -> tuple[dict, float, bool]:
         """One call through the SDK (its retries included), read as plain JSON: building the SDK's
-        response objects would cost more CPU than the call itself."""
+        response objects would cost more CPU than the call itself. A 200 whose body is no JSON object (a proxy
+        cut it short) is retried as the SDK retries a 5xx, then a GatewayError: a fault, not a crashed run.
+        With the answer, whether it came only after a retry (the SDK's or ours), which the SDK does not say."""
         options: dict[str, Any] = {"response_format": response_format} if response_format else {}
         if tools:
             options["tools"] = tools
         # the messages are plain chat-format dicts (built here or recorded in an episode); the SDK sends them as JSON
         sdk_messages = cast("list[ChatCompletionMessageParam]", messages)
-        raw = await self._client.chat.completions.with_raw_response.create(
-            model=self.model, messages=sdk_messages, temperature=0, **options
-        )
-        return json.loads(raw.content)
+        for attempt in range(self.max_retries + 1):
+            if attempt:
+                await asyncio.sleep(UNREADABLE_BODY_BACKOFF.delay(attempt - 1))
+            raw = await self._client.chat.completions.with_raw_response.create(
+                model=self.model, messages=sdk_messages, temperature=0, **options
+            )
+            try:
+                body = json.loads(raw.content)
+            except ValueError as exc:
+                problem = f"a body that is not JSON ({first_line(exc)})"
+                continue
+            if isinstance(body, dict):
+                return body, raw.elapsed.total_seconds(), bool(attempt or raw.retries_taken)
+            problem = "JSON that is not an object"
+        raise GatewayError(f"{self.model} answered {problem}, {self.max_retries + 1} times")
 
     async def structured(self, messages: list[dict[str, str]], schema: type[Answer]) -> tuple[Answer, Tokens]:
         """The answer validated as `schema`, and the tokens it took; one re-ask on invalid JSON, then GatewayError."""
@@ -156,14 +192,14 @@ class Gateway:
             reask = [
                 *messages,
                 {"role": "assistant", "content": content},
-                {"role": "user", "content": f"That was not valid JSON for the schema ({first_line(first_error)}). "
+                {"role": "user", "content": f"That was not valid JSON for the schema ({_wrong(first_error)}). "
                  "Answer again with only the JSON object."},
             ]  # fmt: skip
             content, more = await self._call(reask, schema)
             try:
                 return schema.model_validate(json.loads(content)), tokens + more
             except (ValueError, ValidationError) as second_error:
-                raise GatewayError(f"invalid JSON from {self.model} twice: {first_line(second_error)}") from None
+                raise GatewayError(f"invalid JSON from {self.model} twice: {_wrong(second_error)}") from None
 
 
 @lru_cache(maxsize=64)
@@ -172,11 +208,31 @@ def _json_schema_format(schema: type[BaseModel]) -> dict:
     return {"type": "json_schema", "json_schema": {"name": schema.__name__, "schema": schema.model_json_schema(), "strict": True}}
 
 
-def first_line(error: Exception) -> str:
-    """An error as one short line, for records and messages."""
+def first_line(error: Exception | str) -> str:
+    """An error (or its text) as one short line, for records and messages."""
     return str(error).splitlines()[0][:200]
 
 
-def _describe(error: Exception) -> str:
+MIN_KEY_LENGTH = 8  # a shorter key (a local server's "k") is no secret, and hiding it would garble every message
+
+
+def _wrong(error: ValueError) -> str:
+    """What was wrong with an answer, in one line: each field a validation error names and why, else the JSON error
+    (a ValidationError's first line only counts its errors)."""
+    if isinstance(error, ValidationError):
+        return first_line("; ".join(f"{'.'.join(map(str, e['loc'])) or 'answer'}: {e['msg']}" for e in error.errors()))
+    return first_line(error)
+
+
+def _describe(error: APIError, api_key: str) -> str:
+    """The error in one line, the key hidden before the line is cut (a gateway may quote the key it refused), and
+    how many requests the SDK sent before giving up: it numbers each retry in a header of the request."""
     status = getattr(error, "status_code", None)
-    return f"{type(error).__name__}{f' (HTTP {status})' if status else ''}: {first_line(error)}"
+    text = str(error)
+    if len(api_key) >= MIN_KEY_LENGTH:
+        text = text.replace(api_key, HIDDEN)
+    attempts = int(error.request.headers.get("x-stainless-retry-count", 0)) + 1
+    return (
+        f"{type(error).__name__}{f' (HTTP {status})' if status else ''}: {first_line(text)} "
+        f"({attempts} attempt{'s' if attempts != 1 else ''})"
+    )

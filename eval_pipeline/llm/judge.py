@@ -76,7 +76,7 @@ BUILTIN_RUBRICS = {rubric.name: rubric for rubric in (RELEVANCE, TONE)}
 class Verdict(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    score: int = Field(ge=1, le=5)
+    score: int = Field(ge=1, le=5, strict=True)  # `true` or "4" is no score: asked again, never read as 1 or 4
     reasoning: str = Field(min_length=1)
 
     @property
@@ -180,7 +180,8 @@ def judge_partition(
 
 
 def judge_summary(rubrics: pd.DataFrame, pairwise: pd.DataFrame) -> dict:
-    """A day's judge in figures: verdicts, what the calls cost and what the cache saved, pairwise outcomes."""
+    """A day's judge in figures: rubric verdicts (as `judgements` holds them), what the calls cost and what the cache
+    saved, and the pairwise comparisons (as `pairwise_judgements` holds them), each counted on its own."""
     every = pd.concat([frame[["cached", "prompt_tokens", "completion_tokens", "cost_usd"]] for frame in (rubrics, pairwise)])
     every = every[every["prompt_tokens"].notna()]  # rows that asked (or found an answer in the cache)
     cached = every["cached"].astype(bool)
@@ -195,14 +196,13 @@ def judge_summary(rubrics: pd.DataFrame, pairwise: pd.DataFrame) -> dict:
     compared = pairwise[pairwise["status"] == "judged"]
     preferred = compared["preferred"].value_counts()
     return {
-        "judged": int((rubrics["status"] == "judged").sum()),
-        "failed": int((rubrics["status"] == "failed").sum() + (pairwise["status"] == "failed").sum()),
-        "skipped": int((rubrics["status"] == "skipped").sum() + (pairwise["status"] == "skipped").sum()),
+        **{status: int((rubrics["status"] == status).sum()) for status in ("judged", "failed", "skipped")},
         "tokens": tokens(every[~cached]),
         "cost_usd": dollars(every[~cached]),
         "tokens_saved_by_cache": tokens(every[cached]),
         "cost_saved_by_cache_usd": dollars(every[cached]),
         "pairs_compared": len(compared),
+        **{f"pairs_{status}": int((pairwise["status"] == status).sum()) for status in ("failed", "skipped")},
         **{f"pairs_{verdict}": int(preferred.get(verdict, 0)) for verdict in ("candidate", "baseline", "tie", "inconsistent")},
         "pair_agreement": round(float(compared["agree"].astype(bool).mean()), 4) if len(compared) else None,
     }

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import time
 from collections import defaultdict, deque
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
@@ -28,7 +27,7 @@ from eval_pipeline.llm.gateway import OPENAI_BASE_URL, Gateway, GatewayError, To
 from eval_pipeline.scoring.trajectory import paired_calls
 
 EXTRA_TURNS = 2  # beyond one per recorded tool call, before a replay that never answers is cut
-REPLAY_VERSION = 1  # part of every replay's cache key: raise it when `replay_one` changes what a replay does
+REPLAY_VERSION = 2  # part of every replay's cache key: raise it when `replay_one` changes what a replay does
 CACHED_STATUSES = ("success", "diverged")  # a failure (an API error, a malformed answer) is asked again next run
 
 
@@ -101,17 +100,18 @@ async def replay_one(gateway: Gateway, recording: Recording, price: Price | None
         results[name].append(result)
     messages = list(recording.opening)
     tools, calls_made, tokens = _tool_specs(recording), [], Tokens()
-    status, final, error, steps = "diverged", None, None, 0
-    started = time.perf_counter()
+    status, final, error, steps, seconds = "diverged", None, None, 0, 0.0
     try:
         for _ in range(_max_turns(recording)):
-            body = await gateway.chat(messages, tools)
+            body, answered_in = await gateway.chat(messages, tools)
+            seconds += answered_in
             steps += 1
             tokens += Tokens.of(body)
-            message = body["choices"][0]["message"]
+            message = gateway.message(body)
             tool_calls = message.get("tool_calls") or []
             if not tool_calls:
-                status, final = "success", message.get("content") or ""
+                # a refusal comes in its own field, without content: it is what the candidate answered
+                status, final = "success", message.get("content") or message.get("refusal") or ""
                 break
             messages.append({"role": "assistant", "content": message.get("content"), "tool_calls": tool_calls})
             for call in tool_calls:
@@ -136,7 +136,7 @@ async def replay_one(gateway: Gateway, recording: Recording, price: Price | None
         tools=calls_made,
         total_tokens=tokens.total,
         total_cost_usd=tokens.cost(price),
-        total_duration_ms=(time.perf_counter() - started) * 1000,
+        total_duration_ms=seconds * 1000,  # the candidate's answers: not the gateway's retries, nor a wait for a slot
         step_count=steps,
         error_steps=int(status == "failure"),
         error=error,

@@ -86,7 +86,13 @@ def build_report(data: ReportData, context: RunContext) -> Report:
         "quarantined": data.quarantined,
         "baselines_from": scores.baselines_from,
         "superseded": data.superseded,
-        "replays": {"live": data.live_replays, "reused": data.reused_replays, "called": data.live_replays - data.reused_replays},
+        "replays": {
+            "live": data.live_replays,
+            "reused": data.reused_replays,
+            "called": data.live_replays - data.reused_replays,
+            "failed": data.failed_replays,
+        },
+        "judge_failed": int((data.judgements["status"] == "failed").sum() + (data.pairwise["status"] == "failed").sum()),
         "agent_id": data.agent_id,
         "without_task_id": scores.without_task_id,
     }
@@ -461,7 +467,8 @@ def render_markdown(report: Report) -> str:
         lines += ["", _judge_costs(judge)]
         if judge["pairs_compared"]:
             lines.append(
-                f"Pairwise against the baseline's answer ({judge['pairs_compared']} pairs, each asked in both orders): "
+                f"Pairwise against the baseline's answer ({judge['pairs_compared']} pairs, each asked in both orders"
+                f"{f'; {failed} failed' if (failed := judge.get('pairs_failed')) else ''}): "
                 f"candidate preferred {judge['pairs_candidate']}, baseline preferred {judge['pairs_baseline']}, "
                 f"tie {judge['pairs_tie']}, inconsistent across orders {judge['pairs_inconsistent']} "
                 f"(position agreement {judge['pair_agreement']:.0%})."

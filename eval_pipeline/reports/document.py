@@ -76,6 +76,7 @@ class ReportData:
     labels: pd.DataFrame  # `labels`: people's verdicts from the viewer's review queues
     live_replays: int = 0  # the day's replays run live through the candidate model
     reused_replays: int = 0  # of those, reused from the cache (no model call)
+    failed_replays: int = 0  # of those, failed by the gateway after its retries: no candidate run, so no verdict
     agent_id: str | None = None  # the one agent a narrowed run (`run --agent`) reports; None: every agent of the day
 
 
@@ -107,6 +108,7 @@ class ReplayCounts(TypedDict):
     live: int  # episodes replayed live (0 in dry mode)
     reused: int  # of them, reused from the cache: no model call
     called: int  # of them, called the candidate model
+    failed: int  # of them, failed by the gateway after its retries: without a verdict
 
 
 class Summary(Verdicts):
@@ -122,6 +124,7 @@ class Summary(Verdicts):
     baselines_from: dict[str, int]  # episodes compared with a baseline, by where it came from (run, history, pin, ...)
     superseded: int  # episodes of earlier case-set runs a later run of their agent replaced in the day's count
     replays: ReplayCounts
+    judge_failed: int  # judge verdicts (rubric and pairwise) the gateway failed after its retries
     agent_id: str | None  # the one agent the report covers (`run --agent`); None: every agent of the day
     without_task_id: int  # episodes recorded without `metadata.task_id` (their task derived, the note names them)
 

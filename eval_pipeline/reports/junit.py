@@ -1,10 +1,12 @@
 """JUnit XML for CI: one test case per scored episode, failures carrying their finding messages.
 
 Every CI system renders JUnit natively. A suite per day. An episode that did not pass fails with
-its findings' messages; one without a verdict (no baseline, no case) is skipped, not passed; a
-passing episode's warnings go to its output. Per-agent and source findings are test cases of
-their own: critical ones fail. Every text is redacted, and what XML 1.0 forbids (most control
-characters) is dropped, so a hostile id can neither leak a secret nor make the file unreadable.
+its findings' messages; one without a verdict (no baseline, no case) is skipped, not passed, and
+one whose live replay the gateway failed is an error (the run's exit code 3); a passing
+episode's warnings go to its output. Per-agent and source findings are test cases of their own,
+critical ones failing; so are an agent's judge verdicts the gateway failed, one error a day.
+Every text is redacted, and what XML 1.0 forbids (most control characters) is dropped, so a
+hostile id can neither leak a secret nor make the file unreadable.
 """
 
 from __future__ import annotations
@@ -18,17 +20,20 @@ import pandas as pd
 
 from eval_pipeline.redaction import redact
 
+NO_VERDICT = "no baseline, case or recorded reward yet"
 NOT_IN_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
 
 
-def junit_xml(scores: pd.DataFrame, findings: pd.DataFrame, secret_patterns: Iterable[str]) -> str:
-    """`scores`: partition_date, agent_id, task_id, episode_id, passed, verdict_reason;
-    `findings`: partition_date, agent_id, episode_id, dimension, severity, message."""
+def junit_xml(scores: pd.DataFrame, findings: pd.DataFrame, judge_failures: pd.DataFrame, secret_patterns: Iterable[str]) -> str:
+    """`scores`: partition_date, agent_id, task_id, episode_id, passed, verdict_reason (and `replay_error`, why a live
+    replay without a verdict failed);
+    `findings`: partition_date, agent_id, episode_id, dimension, severity, message;
+    `judge_failures`: partition_date, agent_id, failed (judge verdicts, rubric and pairwise)."""
     root = ET.Element("testsuites", name="eval_pipeline")
-    totals = {"tests": 0, "failures": 0, "skipped": 0}
+    totals = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
     for day, group in scores.groupby("partition_date", sort=True):
         suite = ET.SubElement(root, "testsuite", name=f"eval {pd.Timestamp(day).date().isoformat()}")
-        counts = {"tests": 0, "failures": 0, "skipped": 0}
+        counts = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
         of_the_day = findings[findings["partition_date"] == day]
         messages = of_the_day.groupby("episode_id")  # the day's only (an id can come again on another day of a range)
         for row in group.sort_values(["agent_id", "task_id", "episode_id"]).itertuples():
@@ -38,8 +43,13 @@ def junit_xml(scores: pd.DataFrame, findings: pd.DataFrame, secret_patterns: Ite
             lines = [] if found is None else [f"{f.severity.upper()} {f.dimension}: {f.message}" for f in found.itertuples()]
             passed = None if pd.isna(row.passed) else bool(row.passed)
             if passed is None:
-                ET.SubElement(case, "skipped", message="no verdict: no baseline, case or recorded reward yet")
-                counts["skipped"] += 1
+                replay_error = getattr(row, "replay_error", None)
+                if isinstance(replay_error, str):
+                    ET.SubElement(case, "error", message=f"no verdict: live replay failed: {replay_error}")
+                    counts["errors"] += 1
+                else:
+                    ET.SubElement(case, "skipped", message=f"no verdict: {NO_VERDICT}")
+                    counts["skipped"] += 1
             elif not passed:
                 critical = found is not None and (found["severity"] == "critical").any()
                 failure = ET.SubElement(case, "failure", message=row.verdict_reason, type="critical" if critical else "failed")
@@ -55,6 +65,12 @@ def junit_xml(scores: pd.DataFrame, findings: pd.DataFrame, secret_patterns: Ite
                 counts["failures"] += 1
             else:
                 ET.SubElement(case, "system-out").text = f"WARNING {f.message}"
+        for j in judge_failures[judge_failures["partition_date"] == day].itertuples():
+            case = ET.SubElement(suite, "testcase", classname=j.agent_id, name="judge verdicts")
+            message = f"{j.failed} judge verdict{'s' if j.failed != 1 else ''} failed after retries: see judgements.reasoning"
+            ET.SubElement(case, "error", message=message)
+            counts["tests"] += 1
+            counts["errors"] += 1
         suite.attrib.update({key: str(value) for key, value in counts.items()})
         totals = {key: totals[key] + counts[key] for key in totals}
     root.attrib.update({key: str(value) for key, value in totals.items()})
@@ -66,6 +82,8 @@ def junit_xml(scores: pd.DataFrame, findings: pd.DataFrame, secret_patterns: Ite
     return ET.tostring(root, encoding="unicode", xml_declaration=True) + "\n"
 
 
-def write_junit(path: Path, scores: pd.DataFrame, findings: pd.DataFrame, secret_patterns: Iterable[str]) -> None:
+def write_junit(
+    path: Path, scores: pd.DataFrame, findings: pd.DataFrame, judge_failures: pd.DataFrame, secret_patterns: Iterable[str]
+) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(junit_xml(scores, findings, secret_patterns))
+    path.write_text(junit_xml(scores, findings, judge_failures, secret_patterns))

@@ -96,20 +96,30 @@ def failed_on_cell(failed_on: Mapping[str, int]) -> str:
 
 
 def verdict_line(counts: Mapping[str, Any]) -> str:
-    """The verdict counts in one sentence, with why some episodes have no verdict and, when the candidates were
-    replayed live, how many of those replays the cache gave (CLI, Markdown and HTML say it alike)."""
+    """The verdict counts in one sentence, with why some episodes have no verdict, how many judge verdicts the gateway
+    failed and, when the candidates were replayed live, how many of those replays the cache gave (CLI, Markdown and
+    HTML say it alike)."""
     line = f"{counts['passed']} passed, {counts['failed']} failed of {counts['scored']} episodes with a verdict."
+    replays = counts.get("replays") or {}  # a summary stored before live replays were counted has none
+    failed_replays = replays.get("failed", 0)
     if counts["without_verdict"]:
-        line += (
-            f" {counts['without_verdict']} without a verdict: no baseline, case or recorded reward yet "
-            f"({counts['without_baseline']} without a baseline: the first day of those tasks)."
+        why = [f"{failed_replays} live replay{'s' if failed_replays != 1 else ''} failed (see `replays.error`)"] * bool(
+            failed_replays
         )
+        if counts["without_verdict"] > failed_replays:
+            why.append(
+                f"no baseline, case or recorded reward yet ({counts['without_baseline']} without a baseline: "
+                "the first day of those tasks)"
+            )
+        line += f" {counts['without_verdict']} without a verdict: {'; '.join(why)}."
     if counts.get("superseded"):
         line += f" {counts['superseded']} more in earlier runs a later run of their agent superseded (kept for compare)."
     from_history = counts.get("baselines_from", {}).get("history")
     if from_history:
         line += f" {from_history} compared with a baseline found in the source's earlier days (not yet evaluated)."
-    replays = counts.get("replays") or {}  # a summary stored before live replays were counted has none
+    judge_failed = counts.get("judge_failed", 0)  # a summary stored before they were counted has none
+    if judge_failed:
+        line += f" {judge_failed} judge verdict{'s' if judge_failed != 1 else ''} failed (see `judgements.reasoning`)."
     if replays.get("live"):
         line += f" Live replays: {replays['reused']} reused from the cache, {replays['called']} called the model."
     return line

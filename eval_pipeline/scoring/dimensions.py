@@ -41,6 +41,12 @@ def has_baseline(frame: pd.DataFrame) -> pd.Series:
     return frame["baseline_episode_id"].notna()
 
 
+def replay_failed(frame: pd.DataFrame) -> pd.Series:
+    """Live replays the gateway failed (after its retries): there is no candidate run to score, so no verdict, rather
+    than an outage scored as the agent's regression."""
+    return (frame["mode"] == "live") & (frame["status"] == "failure")
+
+
 def outcome(frame: pd.DataFrame) -> pd.Series:
     """1 when the statuses match or the candidate succeeded, else 0."""
     matched = (frame["status"] == frame["baseline_status"]) | (frame["status"] == "success")

@@ -29,7 +29,7 @@ def score_episodes(frame: pd.DataFrame, config: EvalConfig) -> pd.DataFrame:
 
     Without a baseline, deltas and tool match stay NULL, and so do correctness and the weighted
     score unless a case decides correctness (never a fake perfect score); safety and the checks'
-    issue score (0-100, with a letter grade) are always computed.
+    issue score (0-100, with a letter grade) are computed unless the live replay failed (no run: none of them).
     """
     scored = frame.copy()
     if "superseded" not in scored:  # a frame built without capture runs has no superseded run
@@ -44,6 +44,11 @@ def score_episodes(frame: pd.DataFrame, config: EvalConfig) -> pd.DataFrame:
     scored["weighted_score"] = weighed.where(dim.has_baseline(frame) | dim.has_case(frame))
     scored["issue_score"] = issue_scores({s: frame[f"{s}_issues"].fillna(0).to_numpy(dtype=float) for s in SEVERITIES})
     scored["issue_grade"] = grades(scored["issue_score"].to_numpy())
+    unreplayed = dim.replay_failed(frame)
+    if unreplayed.any():  # no candidate run: nothing to compare or check, nothing to decide a verdict (case, reward)
+        unknown = [*(d.column for d in dimensions()), "weighted_score", "case_score", "case_passed", "recorded_reward",
+                   "issue_score", "issue_grade"]  # fmt: skip
+        scored[unknown] = scored[unknown].mask(unreplayed)
     return scored
 
 

@@ -15,7 +15,7 @@ from eval_pipeline.scoring.assessments import Reading
 from eval_pipeline.scoring.trajectory import Summaries
 from eval_pipeline.warehouse.connection import Warehouse, frame_of, replace_partition
 from eval_pipeline.warehouse.ingest import tool_names_sql
-from eval_pipeline.warehouse.replays import candidate_parts, sort_into_parts
+from eval_pipeline.warehouse.replays import candidate_parts, replay_failed, sort_into_parts
 
 CHECK_BATCH_ROWS = 2_000  # candidates (with their steps) read into Python at a time
 CHECK_PART_EPISODES = 50_000  # candidates whose steps DuckDB gathers at a time (an ordered list aggregate cannot spill)
@@ -28,6 +28,7 @@ SELECT r.episode_id, r.agent_id, e.task_id, r.status, r.final_output, r.tools, r
        list_concat({_DECLARED_TOOLS}) AS declared_tools
 FROM replays r JOIN episodes e USING (episode_id, partition_date)
 WHERE r.partition_date = $day AND r.status <> 'running' AND ($agent IS NULL OR r.agent_id = $agent)
+  AND NOT {replay_failed("r")}
 """
 
 _STEPS = """

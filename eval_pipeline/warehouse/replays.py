@@ -10,6 +10,14 @@ import pandas as pd
 from eval_pipeline.warehouse.connection import Warehouse, replace_partition
 from eval_pipeline.warehouse.llm_cache import store_answers
 
+
+def replay_failed(table: str = "") -> str:
+    """SQL true for a live replay the gateway failed after its retries: no candidate run, so no checks, verdict or
+    reward (as `scoring.dimensions.replay_failed`). `table`: the alias of a `replays` or `scores` row, if any."""
+    at = f"{table}." if table else ""
+    return f"({at}mode = 'live' AND {at}status = 'failure')"
+
+
 # Dry replay: the recording itself is the candidate. Running episodes wait until they finish.
 _DRY = """
 SELECT episode_id, partition_date, agent_id, 'dry' AS mode, model, status, final_output, tools,

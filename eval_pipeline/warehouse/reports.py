@@ -21,6 +21,7 @@ from eval_pipeline.reports.document import (
 )
 from eval_pipeline.warehouse.connection import Warehouse, frame_of
 from eval_pipeline.warehouse.labels import day_labels
+from eval_pipeline.warehouse.replays import replay_failed
 from eval_pipeline.warehouse.rows import one_row
 
 
@@ -53,10 +54,10 @@ def report_inputs(warehouse: Warehouse, day: date, trend_days: int, agent_id: st
         ).fetchall()
         superseded_count = one_row(con, f"SELECT count(*) FROM ({superseded})", params)[0]
         quarantined = one_row(con, f"SELECT count(*) FROM quarantine WHERE partition_date = $day AND {mine}", params)[0]
-        live, reused = one_row(
+        live, reused, failed_replays = one_row(
             con,
-            f"SELECT count(*), count(*) FILTER (WHERE cached) FROM replays WHERE partition_date = $day AND mode = 'live' "
-            f"AND {mine}",
+            f"SELECT count(*), count(*) FILTER (WHERE cached), count(*) FILTER (WHERE {replay_failed()}) FROM replays "
+            f"WHERE partition_date = $day AND mode = 'live' AND {mine}",
             params,
         )
         judgements = frame_of(con.execute(f"SELECT * FROM judgements WHERE partition_date = $day AND {mine}", params))
@@ -81,6 +82,7 @@ def report_inputs(warehouse: Warehouse, day: date, trend_days: int, agent_id: st
         previous_summary=previous_summary,
         live_replays=int(live),
         reused_replays=int(reused),
+        failed_replays=int(failed_replays),
         agent_id=agent_id,
         labels=labels,
     )
@@ -222,20 +224,40 @@ SELECT s.episode_id, s.agent_id, s.task_id, e.trial, e.metadata->>'hint' AS hint
 
 @dataclass(frozen=True)
 class RunOutcome:
-    """What decides a run's exit code: its failed episodes and its findings per severity, within its selection."""
+    """What decides a run's exit code, within its selection: its failed episodes and its findings per severity, and
+    what the gateway failed after its retries (live replays, judge verdicts), as no verdict is no pass."""
 
     failed_episodes: int
     findings: dict[str, int]
+    failed_live_replays: int
+    failed_judge_verdicts: int
+
+
+# The failed judge verdicts of the days (rubric and pairwise alike), per day and agent
+_FAILED_JUDGE_VERDICTS = """
+SELECT partition_date, agent_id, count(*) AS failed FROM (
+    SELECT partition_date, agent_id FROM judgements WHERE status = 'failed' AND {scope}
+    UNION ALL SELECT partition_date, agent_id FROM pairwise_judgements WHERE status = 'failed' AND {scope}
+) GROUP BY ALL ORDER BY ALL
+"""
+_SCOPE = "list_contains($days, partition_date) AND ($agent IS NULL OR agent_id = $agent)"
 
 
 def run_outcome(warehouse: Warehouse, days: list[date], agent_id: str | None = None) -> RunOutcome:
-    """The failed verdicts and findings of `days`, only `agent_id`'s when given."""
+    """The failed verdicts, findings, failed live replays and failed judge verdicts of `days`, only `agent_id`'s when
+    given."""
     params = {"days": days, "agent": agent_id}
-    scope = "list_contains($days, partition_date) AND ($agent IS NULL OR agent_id = $agent)"
     with warehouse.session():
-        failed = warehouse.read_frame(f"SELECT count(*) AS n FROM current_scores WHERE {scope} AND passed = false", params)
-        rows = warehouse.read_frame(f"SELECT severity, count(*) AS n FROM findings WHERE {scope} GROUP BY ALL", params)
-    return RunOutcome(int(failed["n"].iloc[0]), dict(zip(rows["severity"], rows["n"].astype(int), strict=False)))
+        failed = warehouse.read_frame(f"SELECT count(*) AS n FROM current_scores WHERE {_SCOPE} AND passed = false", params)
+        rows = warehouse.read_frame(f"SELECT severity, count(*) AS n FROM findings WHERE {_SCOPE} GROUP BY ALL", params)
+        replays = warehouse.read_frame(f"SELECT count(*) AS n FROM replays WHERE {_SCOPE} AND {replay_failed()}", params)
+        judge = warehouse.read_frame(_FAILED_JUDGE_VERDICTS.format(scope=_SCOPE), params)
+    return RunOutcome(
+        int(failed["n"].iloc[0]),
+        dict(zip(rows["severity"], rows["n"].astype(int), strict=False)),
+        int(replays["n"].iloc[0]),
+        int(judge["failed"].sum()),
+    )
 
 
 def findings_digest(warehouse: Warehouse, days: list[date]) -> pd.DataFrame:
@@ -259,16 +281,23 @@ def agents_seen(warehouse: Warehouse, days: list[date]) -> list[str]:
     return list(frame["agent_id"])
 
 
-def junit_inputs(warehouse: Warehouse, days: list[date], agent_id: str | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """The days' scored episodes and their findings, as JUnit XML reports them."""
+_FAILED_REPLAYS = f"SELECT episode_id, partition_date, error AS replay_error FROM replays WHERE {replay_failed()}"
+
+
+def junit_inputs(
+    warehouse: Warehouse, days: list[date], agent_id: str | None = None
+) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    """The days' scored episodes, their findings and the failed judge verdicts per day and agent, as JUnit XML
+    reports them."""
     params = {"days": days, "agent": agent_id}
-    scope = "list_contains($days, partition_date) AND ($agent IS NULL OR agent_id = $agent)"
     with warehouse.session():
         scores = warehouse.read_frame(
-            f"SELECT partition_date, agent_id, task_id, episode_id, passed, verdict_reason FROM current_scores WHERE {scope}",
+            "SELECT partition_date, agent_id, task_id, episode_id, passed, verdict_reason, replay_error "
+            f"FROM current_scores LEFT JOIN ({_FAILED_REPLAYS}) USING (episode_id, partition_date) WHERE {_SCOPE}",
             params,
         )
         findings = warehouse.read_frame(
-            f"SELECT partition_date, agent_id, episode_id, dimension, severity, message FROM findings WHERE {scope}", params
+            f"SELECT partition_date, agent_id, episode_id, dimension, severity, message FROM findings WHERE {_SCOPE}", params
         )
-    return scores, findings
+        judge = warehouse.read_frame(_FAILED_JUDGE_VERDICTS.format(scope=_SCOPE), params)
+    return scores, findings, judge

@@ -22,7 +22,8 @@ def test_control_characters_are_dropped_and_secrets_redacted():
          {"partition_date": day, "agent_id": "bot\x00\x1b", "episode_id": None, "dimension": "pass_rate",
           "severity": "critical", "message": "internal INT-4711\x02"}]
     )  # fmt: skip
-    xml = junit_xml(scores, findings, ["INT-[0-9]+"])
+    judge_failures = pd.DataFrame([{"partition_date": day, "agent_id": "bot\x00\x1b", "failed": 2}])
+    xml = junit_xml(scores, findings, judge_failures, ["INT-[0-9]+"])
     root = ET.fromstring(xml)  # parses: no character XML 1.0 forbids
     case = root.find(".//testcase[@name='t [ep-1]']")
     assert case is not None and case.get("classname") == "bot"
@@ -31,3 +32,4 @@ def test_control_characters_are_dropped_and_secrets_redacted():
         "INT-4711" not in xml
         and root.find(".//testcase[@name='aggregate pass_rate']/failure").get("message") == "internal …[redacted]"
     )
+    assert root.find(".//testcase[@name='judge verdicts']").get("classname") == "bot"

@@ -41,6 +41,7 @@ from eval_pipeline.defs.resources import (
     WarehouseResource,
 )
 from eval_pipeline.episodes.records import RawRecords
+from eval_pipeline.llm.gateway import Gateway
 from eval_pipeline.llm.judge import configured_rubrics, judge_partition, judge_summary
 from eval_pipeline.redaction import redact, redact_tree
 from eval_pipeline.regression.aggregates import summary_columns
@@ -139,6 +140,16 @@ def _each_day(context: dg.AssetExecutionContext, work: Callable[[date], DayMetad
             context.log.info(f"{name} {day}: {shown}")
         per_day.append(by_table)
     return per_day
+
+
+def _retried(context: dg.AssetExecutionContext, day: date, gateway: Gateway) -> dict[str, int]:
+    """The day's calls the gateway answered only after retries, which the SDK makes silently: no table has a column
+    for them, so the step's metadata counts them (`eval-pipeline run` sums it) and its log warns of them."""
+    if gateway.usage.retried:
+        context.log.warning(
+            f"{day}: {gateway.usage.retried} of {gateway.usage.calls} calls to {gateway.model} answered only after retries"
+        )
+    return {"llm_calls_retried": gateway.usage.retried}
 
 
 def _materialized(context: dg.AssetExecutionContext, metadata: dict | None = None) -> Iterator[dg.MaterializeResult]:
@@ -331,6 +342,7 @@ def replays(
                 "diverged": int(statuses.get("diverged", 0)),
                 "failed": int(statuses.get("failure", 0)),
                 "llm_calls": gateway.usage.calls,
+                **_retried(context, day, gateway),
                 "tokens": gateway.usage.tokens.total,
                 "cost_usd": gateway.usage.cost_usd if price else None,
             }
@@ -380,8 +392,8 @@ def judgements(
         )
         summary = judge_summary(outcome.rubrics, outcome.pairwise)
         return {
-            "judgements": {"llm_calls": outcome.calls, "cache_hits": outcome.cache_hits, **summary,
-                           "dagster/row_count": len(outcome.rubrics)},
+            "judgements": {"llm_calls": outcome.calls, **_retried(context, day, gateway), "cache_hits": outcome.cache_hits,
+                           **summary, "dagster/row_count": len(outcome.rubrics)},
             "pairwise_judgements": {"dagster/row_count": len(outcome.pairwise)},
         }  # fmt: skip
 
@@ -639,6 +651,8 @@ def eval_report(
                 "warning_alerts": summary["warning_alerts"],
                 "episodes": summary["total_episodes"],
                 **{key: summary[key] for key in ("passed", "failed", "without_verdict")},
+                "failed_live_replays": summary["replays"]["failed"],
+                "failed_judge_verdicts": summary["judge_failed"],
                 "html_report": dg.MetadataValue.url(viewer.report(paths["html"])),
                 "in_viewer": dg.MetadataValue.url(viewer.day(day)),
                 "html_path": dg.MetadataValue.path(str(paths["html"])),

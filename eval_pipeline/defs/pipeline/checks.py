@@ -13,7 +13,7 @@ import dagster as dg
 import numpy as np
 import pandas as pd
 
-from eval_pipeline.scoring.dimensions import Dimension, judged_dimensions
+from eval_pipeline.scoring.dimensions import Dimension, judged_dimensions, replay_failed
 
 
 def _unit_columns() -> list[str]:
@@ -55,12 +55,15 @@ class ScoreTally:
     infinite_deltas: int = 0
     with_baseline: int = 0
     missing_scores: int = 0
+    failed_live_replays: int = 0
 
     def add(self, scores: pd.DataFrame) -> None:
         units = scores[_unit_columns()].astype(float)
         self.out_of_range += int(((units < 0) | (units > 1)).any(axis=1).sum())
         self.infinite_deltas += int(np.isinf(scores[_delta_columns()].astype(float)).any(axis=1).sum())
-        with_baseline = scores[scores["baseline_episode_id"].notna()]
+        unreplayed = replay_failed(scores)  # no candidate run to score: counted apart, not as missing scores
+        self.failed_live_replays += int(unreplayed.sum())
+        with_baseline = scores[scores["baseline_episode_id"].notna() & ~unreplayed]
         self.with_baseline += len(with_baseline)
         self.missing_scores += int(with_baseline[[d.column for d in _baseline_dimensions()]].isna().any(axis=1).sum())
 
@@ -73,7 +76,11 @@ class ScoreTally:
         yield dg.AssetCheckResult(
             check_name="scores_present_with_baseline",
             passed=self.missing_scores == 0,
-            metadata={"episodes_with_baseline": self.with_baseline, "missing_scores": self.missing_scores},
+            metadata={
+                "episodes_with_baseline": self.with_baseline,
+                "missing_scores": self.missing_scores,
+                "failed_live_replays": self.failed_live_replays,
+            },
         )
 
 
