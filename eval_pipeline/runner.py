@@ -125,12 +125,17 @@ def open_instance(settings: Settings) -> dg.DagsterInstance:
         return dg.DagsterInstance.from_config(str(settings.dagster_home))
 
 
-def retried_calls(settings: Settings, run_id: str) -> int:
-    """The run's gateway calls answered only after retries, as its steps' metadata counts them (`llm_calls_retried`):
-    no table has a column for them."""
-    with open_instance(settings) as instance:
-        records = instance.get_records_for_run(run_id, of_type=DagsterEventType.ASSET_MATERIALIZATION).records
-    counts = [m.metadata.get("llm_calls_retried") for r in records if (m := r.event_log_entry.asset_materialization)]
+@dataclass(frozen=True)
+class RunDone:
+    """A finished run: its id, and its gateway calls answered only after retries (`llm_calls_retried` in its steps'
+    metadata: no table has a column for them)."""
+
+    run_id: str
+    retried_calls: int
+
+
+def _retried_calls(result: dg.ExecuteInProcessResult) -> int:
+    counts = [event.materialization.metadata.get("llm_calls_retried") for event in result.get_asset_materialization_events()]
     return sum(count.value or 0 for count in counts if isinstance(count, dg.IntMetadataValue))
 
 
@@ -192,8 +197,8 @@ def _definitions_for(settings: Settings) -> dg.Definitions:
     )
 
 
-def run_days(settings: Settings, request: RunRequest, progress: Progress | None = None) -> str:
-    """Materialize the request's assets for its days as one run; return its id.
+def run_days(settings: Settings, request: RunRequest, progress: Progress | None = None) -> RunDone:
+    """Materialize the request's assets for its days as one run.
 
     `progress` hears of each step as it finishes.
 
@@ -258,7 +263,7 @@ def run_days(settings: Settings, request: RunRequest, progress: Progress | None 
         except OSError as exc:  # a full disk fails both: the run's own cause is said first
             raise RunFailed(first, last, result.run_id, f"{cause}; its failure alert not kept: {exc}") from None
         raise failure
-    return result.run_id
+    return RunDone(result.run_id, _retried_calls(result))
 
 
 class RunInterrupted(KeyboardInterrupt):

@@ -30,7 +30,7 @@ from eval_pipeline.cli.command import (
 if TYPE_CHECKING:
     from eval_pipeline.capture.cases import CaseSpec
     from eval_pipeline.config import EvalConfig
-    from eval_pipeline.runner import Progress, RunRequest
+    from eval_pipeline.runner import Progress, RunDone, RunRequest
     from eval_pipeline.settings import Settings
     from eval_pipeline.warehouse.cases import CaseResults
     from eval_pipeline.warehouse.connection import Warehouse
@@ -180,7 +180,7 @@ def checked_inputs(
     return config, cases
 
 
-def launch(settings: Settings, request: RunRequest, config: EvalConfig, what: str = "evaluating") -> str:
+def launch(settings: Settings, request: RunRequest, config: EvalConfig, what: str = "evaluating") -> RunDone:
     """Run the graph (or the request's part of it) for the request's days, then deliver the alerts it raised."""
     from eval_pipeline.runner import run_days
 
@@ -188,7 +188,7 @@ def launch(settings: Settings, request: RunRequest, config: EvalConfig, what: st
     span = str(first) if first == last else f"{first}..{last} ({len(request.days)} days, one run)"
     try:
         with _progress(f"{what} {span}") as progress:
-            run_id = run_days(settings, request, progress)
+            done = run_days(settings, request, progress)
     except KeyboardInterrupt:
         raise  # Ctrl-C wants the prompt back now: what is in the outbox goes with the next run or the sensor
     except BaseException:  # announce the failure too, but end with the run's own error, whatever delivery meets
@@ -198,7 +198,7 @@ def launch(settings: Settings, request: RunRequest, config: EvalConfig, what: st
             print(f"alerts: not delivered: {exc}", file=sys.stderr)
         raise
     _deliver_alerts(settings, config.policies.secret_patterns)  # nor what this run found
-    return run_id
+    return done
 
 
 def case_set(settings: Settings, config: EvalConfig) -> list[CaseSpec]:
@@ -214,13 +214,12 @@ def evaluate(settings: Settings, request: RunRequest) -> None:
     """Run the whole graph for the days; print each case of the case set and each category, when there is
     one, then one line per day, then where to look."""
     from eval_pipeline.reports.markdown import verdict_line
-    from eval_pipeline.runner import retried_calls
     from eval_pipeline.warehouse.cases import case_results
     from eval_pipeline.warehouse.outdated import other_policy_days, outdated_days
     from eval_pipeline.warehouse.report_files import report_files
 
     config, case_specs = checked_inputs(settings, request.days, request.checks)
-    run_id = launch(settings, request, config)
+    done = launch(settings, request, config)
     if request.agent_id:
         _check_agent_seen(settings.warehouse(), request)
     cases = [case.id for case in case_specs]
@@ -247,8 +246,8 @@ def evaluate(settings: Settings, request: RunRequest) -> None:
             print(f"            {verdict_line(s)}")
     print_outdated(outdated_days(settings.warehouse(), config.baseline.policy, after=request.days[-1]))
     print_other_policy(other_policy_days(settings.warehouse(), config.baseline.policy), config.baseline.policy)
-    print(f"run in the UI: {settings.ui_base_url}/runs/{run_id}")
-    retried = retried_calls(settings, run_id)
+    print(f"run in the UI: {settings.ui_base_url}/runs/{done.run_id}")
+    retried = done.retried_calls
     if retried:  # the SDK retries silently; failed calls say their attempts in `replays.error` and `judgements.reasoning`
         print(
             f"eval-pipeline: warning: {retried} gateway call{'s' if retried != 1 else ''} answered only after retries on "

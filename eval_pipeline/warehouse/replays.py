@@ -15,7 +15,7 @@ def replay_failed(table: str = "") -> str:
     """SQL true for a live replay the gateway failed after its retries: no candidate run, so no checks, verdict or
     reward (as `scoring.dimensions.replay_failed`). `table`: the alias of a `replays` or `scores` row, if any."""
     at = f"{table}." if table else ""
-    return f"({at}mode = 'live' AND {at}status = 'failure')"
+    return f"coalesce({at}mode = 'live' AND {at}status = 'failure', false)"  # a row of no mode is no live replay
 
 
 # Dry replay: the recording itself is the candidate. Running episodes wait until they finish.
