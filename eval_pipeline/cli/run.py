@@ -226,26 +226,28 @@ def evaluate(settings: Settings, request: RunRequest) -> None:
     agents = [agent.agent_id for agent in config.capture.capture_agents if request.agent_id in (None, agent.agent_id)]
     if cases and agents:
         _print_case_results(case_results(settings.warehouse(), request.days, agents, cases))
-    for files in report_files(settings.warehouse(), request.days):
-        s = files.summary
-        pass_rate = "–" if s["pass_rate"] is None else f"{s['pass_rate']:.0%}"
-        print(
-            f"{files.day:%Y-%m-%d}  {s['total_episodes']:>5} episodes  {s['passed']:>5} passed  "
-            f"{s['failed']:>5} failed  {s['without_verdict']:>5} without a verdict  pass rate {pass_rate:>4}  "
-            f"{s['critical_alerts']} critical, {s['warning_alerts']} warning  {s['quarantined']} quarantined  "
-            f"{files.html_path or files.markdown_path}"
-        )
-        told = (
-            s["without_verdict"],
-            s.get("superseded"),
-            s.get("baselines_from", {}).get("history"),
-            s.get("replays", {}).get("live"),
-            s.get("judge_failed"),
-        )
-        if any(told):  # what the counts leave out, what the gateway failed and where live replays came from
-            print(f"            {verdict_line(s)}")
-    print_outdated(outdated_days(settings.warehouse(), config.baseline.policy, after=request.days[-1]))
-    print_other_policy(other_policy_days(settings.warehouse(), config.baseline.policy), config.baseline.policy)
+    warehouse = settings.warehouse()
+    with warehouse.session(read_only=True):  # one connection for what the run's summary reads
+        for files in report_files(warehouse, request.days):
+            s = files.summary
+            pass_rate = "–" if s["pass_rate"] is None else f"{s['pass_rate']:.0%}"
+            print(
+                f"{files.day:%Y-%m-%d}  {s['total_episodes']:>5} episodes  {s['passed']:>5} passed  "
+                f"{s['failed']:>5} failed  {s['without_verdict']:>5} without a verdict  pass rate {pass_rate:>4}  "
+                f"{s['critical_alerts']} critical, {s['warning_alerts']} warning  {s['quarantined']} quarantined  "
+                f"{files.html_path or files.markdown_path}"
+            )
+            told = (
+                s["without_verdict"],
+                s.get("superseded"),
+                s.get("baselines_from", {}).get("history"),
+                s.get("replays", {}).get("live"),
+                s.get("judge_failed"),
+            )
+            if any(told):  # what the counts leave out, what the gateway failed and where live replays came from
+                print(f"            {verdict_line(s)}")
+        print_outdated(outdated_days(warehouse, config.baseline.policy, after=request.days[-1]))
+        print_other_policy(other_policy_days(warehouse, config.baseline.policy), config.baseline.policy)
     print(f"run in the UI: {settings.ui_base_url}/runs/{done.run_id}")
     retried = done.retried_calls
     if retried:  # the SDK retries silently; failed calls say their attempts in `replays.error` and `judgements.reasoning`

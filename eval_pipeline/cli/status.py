@@ -56,11 +56,12 @@ def _run(args: argparse.Namespace, settings: Settings) -> int:
         print(f"  {day}  {count} records")
     evaluated: set[str] = set()
     if warehouse.exists():
-        counts = partition_counts(warehouse)
-        evaluated = {f"{day:%Y-%m-%d}" for day in counts.column("partition_date")}
-        print_table(counts, "partitions in the warehouse")
-        print_outdated(outdated_days(warehouse, config.baseline.policy))
-        print_other_policy(other_policy_days(warehouse, config.baseline.policy), config.baseline.policy)
+        with warehouse.session(read_only=True):  # one connection for the warehouse's part
+            counts = partition_counts(warehouse)
+            evaluated = {f"{day:%Y-%m-%d}" for day in counts.column("partition_date")}
+            print_table(counts, "partitions in the warehouse")
+            print_outdated(outdated_days(warehouse, config.baseline.policy))
+            print_other_policy(other_policy_days(warehouse, config.baseline.policy), config.baseline.policy)
     else:
         print("\nno warehouse yet: run `eval-pipeline demo` or `eval-pipeline run --date D`")
     _print_missing_history(sorted(set(health.get("episodes_per_day", {})) - evaluated), config.baseline.lookback_days)

@@ -77,8 +77,9 @@ class Warehouse:
         return self.lake is not None or self.path.exists()
 
     @contextmanager
-    def session(self) -> Iterator[None]:
-        """Hold one write connection (and the lock) across several operations, such as one asset's day.
+    def session(self, *, read_only: bool = False) -> Iterator[None]:
+        """Hold one connection (and the lock) across several operations, such as one asset's day, or a command's
+        reads (`read_only`).
 
         Opening a DuckDB file costs tens of milliseconds; a session pays it once. Keep sessions
         short: every other process waits for the lock meanwhile.
@@ -86,7 +87,7 @@ class Warehouse:
         if self._session is not None:
             yield
             return
-        with self.connect() as con:
+        with self.connect(read_only=read_only) as con:
             self._session = con
             try:
                 yield
