@@ -261,3 +261,24 @@ def test_a_pin_reaching_back_says_which_later_days_were_scored_against_the_basel
     main(["run", "--date", "2026-11-03", "--fail-on", "never"])
     assert rows(project_env, "SELECT baseline_episode_id FROM scores WHERE partition_date = '2026-11-03'") == [("2026-11-02-a",)]
     assert "outdated" not in capsys.readouterr().out
+
+
+def test_a_harness_reusing_its_ids_every_night_can_join_each_score_to_the_one_baseline_it_was_compared_with(project_env):
+    """A harness captures case `support:refund` every night under the same id. The user's SQL joined `scores` to
+    the baseline's episode on `baseline_episode_id` and got one row per night the id was recorded: night 3's score
+    showed three baselines, two of them at costs it was never compared with. `baseline_partition_date` names the day
+    of the baseline's episode, so the join gives exactly the run each score was compared with."""
+    (project_env / "episodes").mkdir()
+    for day, cost in [("2026-11-01", 0.0025), ("2026-11-02", 0.004), ("2026-11-03", 0.003)]:
+        record = episode("support:refund", "t/refund", "Refund A-1?", "lookup_order", '{"order": "A-1"}', "Refunded.", day=day,
+                         cost=cost)  # fmt: skip
+        (project_env / "episodes" / f"{day}.jsonl").write_text(json.dumps(record) + "\n")
+        main(["run", "--date", day, "--fail-on", "never"])
+    joined = rows(
+        project_env,
+        "SELECT s.partition_date::VARCHAR, b.partition_date::VARCHAR, b.total_cost_usd = s.baseline_total_cost_usd "
+        "FROM scores s JOIN episodes b ON b.episode_id = s.baseline_episode_id AND b.partition_date = s.baseline_partition_date "
+        "ORDER BY ALL",
+    )
+    assert joined == [("2026-11-02", "2026-11-01", True), ("2026-11-03", "2026-11-01", True)]
+    assert rows(project_env, "SELECT count(*) FROM scores WHERE baseline_partition_date IS NULL") == [(1,)]  # night 1: none

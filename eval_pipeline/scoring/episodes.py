@@ -11,7 +11,8 @@ from eval_pipeline.scoring.checks import SEVERITIES, grades, issue_scores
 from eval_pipeline.scoring.dimensions import dimensions
 from eval_pipeline.scoring.weighted import units, weighted_score
 
-_IDENTITY = ["episode_id", "partition_date", "agent_id", "task_id", "baseline_episode_id", "mode", "status", "superseded"]
+_IDENTITY = ["episode_id", "partition_date", "agent_id", "task_id", "baseline_episode_id", "baseline_partition_date", "mode",
+             "status", "superseded"]  # fmt: skip
 _VERDICT = ["weighted_score", "passed", "verdict_reason", "critical_findings"]
 _EVIDENCE = ["case_passed", "failed_assertions", "issue_score", "issue_grade", "baseline_status", "total_cost_usd",
              "baseline_total_cost_usd", "total_duration_ms", "baseline_total_duration_ms", "tools", "baseline_tools",

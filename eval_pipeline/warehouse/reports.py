@@ -95,10 +95,11 @@ SELECT s.*, e.category, r.final_output, o.origin AS baseline_origin
 FROM current_scores s JOIN episodes e USING (episode_id, partition_date)
 LEFT JOIN replays r USING (episode_id, partition_date)
 LEFT JOIN (
-    SELECT agent_id, task_id, episode_id, arg_max(origin, established_at) AS origin FROM baselines WHERE valid_from <= $day
-    GROUP BY ALL
+    SELECT agent_id, task_id, episode_id, recorded_on, arg_max(origin, established_at) AS origin FROM baselines
+    WHERE valid_from <= $day GROUP BY ALL
 ) o
     ON o.episode_id = s.baseline_episode_id AND o.agent_id = s.agent_id AND o.task_id = s.task_id
+        AND o.recorded_on IS NOT DISTINCT FROM s.baseline_partition_date
 WHERE s.partition_date = $day AND ($agent IS NULL OR s.agent_id = $agent)
 """
 _DAY_ISSUES = """

@@ -397,6 +397,19 @@ MIGRATIONS: list[str] = [
     ALTER TABLE baselines ADD COLUMN recorded_on DATE;
     UPDATE baselines SET recorded_on = partition_date WHERE origin <> 'history';
     """,
+    # 18: the day of the episode a score was compared with, so that `baseline_episode_id` joins to one episode when an
+    # id comes again on other days. Rows scored before: a live replay's is its own day; a recording's, the day every
+    # baseline row of that id its day could use names, unknown (NULL) when they differ or were made before migration 17.
+    """
+    ALTER TABLE scores ADD COLUMN baseline_partition_date DATE;
+    UPDATE scores s SET baseline_partition_date = CASE WHEN s.mode = 'live' THEN s.partition_date ELSE (
+        SELECT CASE WHEN count(DISTINCT b.recorded_on) = 1 AND count(b.recorded_on) = count(*) THEN min(b.recorded_on) END
+        FROM baselines b
+        WHERE b.agent_id = s.agent_id AND b.task_id = s.task_id AND b.episode_id = s.baseline_episode_id
+            AND b.valid_from <= s.partition_date
+    ) END
+    WHERE s.baseline_episode_id IS NOT NULL;
+    """,
 ]
 
 

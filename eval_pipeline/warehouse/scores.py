@@ -71,6 +71,7 @@ WITH candidates AS (
 )
 SELECT c.*,
        CASE WHEN c.mode = 'live' THEN c.episode_id ELSE b.episode_id END AS baseline_episode_id,
+       CASE WHEN c.mode = 'live' THEN $day ELSE b.recorded_on END AS baseline_partition_date,
        {
     ", ".join(
         f"CASE WHEN c.mode = 'live' THEN e.{column} ELSE b.{column} END AS baseline_{column}" for column in SNAPSHOT.split(", ")

@@ -197,19 +197,22 @@ def episode_records(con: duckdb.DuckDBPyConnection, day: date, episode_id: str) 
     baseline = None
     baseline_steps = pd.DataFrame()
     if score is not None and isinstance(baseline_id := score["baseline_episode_id"], str):
+        recorded = score["baseline_partition_date"]  # NULL: scored before the day was kept, and not known since
+        recorded = None if pd.isna(recorded) else pd.Timestamp(recorded).date()
+        lookup = {**params, "agent": episode["agent_id"], "task": episode["task_id"], "baseline": baseline_id}
+        lookup["recorded"] = recorded
         baseline = _first(
             frame_of(
                 con.execute(
-                    "SELECT * FROM baselines b WHERE agent_id = $agent "
-                    f"AND task_id = $task AND episode_id = $baseline AND valid_from <= $day AND NOT {itself('$episode')} "
+                    "SELECT * FROM baselines b WHERE agent_id = $agent AND task_id = $task AND episode_id = $baseline "
+                    f"AND ($recorded IS NULL OR recorded_on = $recorded) AND valid_from <= $day AND NOT {itself('$episode')} "
                     "ORDER BY pinned DESC, valid_from DESC, established_at DESC LIMIT 1",
-                    {**params, "agent": episode["agent_id"], "task": episode["task_id"], "baseline": baseline_id},
+                    lookup,
                 )
             )
         )
-        baseline_day = day if score["mode"] == "live" else baseline and baseline["recorded_on"]
-        if baseline_day is not None and not pd.isna(baseline_day):  # a history row's, from before it was kept: unknown
-            baseline_steps = frame_of(con.execute(_STEPS, {"episode": baseline_id, "day": pd.Timestamp(baseline_day).date()}))
+        if recorded is not None:
+            baseline_steps = frame_of(con.execute(_STEPS, {"episode": baseline_id, "day": recorded}))
     of_episode = "WHERE partition_date = $day AND episode_id = $episode"
     return EpisodeRecords(
         episode=episode,

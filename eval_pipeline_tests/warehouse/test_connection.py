@@ -78,6 +78,43 @@ def test_an_older_warehouse_is_migrated_in_place_even_by_a_reader(tmp_path):
         assert reader.execute("SELECT max(version) FROM schema_version").fetchone() == (len(MIGRATIONS),)
 
 
+def test_scores_made_before_their_baselines_day_was_kept_get_it_where_the_baselines_tell_it(tmp_path):
+    """Migration 18: a live replay was compared with its own day's recording; a recording with the baseline row its day
+    used, when every such row names one day (a harness reusing an id every night gives rows of several); else unknown."""
+    path = tmp_path / "eval.duckdb"
+    con = duckdb.connect(str(path))
+    con.execute("CREATE TABLE schema_version (version INTEGER NOT NULL, applied_at TIMESTAMPTZ NOT NULL)")
+    for version, migration in enumerate(MIGRATIONS[:17], 1):
+        con.execute(migration)
+        con.execute("INSERT INTO schema_version VALUES (?, now())", [version])
+    con.execute("""
+        INSERT INTO baselines (agent_id, task_id, episode_id, pinned, valid_from, partition_date, recorded_on) VALUES
+            ('a', 'once', 'e-1', false, DATE '2026-11-02', DATE '2026-11-01', DATE '2026-11-01'),
+            ('a', 'nightly', 'case', false, DATE '2026-11-02', DATE '2026-11-01', DATE '2026-11-01'),
+            ('a', 'nightly', 'case', true, DATE '2026-11-03', DATE '2026-11-03', DATE '2026-11-03'),
+            ('a', 'history', 'e-0', false, DATE '2026-11-02', DATE '2026-11-02', NULL);
+        INSERT INTO scores (episode_id, partition_date, agent_id, task_id, baseline_episode_id, mode, config_version) VALUES
+            ('e-2', DATE '2026-11-04', 'a', 'once', 'e-1', 'dry', 'v'),
+            ('case', DATE '2026-11-02', 'a', 'nightly', 'case', 'dry', 'v'),
+            ('case', DATE '2026-11-04', 'a', 'nightly', 'case', 'dry', 'v'),
+            ('e-3', DATE '2026-11-04', 'a', 'history', 'e-0', 'dry', 'v'),
+            ('e-4', DATE '2026-11-04', 'a', 'live', 'e-4', 'live', 'v'),
+            ('e-5', DATE '2026-11-04', 'a', 'new', NULL, 'dry', 'v');
+    """)  # fmt: skip
+    con.close()
+    with Warehouse(path).connect(read_only=True) as reader:
+        days = reader.execute("SELECT episode_id, partition_date::VARCHAR, baseline_partition_date::VARCHAR FROM scores "
+                              "ORDER BY ALL").fetchall()  # fmt: skip
+    assert days == [
+        ("case", "2026-11-02", "2026-11-01"),  # only the first night's row was valid then
+        ("case", "2026-11-04", None),  # the first night's or the pin of the third: not known which
+        ("e-2", "2026-11-04", "2026-11-01"),
+        ("e-3", "2026-11-04", None),  # a history row from before its day was kept
+        ("e-4", "2026-11-04", "2026-11-04"),
+        ("e-5", "2026-11-04", None),
+    ]
+
+
 def test_a_warehouse_deleted_under_a_long_lived_opener_is_made_again(tmp_path):
     """One object checks the schema once (a run's steps share it); a sensor's lives for days, and the file may go."""
     warehouse = Warehouse(tmp_path / "eval.duckdb")
