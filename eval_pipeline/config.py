@@ -279,6 +279,15 @@ class RubricSpec(_Strict):
         return self
 
 
+class GatewayConfig(_Strict):
+    """How live replay and the judge call the OpenAI-compatible endpoint (the fields are `Gateway`'s own): a
+    self-hosted model may need longer than a hosted one per answer, or fewer calls at once."""
+
+    timeout_seconds: float = Field(60.0, gt=0)  # per request, each retry again
+    max_retries: int = Field(4, ge=0)  # after a 429, 5xx, timeout, dropped connection or unreadable answer, with backoff
+    concurrency: int = Field(16, ge=1)  # calls at once, per step and day (`judge --concurrency` for that command)
+
+
 class JudgeConfig(_Strict):
     rubrics: list[str] = Field(default_factory=lambda: ["relevance", "tone"])  # built-in or custom names
     pairwise: bool = True  # also compare each answer with its baseline's, asked in both orders
@@ -411,6 +420,7 @@ class EvalConfig(_Strict):
     automation: AutomationConfig = Field(default_factory=AutomationConfig)
     source_health: SourceHealthConfig = Field(default_factory=SourceHealthConfig)
     judge: JudgeConfig = Field(default_factory=JudgeConfig)
+    gateway: GatewayConfig = Field(default_factory=GatewayConfig)
     prices: dict[str, Price] = Field(default_factory=dict)  # by model name
     sources: SourcesConfig = Field(default_factory=SourcesConfig)
     checks: ChecksConfig = Field(default_factory=ChecksConfig)

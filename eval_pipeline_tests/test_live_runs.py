@@ -460,3 +460,25 @@ def test_a_call_the_gateway_answered_only_after_a_retry_is_counted_and_a_failed_
     assert rows(project_env, "SELECT DISTINCT error FROM replays") == [
         ("GatewayError: InternalServerError (HTTP 500): Error code: 500 - injected (5 attempts)",)
     ]
+
+
+def test_a_slow_self_hosted_model_gets_the_timeout_and_retries_the_config_gives_it(project_env, fake_openai, monkeypatch, capsys):
+    """A team's candidate runs on its own GPU box and takes longer per answer than a hosted model. The gateway's
+    per-request timeout and retries were fixed (60 s, 4 retries): a slower model failed every replay after five
+    timed-out attempts, and nothing in eval.toml could change it. `[gateway]` sets both, and how many calls run at
+    once, for live replay and the judge alike."""
+    write_triage_episodes(project_env / "episodes", 2)
+    live_replay_env(monkeypatch, fake_openai)
+    fake_openai.latency_seconds = 1.0
+    config = project_env / "eval.toml"
+    monkeypatch.setenv("EVAL_CONFIG", str(config))
+
+    config.write_text("[gateway]\ntimeout_seconds = 0.3\nmax_retries = 1\nconcurrency = 1\n")
+    assert main(["run", "--date", "2026-11-05"]) == 3
+    timed_out = "GatewayError: APITimeoutError: Request timed out. (2 attempts)"
+    assert rows(project_env, "SELECT DISTINCT error FROM replays") == [(timed_out,)]
+    assert len(fake_openai.requests) == 2 * 2  # each replay's first try and its one retry
+
+    config.write_text("[gateway]\ntimeout_seconds = 5\n")
+    assert main(["run", "--date", "2026-11-05", "--no-cache"]) == 0
+    assert rows(project_env, "SELECT count(*) FILTER (error IS NULL), count(*) FROM replays") == [(2, 2)]

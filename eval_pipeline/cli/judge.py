@@ -17,7 +17,7 @@ if TYPE_CHECKING:
 def _arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("examples", type=Path, help='JSON list of {"id", "ticket", "response"}')
     parser.add_argument("--output", type=Path, required=True)
-    parser.add_argument("--concurrency", type=int, default=16)
+    parser.add_argument("--concurrency", type=int, help="calls at once (default: [gateway] concurrency, 16)")
 
 
 def _run(args: argparse.Namespace, settings: Settings) -> int:
@@ -36,7 +36,8 @@ def _run(args: argparse.Namespace, settings: Settings) -> int:
     config = load_config(settings.config_path)
     rubrics = configured_rubrics(list(RUBRICS), config.judge.custom)  # [judge.custom.relevance] rewords one
     try:
-        gateway = judge_gateway(settings.llm_base_url, key, settings.judge_model, config.judge, config.prices, args.concurrency)
+        endpoint = config.gateway.model_copy(update={"concurrency": args.concurrency or config.gateway.concurrency})
+        gateway = judge_gateway(settings.llm_base_url, key, settings.judge_model, config.judge, config.prices, endpoint)
     except GatewayError as exc:
         raise UsageError(str(exc)) from None
     try:

@@ -15,7 +15,7 @@ from eval_pipeline.alerts.delivery import alerts_directory, deliver_pending
 from eval_pipeline.alerts.messages import MessageLinks
 from eval_pipeline.alerts.outbox import DeliveryReport, Outbox
 from eval_pipeline.capture.cases import CaseSetError, CaseSpec, load_case_set
-from eval_pipeline.config import EvalConfig, JudgeConfig, Price, beside_config, load_config
+from eval_pipeline.config import EvalConfig, GatewayConfig, Price, beside_config, load_config
 from eval_pipeline.episodes.files import FileSource
 from eval_pipeline.episodes.source import open_source, source_index_path
 from eval_pipeline.errors import UserInputError
@@ -108,10 +108,6 @@ class _LLMEndpoint(dg.ConfigurableResource):
 
     base_url: str = ""
     api_key: str = ""
-    concurrency: int = 16
-
-    def _gateway(self, model: str, **budget) -> Gateway:
-        return Gateway(base_url=self.base_url or None, api_key=self.api_key, model=model, concurrency=self.concurrency, **budget)
 
 
 class ReplayResource(_LLMEndpoint):
@@ -120,10 +116,10 @@ class ReplayResource(_LLMEndpoint):
     mode: str = "dry"  # "dry" or "live"
     candidate_model: str = ""
 
-    def gateway(self, price: Price | None) -> Gateway:
+    def gateway(self, endpoint: GatewayConfig, price: Price | None) -> Gateway:
         if not (self.base_url and self.candidate_model):
             raise dg.Failure("EVAL_REPLAY_MODE=live needs OPENAI_BASE_URL and EVAL_CANDIDATE_MODEL")
-        return self._gateway(self.candidate_model, price=price)
+        return Gateway(self.base_url, self.api_key, self.candidate_model, **endpoint.model_dump(), price=price)
 
 
 class ReportsResource(dg.ConfigurableResource):
@@ -173,10 +169,10 @@ class JudgeResource(_LLMEndpoint):
         """Why the judge does not run, in one plain line; None when it does."""
         return judge_off_because(self.base_url, self.model, self.api_key)
 
-    def gateway(self, judge: JudgeConfig, prices: dict[str, Price]) -> Gateway:
+    def gateway(self, config: EvalConfig) -> Gateway:
         """A gateway within the config's budget, pricing the judge's own calls."""
         try:
-            return judge_gateway(self.base_url, self.api_key, self.model, judge, prices, self.concurrency)
+            return judge_gateway(self.base_url, self.api_key, self.model, config.judge, config.prices, config.gateway)
         except GatewayError as exc:
             raise dg.Failure(str(exc)) from None
 

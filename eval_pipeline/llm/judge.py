@@ -10,7 +10,7 @@ from typing import Any
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field
 
-from eval_pipeline.config import ConfigError, JudgeConfig, Price, RubricSpec
+from eval_pipeline.config import ConfigError, GatewayConfig, JudgeConfig, Price, RubricSpec
 from eval_pipeline.llm.asking import Item, Outcome, Request, ask_items, cache_key, missing_reason, settle
 from eval_pipeline.llm.gateway import BudgetExhausted, Gateway
 from eval_pipeline.llm.pairwise import pairwise_items, pairwise_rows
@@ -25,14 +25,14 @@ def judge_off_because(base_url: str | None, model: str | None, api_key: str | No
 
 
 def judge_gateway(
-    base_url: str | None, api_key: str, model: str, judge: JudgeConfig, prices: dict[str, Price], concurrency: int = 16
+    base_url: str | None, api_key: str, model: str, judge: JudgeConfig, prices: dict[str, Price], endpoint: GatewayConfig
 ) -> Gateway:
     """The judge's gateway within the config's budget, pricing its own calls (the nightly step and `judge` alike)."""
     return Gateway(
         base_url=base_url,
         api_key=api_key,
         model=model,
-        concurrency=concurrency,
+        **endpoint.model_dump(),
         max_calls=judge.max_calls_per_run,
         max_dollars=judge.max_dollars_per_run,
         price=prices.get(model),

@@ -325,11 +325,12 @@ def replays(
         return dg.MaterializeResult(metadata={"mode": "dry"})
     if replay.mode != "live":
         raise dg.Failure(f"EVAL_REPLAY_MODE must be dry or live, not {replay.mode!r}")
-    price = eval_config.load().prices.get(replay.candidate_model)
+    cfg = eval_config.load()
+    price = cfg.prices.get(replay.candidate_model)
 
     def live(day: date) -> DayMetadata:
         recordings = recordings_from_steps(recorded_steps(wh, day, config.agent_id))
-        gateway = replay.gateway(price)
+        gateway = replay.gateway(cfg.gateway, price)
         outcome = replay_all(gateway, recordings, price, None if config.no_cache else lambda keys: cached_answers(wh, keys))
         replayed = pd.DataFrame([asdict(r) for r in outcome.replays], columns=LIVE_REPLAY_COLUMNS)
         write_live_replays(wh, day, replayed.assign(partition_date=day, mode="live"), outcome.new_cache, config.agent_id)
@@ -381,7 +382,7 @@ def judgements(
     rubrics = configured_rubrics(cfg.judge.rubrics, cfg.judge.custom)
 
     def judge_day(day: date) -> DayMetadata:
-        gateway = judge.gateway(cfg.judge, cfg.prices)
+        gateway = judge.gateway(cfg)
         candidates = judge_inputs(wh, day, cfg.baseline.policy, config.agent_id)
         outcome = judge_partition(
             gateway, candidates, rubrics, lambda keys: cached_answers(wh, keys), pairwise=cfg.judge.pairwise
