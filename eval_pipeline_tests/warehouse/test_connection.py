@@ -9,6 +9,7 @@ import pytest
 from eval_pipeline.warehouse.connection import Warehouse, WarehouseBusy
 from eval_pipeline.warehouse.partitions import PIPELINE_TABLES
 from eval_pipeline.warehouse.schema import MIGRATIONS
+from eval_pipeline_tests.warehouse import warehouse_of_version
 
 
 def _hold(path, seconds, ready):
@@ -66,10 +67,7 @@ def test_a_failed_transaction_rolls_back(warehouse):
 
 def test_an_older_warehouse_is_migrated_in_place_even_by_a_reader(tmp_path):
     path = tmp_path / "eval.duckdb"
-    con = duckdb.connect(str(path))
-    con.execute("CREATE TABLE schema_version (version INTEGER NOT NULL, applied_at TIMESTAMPTZ NOT NULL)")
-    con.execute(MIGRATIONS[0])
-    con.execute("INSERT INTO schema_version VALUES (1, now())")
+    con = warehouse_of_version(path, 1)
     con.execute("INSERT INTO baselines (agent_id, task_id, episode_id, pinned, valid_from, partition_date) "
                 "VALUES ('a', 't', 'e', false, DATE '2026-11-02', DATE '2026-11-01')")  # fmt: skip
     con.close()
@@ -82,11 +80,7 @@ def test_scores_made_before_their_baselines_day_was_kept_get_it_where_the_baseli
     """Migration 18: a live replay was compared with its own day's recording; a recording with the baseline row its day
     used, when every such row names one day (a harness reusing an id every night gives rows of several); else unknown."""
     path = tmp_path / "eval.duckdb"
-    con = duckdb.connect(str(path))
-    con.execute("CREATE TABLE schema_version (version INTEGER NOT NULL, applied_at TIMESTAMPTZ NOT NULL)")
-    for version, migration in enumerate(MIGRATIONS[:17], 1):
-        con.execute(migration)
-        con.execute("INSERT INTO schema_version VALUES (?, now())", [version])
+    con = warehouse_of_version(path, 17)
     con.execute("""
         INSERT INTO baselines (agent_id, task_id, episode_id, pinned, valid_from, partition_date, recorded_on) VALUES
             ('a', 'once', 'e-1', false, DATE '2026-11-02', DATE '2026-11-01', DATE '2026-11-01'),

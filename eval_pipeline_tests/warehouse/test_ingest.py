@@ -3,7 +3,6 @@ import json
 from datetime import date
 from pathlib import Path
 
-import duckdb
 import pyarrow as pa
 import pytest
 
@@ -14,7 +13,7 @@ from eval_pipeline.episodes.samples import MALFORMED_LINES_PER_DAY, SAMPLE_DAYS,
 from eval_pipeline.warehouse import ingest
 from eval_pipeline.warehouse.connection import Warehouse
 from eval_pipeline.warehouse.ingest import load_episodes
-from eval_pipeline.warehouse.schema import MIGRATIONS
+from eval_pipeline_tests.warehouse import warehouse_of_version
 
 DAY = date(2026, 11, 1)
 
@@ -83,11 +82,7 @@ def test_task_ids_an_older_version_derived_with_the_agent_are_rewritten_on_upgra
     """Derived task ids used to hash the agent too; the upgrade rewrites them wherever they are kept, so a
     baseline found before the upgrade still matches the same task's runs after it. Given task ids stay."""
     path = tmp_path / "eval.duckdb"
-    con = duckdb.connect(str(path))
-    con.execute("CREATE TABLE schema_version (version INTEGER NOT NULL, applied_at TIMESTAMPTZ NOT NULL)")
-    for version, migration in enumerate(MIGRATIONS[:10], 1):
-        con.execute(migration)
-        con.execute("INSERT INTO schema_version VALUES (?, now())", [version])
+    con = warehouse_of_version(path, 10)
     old = "auto-" + hashlib.md5(b"support-bot\nWhere is my order?").hexdigest()[:16]
     con.execute(f"""
         INSERT INTO episodes (episode_id, partition_date, agent_id, task_id, status, started_at) VALUES
