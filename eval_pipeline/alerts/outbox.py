@@ -12,6 +12,7 @@ redacted as they are put in, so the files hold no secret a report would not show
 from __future__ import annotations
 
 import json
+import urllib.parse
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -91,7 +92,7 @@ class AlertOutbox:
         """Put alerts under `name` (e.g. a day); the same name again replaces them, an empty batch removes them."""
         batch = redact_tree([dict(alert) for alert in alerts], secret_patterns)
         self.pending_dir.mkdir(parents=True, exist_ok=True)
-        target = self.pending_dir / f"{name}.json"
+        target = self.pending_dir / f"{urllib.parse.quote(name, safe='')}.json"  # an agent id may hold a `/`
         if not batch:
             target.unlink(missing_ok=True)
             return 0
