@@ -23,7 +23,7 @@ from filelock import FileLock
 
 from eval_pipeline import jsonout
 from eval_pipeline.durable import append_lines, complete_lines, replace_whole
-from eval_pipeline.redaction import redact_tree
+from eval_pipeline.redaction import redact, redact_tree
 
 Alert = dict[str, Any]  # a finding (or a failed run) as JSON: "alert_id" names it for the ledger
 
@@ -40,7 +40,7 @@ class Outbox(Protocol):
 
     directory: Path  # this host's: where alerts are written when no webhook is configured
 
-    def enqueue(self, alerts: Iterable[Alert], name: str, secret_patterns: Iterable[str]) -> int: ...
+    def enqueue(self, alerts: Iterable[Alert], name: str, secret_patterns: Iterable[str], agent: str | None = None) -> int: ...
 
     def pending(self) -> list[Alert]: ...
 
@@ -88,15 +88,20 @@ class AlertOutbox:
         self.ledger = self.directory / "delivered.jsonl"
         self._lock = FileLock(str(self.directory / ".lock"), timeout=lock_timeout_seconds)
 
-    def enqueue(self, alerts: Iterable[Alert], name: str, secret_patterns: Iterable[str]) -> int:
-        """Put alerts under `name` (e.g. a day); the same name again replaces them, an empty batch removes them."""
-        batch = redact_tree([dict(alert) for alert in alerts], secret_patterns)
+    def enqueue(self, alerts: Iterable[Alert], name: str, secret_patterns: Iterable[str], agent: str | None = None) -> int:
+        """Put alerts under `name` (e.g. a day); the same name again replaces them (with `agent`, only that agent's:
+        a run for one agent), an empty batch removes them."""
+        patterns = list(secret_patterns)
+        batch = redact_tree([dict(alert) for alert in alerts], patterns)
         self.pending_dir.mkdir(parents=True, exist_ok=True)
         target = self.pending_dir / f"{urllib.parse.quote(name, safe='')}.json"  # an agent id may hold a `/`
-        if not batch:
+        kept = []
+        if agent is not None and target.exists():
+            kept = [a for a in json.loads(target.read_text()) if a.get("agent_id") != redact(agent, patterns)]
+        if not kept + batch:
             target.unlink(missing_ok=True)
-            return 0
-        replace_whole(target, jsonout.dumps(batch))  # a reader sees all of the batch or none
+        else:
+            replace_whole(target, jsonout.dumps(kept + batch))  # a reader sees all of the batch or none
         return len(batch)
 
     def delivered_ids(self) -> set[str]:

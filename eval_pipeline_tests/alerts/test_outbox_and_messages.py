@@ -74,6 +74,18 @@ def test_a_rerun_replaces_the_days_batch_and_delivered_ids_stay_delivered(outbox
     assert outbox.pending() == []
 
 
+def test_a_rerun_for_one_agent_replaces_only_that_agents_alerts_of_the_batch(outbox_of):
+    outbox = outbox_of()
+    night = [finding("f1"), finding("f2", agent="acme/billing-bot"), finding("src", agent="(source)")]
+    outbox.enqueue(night, "day", [])
+    outbox.enqueue([finding("f3", agent="acme/billing-bot")], "day", [], agent="acme/billing-bot")
+    assert sorted(a["alert_id"] for a in outbox_of().pending()) == ["f1", "f3", "src"]
+    outbox.enqueue([], "day", [], agent="support-bot")  # support-bot's re-run finds nothing now
+    assert sorted(a["alert_id"] for a in outbox_of().pending()) == ["f3", "src"]
+    outbox.enqueue([finding("f4")], "day", [])  # a run for every agent replaces the whole batch
+    assert [a["alert_id"] for a in outbox_of().pending()] == ["f4"]
+
+
 def test_slack_message_groups_links_lists_ids_and_redacts_secrets():
     alerts = [finding("f1", message=f"tools [lookup, {LEAK}]"), finding("f2", severity="warning")]
     message = slack_message(alerts, LINKS, [])

@@ -2,6 +2,8 @@
 
 from eval_pipeline.cli import main
 from eval_pipeline.episodes.samples import write_samples
+from eval_pipeline.settings import PROJECT_ROOT
+from eval_pipeline.warehouse.connection import Warehouse
 
 
 def test_a_run_for_an_agent_named_with_a_slash_delivers_its_alerts(project_env, monkeypatch, webhook, capsys):
@@ -15,3 +17,32 @@ def test_a_run_for_an_agent_named_with_a_slash_delivers_its_alerts(project_env, 
     assert [m["text"] for m in webhook.messages] == [
         "eval_pipeline: acme/support-bot on 2026-11-02: 6 critical, 3 warning regression(s)"
     ]
+
+
+def test_a_rerun_for_one_agent_withdraws_that_agents_undelivered_alerts_it_no_longer_finds(
+    project_env, monkeypatch, webhook, capsys
+):
+    """The night's alerts wait out a webhook outage; meanwhile a stricter limit makes research-agent's 3 cost warnings
+    critical, and `run --agent research-agent` records 9 critical, 0 warning. Its alert said "9 critical, 3 warning"
+    and carried the 3 warnings the findings table no longer holds (the night's batch still had them)."""
+    write_samples(project_env / "episodes")
+    monkeypatch.setenv("EVAL_ALERT_WEBHOOK_URL", webhook.url)
+    webhook.fail_next = 1000
+    assert main(["run", "--date", "2026-11-02", "--fail-on", "never"]) == 0
+    assert "alerts: 27 not delivered" in capsys.readouterr().err
+
+    stricter = project_env / "eval.toml"
+    stricter.write_text(
+        PROJECT_ROOT.joinpath("eval.toml").read_text()
+        + '\n[agents."research-agent".thresholds]\ncost_delta = { warning = 20, critical = 24 }\n'
+    )
+    monkeypatch.setenv("EVAL_CONFIG", str(stricter))
+    webhook.fail_next = 0
+    assert main(["run", "--date", "2026-11-02", "--agent", "research-agent", "--fail-on", "never"]) == 0
+    assert "alerts: 27 delivered to the webhook" in capsys.readouterr().out
+    with Warehouse(project_env / "eval.duckdb").connect(read_only=True) as con:
+        findings = con.execute("SELECT finding_id, agent_id, severity FROM findings").fetchall()
+    assert sorted(webhook.finding_ids) == sorted(finding_id for finding_id, _, _ in findings)
+    research = next(m["text"] for m in webhook.messages if "research-agent" in m["text"])
+    assert research == "eval_pipeline: research-agent on 2026-11-02: 9 critical, 0 warning regression(s)"
+    assert sum(agent == "research-agent" and severity == "critical" for _, agent, severity in findings) == 9

@@ -519,9 +519,10 @@ def regression_findings(
         scored_parts = screened_scores_in_parts(wh, day, config.agent_id, finding_screen(cfg))
         found = with_lifecycle(partition_findings(scored_parts, today, trailing, counts, day, cfg), yesterday, day)
         write_findings(wh, day, found, config.agent_id)
-        # announced by the alert sensor, or by `eval-pipeline run` itself; a re-run replaces the day's batch
-        batch = f"{day}-{config.agent_id or 'all-agents'}"
-        outbox.enqueue(finding_alerts(found, context.run.run_id), batch, cfg.policies.secret_patterns)
+        # announced by the alert sensor, or by `eval-pipeline run` itself; a re-run replaces the day's batch (for one
+        # agent: that agent's alerts in it), so what waits is what the findings table holds
+        alerts = finding_alerts(found, context.run.run_id)
+        outbox.enqueue(alerts, f"{day}-all-agents", cfg.policies.secret_patterns, config.agent_id or None)
         shown = found.head(FINDINGS_SHOWN)
         episodes = [Link(e, viewer.episode(day, e)) if isinstance(e, str) else "all episodes" for e in shown["episode_id"]]
         shown = shown[["severity", "agent_id", "dimension"]].assign(episode_id=episodes, message=shown["message"])
