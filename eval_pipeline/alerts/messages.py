@@ -15,7 +15,9 @@ from eval_pipeline.viewer.links import day_url
 from eval_pipeline.warehouse.viewer import Filters
 
 FINDING_FIELDS = [column for column in FINDING_COLUMNS if column != "config_version"]
-LISTED_PER_MESSAGE = 20  # beyond these, a message counts the rest (Slack caps a section at 3,000 characters)
+LISTED_PER_MESSAGE = 20  # beyond these (or what fits), a message counts the rest
+SECTION_CHARACTERS = 2900  # of a message's body: Slack refuses a section over 3,000
+MESSAGE_CHARACTERS = 300  # of a finding's message, in its line
 SEVERITY_ICON = {"critical": ":red_circle:", "warning": ":large_yellow_circle:"}
 
 
@@ -51,6 +53,14 @@ def _number(value: Any, dimension: str) -> str:
     return f"{value:+.1f}%" if dimension.endswith("_delta") else f"{value:.2f}"
 
 
+def _clipped(text: str, characters: int) -> str:
+    return text if len(text) <= characters else text[: characters - 1] + "…"
+
+
+def _rest(count: int) -> str:
+    return f"… and {count} more in the day's report"
+
+
 def slack_message(alerts: list[Alert], links: MessageLinks, secret_patterns: Iterable[str]) -> dict[str, Any]:
     """A message Slack's incoming webhooks accept (`text` + `blocks`), plus the alert ids for deduplication.
 
@@ -58,8 +68,10 @@ def slack_message(alerts: list[Alert], links: MessageLinks, secret_patterns: Ite
     `<!channel>`, mention a user or hide a link; only the message's own link is markup."""
     patterns = tuple(secret_patterns)
 
-    def shown(value: Any) -> str:
-        return redact(str(value), patterns).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    def shown(value: Any, characters: int | None = None) -> str:
+        text = redact(str(value), patterns)  # then clipped: a secret cut in half is not recognized
+        text = _clipped(text, characters) if characters else text
+        return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
     first = alerts[0]
     run_link = f"{links.ui_base_url.rstrip('/')}/runs/{first['run_id']}"
@@ -68,29 +80,37 @@ def slack_message(alerts: list[Alert], links: MessageLinks, secret_patterns: Ite
             f":rotating_light: eval_pipeline run failed ({shown(first['job_name'])}, {shown(first['partitions'])}): "
             f"{shown(first['message'])}"
         )
-        lines = [text, f"<{run_link}|Open the run>"]
+        link = f"<{run_link}|Open the run>"
+        lines = [_clipped(text, SECTION_CHARACTERS - len(link) - 1), link]  # the link survives a long error
     else:
         critical = sum(a["severity"] == "critical" for a in alerts)
         text = (
             f"eval_pipeline: {shown(first['agent_id'])} on {shown(first['partition_date'])}: "
             f"{critical} critical, {len(alerts) - critical} warning regression(s)"
         )
+        day = day_url(links.viewer_base_url, pd.Timestamp(first["partition_date"]).date(), Filters(agent=first["agent_id"]))
+        link = f"<{day}|Open the day's episodes in the viewer> · <{run_link}|Open the run in Dagster>"
         lines = [f"*{text}*"]
+        # the count of the rest and the links always fit: the lines listed are what room is left
+        room = SECTION_CHARACTERS - len(lines[0]) - len(link) - len(_rest(len(alerts))) - 3
         ordered = sorted(alerts, key=lambda a: (a["severity"] != "critical", a["dimension"], a["episode_id"] or ""))
         for a in ordered[:LISTED_PER_MESSAGE]:
             where = shown(a["episode_id"]) if a["episode_id"] else "all episodes"
-            lines.append(
+            line = (
                 f"{SEVERITY_ICON.get(a['severity'], '')} *{a['severity'].upper()}* {shown(a['dimension'])} on {where}: "
                 f"value {_number(a['value'], a['dimension'])} vs threshold {_number(a['threshold'], a['dimension'])}, "
-                f"baseline {_number(a['baseline_value'], a['dimension'])}. {shown(a['message'])}"
+                f"baseline {_number(a['baseline_value'], a['dimension'])}. {shown(a['message'], MESSAGE_CHARACTERS)}"
             )
-        if len(ordered) > LISTED_PER_MESSAGE:
-            lines.append(f"… and {len(ordered) - LISTED_PER_MESSAGE} more in the day's report")
-        day = day_url(links.viewer_base_url, pd.Timestamp(first["partition_date"]).date(), Filters(agent=first["agent_id"]))
-        lines.append(f"<{day}|Open the day's episodes in the viewer> · <{run_link}|Open the run in Dagster>")
+            room -= len(line) + 1
+            if room < 0:
+                break
+            lines.append(line)
+        if len(lines) - 1 < len(ordered):
+            lines.append(_rest(len(ordered) - (len(lines) - 1)))
+        lines.append(link)
     body = "\n".join(lines)
     return {
         "text": text,
-        "blocks": [{"type": "section", "text": {"type": "mrkdwn", "text": body[:2900]}}],
+        "blocks": [{"type": "section", "text": {"type": "mrkdwn", "text": body}}],
         "finding_ids": [a["alert_id"] for a in alerts],
     }

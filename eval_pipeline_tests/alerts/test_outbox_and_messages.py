@@ -128,6 +128,24 @@ def test_large_groups_list_twenty_and_count_the_rest():
     assert len(slack_message(alerts, LINKS, [])["finding_ids"]) == 45
 
 
+def test_a_long_group_keeps_its_count_of_the_rest_and_its_links():
+    """A day's 30 tool_match warnings with their 100-character messages: the body was cut at 2,900 characters in the
+    middle of the 12th line, so the message lost "… and N more" and both links."""
+    message = "tool_match 0.00 vs limit 0.50: tools [search_faq, escalate_to_human] vs baseline [lookup_order, send_email]"
+    alerts = [
+        finding(f"f{i}", episode_id=f"4f1c2a9e-0b7d-4c3e-9a51-{i:012d}", dimension="tool_match", severity="warning",
+                value=0.0, threshold=0.5, baseline_value=1.0, message=message)
+        for i in range(30)
+    ]  # fmt: skip
+    body = slack_message(alerts, LINKS, [])["blocks"][0]["text"]["text"]
+    listed = body.count("*WARNING*")
+    assert len(body) <= 3000 and 0 < listed < 20 and f"… and {30 - listed} more in the day's report" in body
+    assert body.endswith("|Open the day's episodes in the viewer> · <http://ui.example:3000/runs/run-1|Open the run in Dagster>")
+    failure = slack_message([run_failure_alert("run-9", "evaluate_partition", "2026-11-02", "boom " * 2000)], LINKS, [])
+    failed = failure["blocks"][0]["text"]["text"]
+    assert len(failed) <= 3000 and failed.endswith("<http://ui.example:3000/runs/run-9|Open the run>")
+
+
 def test_run_failures_travel_alone():
     failure = run_failure_alert("run-9", "evaluate_partition", "2026-11-02", "episode store unreachable")
     assert group_key(failure) == ("run", "run-9")
