@@ -309,6 +309,12 @@ class IndexedFile(BaseModel):
     days: dict[date, int]  # records per UTC day of started_at
     first_seen: date
     read_on: date | None = None  # a file of no dated record: the day the first run that read it put it on
+    # per day, the file's `mtime_ns:size` when that day's records last changed: a file that only grew (a log appended
+    # to) keeps it for the days that gained no record, so the new-episodes sensor leaves them be
+    changed: dict[date, str] = {}
+
+    def day_changed(self, day: date) -> str:
+        return self.changed.get(day, f"{self.mtime_ns}:{self.size}")
 
     @property
     def fallback_day(self) -> date:
@@ -408,12 +414,18 @@ class FileSource:
                     fresh[str(path)] = known
                     continue
                 first_seen, read_on = (known.first_seen, known.read_on) if known else (today, None)
+                days, stamp = dict(self._days(path)), f"{stat.st_mtime_ns}:{stat.st_size}"
+                grew = known is not None and current and stat.st_size > known.size
                 fresh[str(path)] = IndexedFile(
                     mtime_ns=stat.st_mtime_ns,
                     size=stat.st_size,
-                    days=dict(self._days(path)),
+                    days=days,
                     first_seen=first_seen,
                     read_on=read_on,
+                    changed={
+                        day: known.day_changed(day) if known and grew and known.days.get(day) == count else stamp
+                        for day, count in days.items()
+                    },
                 )
             names = [adapter.NAME for adapter in self.adapters]
             index = FileIndex(source=str(self.root), version=INDEX_VERSION, adapters=names, files=fresh)

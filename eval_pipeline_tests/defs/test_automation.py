@@ -61,6 +61,28 @@ def test_file_sensor_requests_new_and_late_days_once(tmp_path):
     assert tick(source, cursor)[0] == []
 
 
+def test_a_log_appended_all_day_requests_only_the_days_that_gained_records(tmp_path):
+    """One JSONL file the agent appends to: each record of today it appended had every finished day in the file
+    evaluated again (5 runs every two minutes, for days that gained nothing)."""
+    episodes = tmp_path / "episodes"
+    episodes.mkdir()
+    log = episodes / "agent.jsonl"
+    for n in range(5, 0, -1):
+        write_day(log, ago(n), [f"e{n}"])
+    source = EpisodeSourceResource(location=str(episodes), index_path=str(tmp_path / "index.json"))
+    days, _, cursor = tick(source, None)
+    assert len(days) == 5
+
+    write_day(log, TODAY, ["t1"])
+    days, _, cursor = tick(source, cursor)
+    assert days == []  # today is not finished, and no finished day changed
+    write_day(log, ago(3), ["late"])  # a late record for an old day
+    days, _, cursor = tick(source, cursor)
+    assert days == [ago(3).isoformat()]
+    log.write_text(log.read_text().replace('"e2"', '"E2"'))  # rewritten in place: every day it holds may have changed
+    assert len(tick(source, cursor)[0]) == 5
+
+
 def test_a_failed_tick_loses_nothing(tmp_path):
     episodes = tmp_path / "episodes"
     episodes.mkdir()
