@@ -30,9 +30,16 @@ class MessageLinks:
 
 
 def finding_alerts(findings: pd.DataFrame, run_id: str) -> list[Alert]:
-    """Each finding (already WARNING or CRITICAL) as an alert named by its stable finding id."""
+    """Each finding (already WARNING or CRITICAL) as an alert named by its stable finding id, with its agent's counts
+    of the day (`day_critical`, `day_warning`): a message of only the new ones says the day's too."""
     records = findings[FINDING_FIELDS].astype(object).where(findings[FINDING_FIELDS].notna(), None).to_dict("records")
-    return [{"alert_id": r["finding_id"], "kind": "finding", "run_id": run_id, **r} for r in records]
+    counts = findings.groupby(["agent_id", "severity"]).size().to_dict()
+    return [
+        {"alert_id": r["finding_id"], "kind": "finding", "run_id": run_id, **r,
+         "day_critical": int(counts.get((r["agent_id"], "critical"), 0)),
+         "day_warning": int(counts.get((r["agent_id"], "warning"), 0))}
+        for r in records
+    ]  # fmt: skip
 
 
 def run_failure_alert(run_id: str, job_name: str, partitions: str, error: str) -> Alert:
@@ -84,12 +91,16 @@ def slack_message(alerts: list[Alert], links: MessageLinks, secret_patterns: Ite
         lines = [_clipped(text, SECTION_CHARACTERS - len(link) - 1), link]  # the link survives a long error
     else:
         critical = sum(a["severity"] == "critical" for a in alerts)
-        text = (
-            f"eval_pipeline: {shown(first['agent_id'])} on {shown(first['partition_date'])}: "
-            f"{critical} critical, {len(alerts) - critical} warning regression(s)"
-        )
-        day = day_url(links.viewer_base_url, pd.Timestamp(first["partition_date"]).date(), Filters(agent=first["agent_id"]))
-        link = f"<{day}|Open the day's episodes in the viewer> · <{run_link}|Open the run in Dagster>"
+        counted = f"{critical} critical, {len(alerts) - critical} warning regression(s)"
+        day = (first.get("day_critical"), first.get("day_warning"))  # None in alerts put in before they were counted
+        if None not in day and day != (critical, len(alerts) - critical):  # the day's others went out before
+            counted = (
+                f"{critical} new critical, {len(alerts) - critical} new warning regression(s); "
+                f"{day[0]} critical, {day[1]} warning in all"
+            )
+        text = f"eval_pipeline: {shown(first['agent_id'])} on {shown(first['partition_date'])}: {counted}"
+        viewer = day_url(links.viewer_base_url, pd.Timestamp(first["partition_date"]).date(), Filters(agent=first["agent_id"]))
+        link = f"<{viewer}|Open the day's episodes in the viewer> · <{run_link}|Open the run in Dagster>"
         lines = [f"*{text}*"]
         # the count of the rest and the links always fit: the lines listed are what room is left
         room = SECTION_CHARACTERS - len(lines[0]) - len(link) - len(_rest(len(alerts))) - 3

@@ -46,3 +46,25 @@ def test_a_rerun_for_one_agent_withdraws_that_agents_undelivered_alerts_it_no_lo
     research = next(m["text"] for m in webhook.messages if "research-agent" in m["text"])
     assert research == "eval_pipeline: research-agent on 2026-11-02: 9 critical, 0 warning regression(s)"
     assert sum(agent == "research-agent" and severity == "critical" for _, agent, severity in findings) == 9
+
+
+def test_an_alert_of_escalated_findings_says_how_many_the_day_holds_in_all(project_env, monkeypatch, webhook):
+    """A re-run under a stricter limit escalates research-agent's 3 cost warnings: their alert said "3 critical,
+    0 warning regression(s)" for a day whose findings table and report hold 9 critical, 0 warning for it."""
+    write_samples(project_env / "episodes")
+    monkeypatch.setenv("EVAL_ALERT_WEBHOOK_URL", webhook.url)
+    assert main(["run", "--date", "2026-11-02", "--fail-on", "never"]) == 0
+    assert "eval_pipeline: research-agent on 2026-11-02: 6 critical, 3 warning regression(s)" in [
+        m["text"] for m in webhook.messages
+    ]  # the first alert of a day is all of it
+    stricter = project_env / "eval.toml"
+    stricter.write_text(
+        PROJECT_ROOT.joinpath("eval.toml").read_text()
+        + '\n[agents."research-agent".thresholds]\ncost_delta = { warning = 20, critical = 24 }\n'
+    )
+    monkeypatch.setenv("EVAL_CONFIG", str(stricter))
+    webhook.messages.clear()
+    assert main(["run", "--date", "2026-11-02", "--fail-on", "never"]) == 0
+    assert [m["text"] for m in webhook.messages] == [
+        "eval_pipeline: research-agent on 2026-11-02: 3 new critical, 0 new warning regression(s); 9 critical, 0 warning in all"
+    ]
