@@ -6,6 +6,7 @@ from datetime import UTC, date, datetime, time, timedelta
 import dagster as dg
 import pytest
 
+from eval_pipeline.defs.automation.freshness import due_day
 from eval_pipeline.defs.automation.schedules import nightly_sweep
 from eval_pipeline.defs.automation.sensors import new_episodes
 from eval_pipeline.defs.resources import EpisodeSourceResource
@@ -123,10 +124,20 @@ def test_a_missed_night_fails_the_morning_check(tmp_path):
     from eval_pipeline.definitions import defs
 
     (tmp_path / "episodes").mkdir()
+    due = due_day(datetime.now(UTC)).isoformat()
     job = defs().resolve_job_def("report_freshness")
     instance = dg.DagsterInstance.ephemeral()
     evaluation = job.execute_in_process(instance=instance).get_asset_check_evaluations()[0]
-    assert not evaluation.passed and evaluation.metadata["expected_partition"].value == ago(1).isoformat()
+    assert not evaluation.passed and evaluation.metadata["expected_partition"].value == due
 
-    dg.materialize(GRAPH, partition_key=ago(1).isoformat(), resources=local_resources(tmp_path), instance=instance)
+    dg.materialize(GRAPH, partition_key=due, resources=local_resources(tmp_path), instance=instance)
     assert job.execute_in_process(instance=instance).get_asset_check_evaluations()[0].passed
+
+
+def test_last_nights_report_is_not_missed_before_it_is_due():
+    """The check runs in every evaluation run too: a backfill of an old day at 01:00 UTC, before the 02:00 sweep,
+    recorded `last_night_reported` failed ("missed night") on eval_report for a night not due until 06:00."""
+    assert due_day(datetime(2026, 11, 22, 1, 0, tzinfo=UTC)) == date(2026, 11, 20)
+    assert due_day(datetime(2026, 11, 22, 5, 59, tzinfo=UTC)) == date(2026, 11, 20)
+    assert due_day(datetime(2026, 11, 22, 6, 0, tzinfo=UTC)) == date(2026, 11, 21)  # the morning check's tick
+    assert due_day(datetime(2026, 11, 22, 23, 59, tzinfo=UTC)) == date(2026, 11, 21)
