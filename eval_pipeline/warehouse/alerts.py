@@ -23,8 +23,15 @@ import duckdb
 
 from eval_pipeline import jsonout
 from eval_pipeline.alerts.delivery import WEBHOOK_DEADLINES
-from eval_pipeline.alerts.outbox import Alert, AlertOutbox, DeliveryReport, Outbox, first_of_each, send_in_groups
-from eval_pipeline.errors import InfrastructureError
+from eval_pipeline.alerts.outbox import (
+    Alert,
+    AlertOutbox,
+    DeliveryBusy,
+    DeliveryReport,
+    Outbox,
+    first_of_each,
+    send_in_groups,
+)
 from eval_pipeline.redaction import redact, redact_tree
 from eval_pipeline.warehouse.connection import Warehouse
 from eval_pipeline.warehouse.lake import is_conflict
@@ -32,10 +39,6 @@ from eval_pipeline.warehouse.rows import one_row
 
 LEASE_SECONDS = 2 * WEBHOOK_DEADLINES.per_delivery_seconds  # outlasts a delivery; then another deliverer may take it
 LEASE_POLL_SECONDS = 0.5
-
-
-class DeliveryBusy(InfrastructureError):
-    """Another deliverer held the lease for the whole wait."""
 
 
 def open_outbox(warehouse: Warehouse, directory: Path) -> Outbox:
@@ -107,9 +110,7 @@ class WarehouseOutbox:
         gives_up = time.monotonic() + self.wait_seconds
         while not self._take():
             if time.monotonic() >= gives_up:
-                raise DeliveryBusy(
-                    f"another deliverer held the alert outbox of {self.warehouse.shown} for {self.wait_seconds:g} s"
-                )
+                raise DeliveryBusy(f"another deliverer held the outbox of {self.warehouse.shown} for {self.wait_seconds:g} s")
             time.sleep(LEASE_POLL_SECONDS)
         try:
             yield

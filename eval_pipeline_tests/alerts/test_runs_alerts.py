@@ -1,5 +1,8 @@
 """Alerts as `eval-pipeline run` delivers them, to a real webhook receiver on 127.0.0.1, across re-runs of a day."""
 
+from filelock import FileLock
+
+from eval_pipeline.alerts import outbox as outbox_module
 from eval_pipeline.cli import main
 from eval_pipeline.episodes.samples import write_samples
 from eval_pipeline.settings import PROJECT_ROOT
@@ -68,3 +71,19 @@ def test_an_alert_of_escalated_findings_says_how_many_the_day_holds_in_all(proje
     assert [m["text"] for m in webhook.messages] == [
         "eval_pipeline: research-agent on 2026-11-02: 3 new critical, 0 new warning regression(s); 9 critical, 0 warning in all"
     ]
+
+
+def test_a_run_that_finds_the_outbox_busy_still_gives_its_verdict(project_env, monkeypatch, webhook, capsys):
+    """The alert sensor (or another run) delivering to a slow webhook holds the outbox: the run itself succeeded, yet
+    `run` exited 3 with "The file lock … could not be acquired" and never printed the day's line nor its verdict."""
+    write_samples(project_env / "episodes")
+    monkeypatch.setenv("EVAL_ALERT_WEBHOOK_URL", webhook.url)
+    monkeypatch.setattr(outbox_module, "OUTBOX_WAIT_SECONDS", 0.5)
+    (project_env / "alerts").mkdir()
+    with FileLock(str(project_env / "alerts" / ".lock")):  # another deliverer, mid-delivery
+        assert main(["run", "--date", "2026-11-02"]) == 1  # critical findings: the verdict, not an error
+    printed = capsys.readouterr()
+    assert "2026-11-02     48 episodes" in printed.out
+    assert "alerts: not delivered now: another deliverer held the outbox" in printed.err and webhook.messages == []
+    assert main(["run", "--date", "2026-11-02", "--fail-on", "never"]) == 0
+    assert len(webhook.finding_ids) == 27  # they waited in the outbox
