@@ -72,7 +72,8 @@ def slack_message(alerts: list[Alert], links: MessageLinks, secret_patterns: Ite
     """A message Slack's incoming webhooks accept (`text` + `blocks`), plus the alert ids for deduplication.
 
     Every value from the data is redacted and escaped as Slack asks (`&`, `<`, `>`), so an id cannot
-    `<!channel>`, mention a user or hide a link; only the message's own link is markup."""
+    `<!channel>`, mention a user or hide a link; only the message's own link is markup, and the section is verbatim,
+    so a plain `@here` or URL in the data stays plain text."""
     patterns = tuple(secret_patterns)
 
     def shown(value: Any, characters: int | None = None) -> str:
@@ -122,6 +123,7 @@ def slack_message(alerts: list[Alert], links: MessageLinks, secret_patterns: Ite
     body = "\n".join(lines)
     return {
         "text": text,
-        "blocks": [{"type": "section", "text": {"type": "mrkdwn", "text": body}}],
+        # verbatim: Slack leaves the data's plain text as it is (no mentions, channel names or URLs parsed in it)
+        "blocks": [{"type": "section", "text": {"type": "mrkdwn", "text": body, "verbatim": True}}],
         "finding_ids": [a["alert_id"] for a in alerts],
     }

@@ -114,6 +114,16 @@ def test_slack_markup_in_the_data_is_escaped_and_only_the_messages_links_are_mar
     )
 
 
+def test_plain_mentions_and_urls_in_the_data_are_left_plain_by_slack():
+    """Slack auto-parses a mrkdwn text object's plain text unless it is `verbatim`: "certain mentions", channel names
+    and URLs in an agent's answer quoted by a finding became live mentions and links in the alert."""
+    hostile = "ping @channel @here #general, see http://evil.example/login"
+    message = slack_message([finding("f1", message=hostile)], LINKS, [])
+    section = message["blocks"][0]["text"]
+    assert section["type"] == "mrkdwn" and section["verbatim"] is True and hostile in section["text"]
+    assert "<http://viewer.example:8765/days/2026-11-02?agent=support-bot|" in section["text"]  # its own links stay links
+
+
 def test_the_outbox_holds_alerts_redacted(outbox_of):
     outbox = outbox_of()
     outbox.enqueue([finding("f1", message=f"tools [lookup, {LEAK}]", agent=f"bot {LEAK}")], "day", ["lookup"])
