@@ -1,11 +1,13 @@
 """Alerts as `eval-pipeline run` delivers them, to a real webhook receiver on 127.0.0.1, across re-runs of a day."""
 
+import dagster as dg
 from filelock import FileLock
 
 from eval_pipeline.alerts import outbox as outbox_module
 from eval_pipeline.cli import main
 from eval_pipeline.episodes.samples import write_samples
-from eval_pipeline.settings import PROJECT_ROOT
+from eval_pipeline.runner import open_instance
+from eval_pipeline.settings import PROJECT_ROOT, Settings
 from eval_pipeline.warehouse.connection import Warehouse
 
 
@@ -87,3 +89,21 @@ def test_a_run_that_finds_the_outbox_busy_still_gives_its_verdict(project_env, m
     assert "alerts: not delivered now: another deliverer held the outbox" in printed.err and webhook.messages == []
     assert main(["run", "--date", "2026-11-02", "--fail-on", "never"]) == 0
     assert len(webhook.finding_ids) == 27  # they waited in the outbox
+
+
+def test_a_run_for_a_clean_agent_leaves_the_days_regression_gate_failed(sample_root, capsys):
+    """`run --agent billing-bot` (no finding of its own) turned the UI's no_critical_regressions check on
+    regression_findings green, "Regression gate: no findings", for a day whose findings hold 18 critical, 9 warning."""
+    key = dg.AssetCheckKey(dg.AssetKey("regression_findings"), "no_critical_regressions")
+
+    def gate() -> tuple[bool, str]:
+        with open_instance(Settings.from_environment()) as instance:
+            record = instance.event_log_storage.get_latest_asset_check_execution_by_key([key])[key]
+        evaluation = record.event.dagster_event.event_specific_data
+        return evaluation.passed, evaluation.description
+
+    assert main(["run", "--date", "2026-11-02", "--fail-on", "never"]) == 0
+    night = gate()
+    assert night == (False, "Regression gate: findings on 2026-11-02 (18 critical, 9 warning); see those days' reports")
+    assert main(["run", "--date", "2026-11-02", "--agent", "billing-bot"]) == 0  # its exit code judges billing-bot alone
+    assert gate() == night
