@@ -11,6 +11,7 @@ import pandas as pd
 from eval_pipeline.alerts.outbox import Alert
 from eval_pipeline.redaction import redact
 from eval_pipeline.regression.findings import FINDING_COLUMNS
+from eval_pipeline.regression.source_health import SOURCE_AGENT
 from eval_pipeline.viewer.links import day_url
 from eval_pipeline.warehouse.viewer import Filters
 
@@ -100,7 +101,8 @@ def slack_message(alerts: list[Alert], links: MessageLinks, secret_patterns: Ite
                 f"{day[0]} critical, {day[1]} warning in all"
             )
         text = f"eval_pipeline: {shown(first['agent_id'])} on {shown(first['partition_date'])}: {counted}"
-        viewer = day_url(links.viewer_base_url, pd.Timestamp(first["partition_date"]).date(), Filters(agent=first["agent_id"]))
+        agent = None if first["agent_id"] == SOURCE_AGENT else first["agent_id"]  # the source's: no episode is its own
+        viewer = day_url(links.viewer_base_url, pd.Timestamp(first["partition_date"]).date(), Filters(agent=agent))
         link = f"<{viewer}|Open the day's episodes in the viewer> · <{run_link}|Open the run in Dagster>"
         lines = [f"*{text}*"]
         # the count of the rest and the links always fit: the lines listed are what room is left

@@ -156,6 +156,14 @@ def test_a_long_group_keeps_its_count_of_the_rest_and_its_links():
     assert len(failed) <= 3000 and failed.endswith("<http://ui.example:3000/runs/run-9|Open the run>")
 
 
+def test_a_source_health_alert_links_the_whole_day():
+    """A `(source)` finding (a day of no episodes, a quarantine spike) linked the day's episodes of agent "(source)",
+    which no episode has: the viewer showed an empty day."""
+    source = finding("src", agent="(source)", episode_id=None, dimension="source_health", message="0 episodes")
+    body = slack_message([source], LINKS, [])["blocks"][0]["text"]["text"]
+    assert "<http://viewer.example:8765/days/2026-11-02|Open the day's episodes in the viewer>" in body
+
+
 def test_run_failures_travel_alone():
     failure = run_failure_alert("run-9", "evaluate_partition", "2026-11-02", "episode store unreachable")
     assert group_key(failure) == ("run", "run-9")
