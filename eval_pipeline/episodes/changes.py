@@ -1,8 +1,8 @@
 """What changed in the episode source, day by day, told without reading the warehouse.
 
 A fingerprint per day changes whenever that day's episodes do: for files, when a file holding
-the day changes size or modification time, save a file that only grew (a log appended to), which
-changes only the days that gained records in it; for a store, which has no ingestion-time filter
+the day changes size or modification time, save a JSONL file that only gained whole dated lines (a
+log appended to), which changes only the days that gained records in it; for a store, which has no ingestion-time filter
 and updates `running` episodes in place, when the day's episode ids or statuses change.
 """
 

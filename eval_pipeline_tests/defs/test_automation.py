@@ -80,6 +80,18 @@ def test_a_log_appended_all_day_requests_only_the_days_that_gained_records(tmp_p
     write_day(log, ago(3), ["late"])  # a late record for an old day
     days, _, cursor = tick(source, cursor)
     assert days == [ago(3).isoformat()]
+    with log.open("a") as handle:
+        handle.write('{"episode_id": "torn", "started_at": "' + ago(2).isoformat())  # a record half written
+    days, _, cursor = tick(source, cursor)
+    with log.open("a") as handle:
+        handle.write('T09:00:00Z"}\n')  # its end: the record the last tick saw torn may be any day's
+    every_day = [ago(n).isoformat() for n in range(5, 0, -1)]
+    days, _, cursor = tick(source, cursor)
+    assert days == every_day
+    with log.open("a") as handle:
+        handle.write('{"no day": true}\n')  # a line of no day: it goes to the file's fallback day
+    days, _, cursor = tick(source, cursor)
+    assert days == every_day
     log.write_text(log.read_text().replace('"e2"', '"E2"'))  # rewritten in place: every day it holds may have changed
     assert len(tick(source, cursor)[0]) == 5
 
