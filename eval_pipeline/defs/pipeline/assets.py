@@ -125,17 +125,20 @@ def _redacted(metadata: dict) -> dict:
     return {key: shown(value) for key, value in metadata.items()}
 
 
-def _each_day(context: dg.AssetExecutionContext, work: Callable[[date], DayMetadata]) -> list[DayMetadata]:
+def _each_day(
+    context: dg.AssetExecutionContext, work: Callable[[date], DayMetadata], narrowed_to: str | None = None
+) -> list[DayMetadata]:
     """Run `work` for each day in order; each table's metadata of a day goes on that table's partition only.
 
     A range (a backfill, the demo) is one run, and Dagster copies a step's own metadata onto every
-    partition it materializes: partition-scoped metadata is what keeps each day's figures its own.
+    partition it materializes: partition-scoped metadata is what keeps each day's figures its own. A run narrowed to
+    one agent (`narrowed_to`, run --agent) counts that agent's rows alone, and its metadata says so.
     """
     per_day = []
     for day in partition_days(context):
         by_table = work(day)
         for name, metadata in by_table.items():
-            shown = _redacted(metadata)
+            shown = _redacted({**metadata, **({"narrowed_to_agent": narrowed_to} if narrowed_to else {})})
             context.add_asset_metadata(shown, asset_key=name, partition_key=day.isoformat())
             context.log.info(f"{name} {day}: {shown}")
         per_day.append(by_table)
@@ -217,7 +220,7 @@ def capture(context: dg.AssetExecutionContext, config: RunScope, warehouse: Ware
         untrusted = sum(reference_failure(verdict) is not None for verdict in (references or {}).values())
         return {"capture": {**counts, **({"references_failed": untrusted} if grader and references is not None else {})}}
 
-    _each_day(context, run_day)
+    _each_day(context, run_day, config.agent_id)
     labels = {spec.agent_id: run_label(spec, revision, config.label) for spec in chosen}
     return dg.MaterializeResult(
         metadata={"cases": len(cases), "agents": ", ".join(labels), "labels": dg.MetadataValue.json(labels)}
@@ -262,7 +265,7 @@ def episodes(
             "quarantine": {"records_read": counts.records_read, "dagster/row_count": counts.quarantined},
         }
 
-    _each_day(context, _rerun_on_conflict(wh, load, one_connection=False))
+    _each_day(context, _rerun_on_conflict(wh, load, one_connection=False), config.agent_id)
     yield from _materialized(context)
 
 
@@ -296,7 +299,7 @@ def baselines(
         return {"baselines": {"dagster/row_count": from_runs + from_history, "from_history": from_history,
                               "days_looked_back": len(earlier)}}  # fmt: skip
 
-    _each_day(context, _rerun_on_conflict(wh, establish, one_connection=False))
+    _each_day(context, _rerun_on_conflict(wh, establish, one_connection=False), config.agent_id)
     return dg.MaterializeResult(metadata={"policy": policy, "lookback_days": cfg.baseline.lookback_days})
 
 
@@ -321,7 +324,7 @@ def replays(
         def dry(day: date) -> DayMetadata:
             return {"replays": {"dagster/row_count": write_dry_replays(wh, day, config.agent_id)}}
 
-        _each_day(context, _rerun_on_conflict(wh, dry))
+        _each_day(context, _rerun_on_conflict(wh, dry), config.agent_id)
         return dg.MaterializeResult(metadata={"mode": "dry"})
     if replay.mode != "live":
         raise dg.Failure(f"EVAL_REPLAY_MODE must be dry or live, not {replay.mode!r}")
@@ -348,7 +351,7 @@ def replays(
             }
         }
 
-    _each_day(context, _rerun_on_conflict(wh, live, one_connection=False))
+    _each_day(context, _rerun_on_conflict(wh, live, one_connection=False), config.agent_id)
     return dg.MaterializeResult(metadata={"mode": "live", "candidate_model": replay.candidate_model})
 
 
@@ -397,7 +400,7 @@ def judgements(
             "pairwise_judgements": {"dagster/row_count": len(outcome.pairwise)},
         }  # fmt: skip
 
-    _each_day(context, _rerun_on_conflict(wh, judge_day, one_connection=False))
+    _each_day(context, _rerun_on_conflict(wh, judge_day, one_connection=False), config.agent_id)
     yield from _materialized(context, {"judge_model": judge.model, "rubrics": ", ".join(r.name for r in rubrics)})
 
 
@@ -440,7 +443,7 @@ def assertions(
             "issues": {"issues_by_check": _md(by_check, 30), "dagster/row_count": len(issues)},
         }
 
-    _each_day(context, _rerun_on_conflict(wh, assess_day))
+    _each_day(context, _rerun_on_conflict(wh, assess_day), config.agent_id)
     yield from _materialized(context, {"cases_file": cfg.cases.path or "none", "checks": ", ".join(c.name for c in run_checks)})
 
 
@@ -486,7 +489,7 @@ def scores(context: dg.AssetExecutionContext, config: RunScope, warehouse: Wareh
             }
         }
 
-    _each_day(context, _rerun_on_conflict(wh, score))
+    _each_day(context, _rerun_on_conflict(wh, score), config.agent_id)
     yield dg.MaterializeResult(metadata={"config_version": cfg.version})
     yield from tally.results()
 
@@ -541,7 +544,7 @@ def regression_findings(
             }
         }
 
-    _each_day(context, _rerun_on_conflict(wh, find))
+    _each_day(context, _rerun_on_conflict(wh, find), config.agent_id)
     yield dg.MaterializeResult()
     yield checks.no_critical_regressions(gated)
 
@@ -600,7 +603,7 @@ def pass_at_k(
             "task_trials": {"flaky_tasks": len(flaky), "flakiest_tasks": _md(flaky), "dagster/row_count": len(per_task)},
         }
 
-    _each_day(context, _rerun_on_conflict(wh, count))
+    _each_day(context, _rerun_on_conflict(wh, count), config.agent_id)
     yield from _materialized(context)
 
 
@@ -666,5 +669,5 @@ def eval_report(
             }
         }
 
-    _each_day(context, _rerun_on_conflict(wh, report))
+    _each_day(context, _rerun_on_conflict(wh, report), config.agent_id)
     return dg.MaterializeResult()
