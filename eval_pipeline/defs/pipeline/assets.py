@@ -546,7 +546,7 @@ def regression_findings(
 
     _each_day(context, _rerun_on_conflict(wh, find), config.agent_id)
     yield dg.MaterializeResult()
-    yield checks.no_critical_regressions(gated)
+    yield checks.no_critical_regressions(gated, config.agent_id)
 
 
 @dg.asset(
