@@ -12,19 +12,26 @@ redacted as they are put in, so the files hold no secret a report would not show
 from __future__ import annotations
 
 import json
+import urllib.parse
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Protocol
 
-from filelock import FileLock
+from filelock import FileLock, Timeout
 
 from eval_pipeline import jsonout
 from eval_pipeline.durable import append_lines, complete_lines, replace_whole
-from eval_pipeline.redaction import redact_tree
+from eval_pipeline.errors import InfrastructureError
+from eval_pipeline.redaction import redact, redact_tree
 
+OUTBOX_WAIT_SECONDS = 60.0  # for another deliverer (the sensor, another run) to finish
 Alert = dict[str, Any]  # a finding (or a failed run) as JSON: "alert_id" names it for the ledger
+
+
+class DeliveryBusy(InfrastructureError):
+    """Another deliverer held the outbox for the whole wait: what is pending stays for the next delivery."""
 
 
 @dataclass(frozen=True)
@@ -39,7 +46,7 @@ class Outbox(Protocol):
 
     directory: Path  # this host's: where alerts are written when no webhook is configured
 
-    def enqueue(self, alerts: Iterable[Alert], name: str, secret_patterns: Iterable[str]) -> int: ...
+    def enqueue(self, alerts: Iterable[Alert], name: str, secret_patterns: Iterable[str], agent: str | None = None) -> int: ...
 
     def pending(self) -> list[Alert]: ...
 
@@ -81,21 +88,27 @@ def send_in_groups(
 
 
 class AlertOutbox:
-    def __init__(self, directory: Path, lock_timeout_seconds: float = 60.0):
+    def __init__(self, directory: Path, lock_timeout_seconds: float | None = None):
         self.directory = Path(directory)
         self.pending_dir = self.directory / "outbox"
         self.ledger = self.directory / "delivered.jsonl"
-        self._lock = FileLock(str(self.directory / ".lock"), timeout=lock_timeout_seconds)
+        wait = OUTBOX_WAIT_SECONDS if lock_timeout_seconds is None else lock_timeout_seconds
+        self._lock = FileLock(str(self.directory / ".lock"), timeout=wait)
 
-    def enqueue(self, alerts: Iterable[Alert], name: str, secret_patterns: Iterable[str]) -> int:
-        """Put alerts under `name` (e.g. a day); the same name again replaces them, an empty batch removes them."""
-        batch = redact_tree([dict(alert) for alert in alerts], secret_patterns)
+    def enqueue(self, alerts: Iterable[Alert], name: str, secret_patterns: Iterable[str], agent: str | None = None) -> int:
+        """Put alerts under `name` (e.g. a day); the same name again replaces them (with `agent`, only that agent's:
+        a run for one agent), an empty batch removes them."""
+        patterns = list(secret_patterns)
+        batch = redact_tree([dict(alert) for alert in alerts], patterns)
         self.pending_dir.mkdir(parents=True, exist_ok=True)
-        target = self.pending_dir / f"{name}.json"
-        if not batch:
+        target = self.pending_dir / f"{urllib.parse.quote(name, safe='')}.json"  # an agent id may hold a `/`
+        kept = []
+        if agent is not None and target.exists():
+            kept = [a for a in json.loads(target.read_text()) if a.get("agent_id") != redact(agent, patterns)]
+        if not kept + batch:
             target.unlink(missing_ok=True)
-            return 0
-        replace_whole(target, jsonout.dumps(batch))  # a reader sees all of the batch or none
+        else:
+            replace_whole(target, jsonout.dumps(kept + batch))  # a reader sees all of the batch or none
         return len(batch)
 
     def delivered_ids(self) -> set[str]:
@@ -112,10 +125,16 @@ class AlertOutbox:
         One deliverer at a time (the lock), so the sensor and a CLI run never both send a group.
         """
         self.directory.mkdir(parents=True, exist_ok=True)
-        with self._lock:
+        try:
+            self._lock.acquire()
+        except Timeout:
+            raise DeliveryBusy(f"another deliverer held the outbox {self.directory} for {self._lock.timeout:g} s") from None
+        try:
             report = send_in_groups(self.pending(), send, group_key, self._record)
             self._drop_delivered_batches()
             return report
+        finally:
+            self._lock.release()
 
     def _record(self, alerts: list[Alert]) -> None:
         now = datetime.now(UTC).isoformat()

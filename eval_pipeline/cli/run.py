@@ -321,11 +321,16 @@ def _progress(text: str) -> Iterator[Progress | None]:
 def _deliver_alerts(settings: Settings, secret_patterns: list[str]) -> None:
     from eval_pipeline.alerts.delivery import alerts_directory, deliver_pending, destination
     from eval_pipeline.alerts.messages import MessageLinks
+    from eval_pipeline.alerts.outbox import DeliveryBusy
     from eval_pipeline.warehouse.alerts import open_outbox
 
     outbox = open_outbox(settings.warehouse(), alerts_directory(settings.duckdb_path))
     links = MessageLinks(ui_base_url=settings.ui_base_url, viewer_base_url=settings.viewer_base_url)
-    report = deliver_pending(outbox, settings.alert_webhook_url, links, secret_patterns)
+    try:
+        report = deliver_pending(outbox, settings.alert_webhook_url, links, secret_patterns)
+    except DeliveryBusy as exc:  # the run's own outcome still stands: its verdict and lines follow
+        print(f"alerts: not delivered now: {exc}; they stay in the outbox for the next run or the alert sensor", file=sys.stderr)
+        return
     if report.delivered:
         print(f"alerts: {report.delivered} delivered to {destination(outbox, settings.alert_webhook_url)}")
     if report.pending:

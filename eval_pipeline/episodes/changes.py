@@ -1,8 +1,9 @@
 """What changed in the episode source, day by day, told without reading the warehouse.
 
 A fingerprint per day changes whenever that day's episodes do: for files, when a file holding
-the day changes size or modification time; for a store, which has no ingestion-time filter and
-updates `running` episodes in place, when the day's episode ids or statuses change.
+the day changes size or modification time, save a JSONL file that only gained whole dated lines (a
+log appended to), which changes only the days that gained records in it; for a store, which has no ingestion-time filter
+and updates `running` episodes in place, when the day's episode ids or statuses change.
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ def day_fingerprints(source: FileSource | EpisodeStore, today: date, store_windo
     files_by_day: dict[date, list[str]] = {}
     for name, entry in source.refresh_index(today).files.items():
         for day in {*entry.days, entry.fallback_day}:
-            files_by_day.setdefault(day, []).append(f"{name}:{entry.mtime_ns}:{entry.size}")
+            files_by_day.setdefault(day, []).append(f"{name}:{entry.day_changed(day)}")
     return {day.isoformat(): _digest(files) for day, files in files_by_day.items()}
 
 

@@ -14,6 +14,7 @@ import codecs
 import gzip
 import io
 import json
+import re
 from collections import Counter, defaultdict
 from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass, replace
@@ -230,6 +231,23 @@ def line_days(path: Path) -> Counter[date]:
     return days
 
 
+_RECORD_LINE = re.compile(rb"(?m)^[ \t\r]*[^\s]")  # a line that is not blank
+
+
+def _appended_dated_lines(path: Path, before: dict[date, int], after: dict[date, int], size_before: int) -> bool:
+    """Whether the file of episode lines only gained whole lines past `size_before`, each a record of a day: it ended
+    in a line end there and does now (no record torn then or now), and holds one more dated record per line it
+    gained (a line of no day goes to the file's fallback day). Then its other days' records are as they were."""
+    if size_before == 0 or _uncompressed_name(path) != path:
+        return False
+    with path.open("rb") as handle:
+        handle.seek(size_before - 1)
+        added = handle.read()
+    if len(added) < 2 or not (added.startswith(b"\n") and added.endswith(b"\n")):  # it grew, by whole lines
+        return False
+    return sum(after.values()) - sum(before.values()) == len(_RECORD_LINE.findall(added, 1))
+
+
 def _layout(handle) -> str:
     """How records are laid out: as an `array` (`[{...}, ...]`), as `documents` (JSON objects written with an
     indent: the first one spans lines, whether its opening line is a lone `{` or `{ "key": ...,`), or as `lines`
@@ -309,6 +327,13 @@ class IndexedFile(BaseModel):
     days: dict[date, int]  # records per UTC day of started_at
     first_seen: date
     read_on: date | None = None  # a file of no dated record: the day the first run that read it put it on
+    # per day, the file's `mtime_ns:size` when that day's records last changed: a file of episode lines that only
+    # gained whole dated lines (a log appended to) keeps it for the days that gained none, so the new-episodes sensor
+    # leaves them be
+    changed: dict[date, str] = {}
+
+    def day_changed(self, day: date) -> str:
+        return self.changed.get(day, f"{self.mtime_ns}:{self.size}")
 
     @property
     def fallback_day(self) -> date:
@@ -408,33 +433,40 @@ class FileSource:
                     fresh[str(path)] = known
                     continue
                 first_seen, read_on = (known.first_seen, known.read_on) if known else (today, None)
+                counted, by_lines = self._days(path)
+                days, stamp = dict(counted), f"{stat.st_mtime_ns}:{stat.st_size}"
+                appended = bool(known and current and by_lines and _appended_dated_lines(path, known.days, days, known.size))
                 fresh[str(path)] = IndexedFile(
                     mtime_ns=stat.st_mtime_ns,
                     size=stat.st_size,
-                    days=dict(self._days(path)),
+                    days=days,
                     first_seen=first_seen,
                     read_on=read_on,
+                    changed={
+                        day: known.day_changed(day) if known and appended and known.days.get(day) == count else stamp
+                        for day, count in days.items()
+                    },
                 )
             names = [adapter.NAME for adapter in self.adapters]
             index = FileIndex(source=str(self.root), version=INDEX_VERSION, adapters=names, files=fresh)
             replace_whole(self.index_path, index.model_dump_json())
         return index
 
-    def _days(self, path: Path) -> Counter[date]:
+    def _days(self, path: Path) -> tuple[Counter[date], bool]:
         """Records per UTC day of the file: of each record as its adapter reads days, or a file of episode lines in
-        blocks (`line_days`)."""
+        blocks (`line_days`); and whether it was the latter."""
         records = iter_file_records(path)
         first = next(records, None)
         if first is None:
-            return Counter()
+            return Counter(), False
         adapter = self.adapter_for(path, first.raw)
         if adapter is None and file_layout(path) == "lines":
-            return line_days(path)
+            return line_days(path), True
         reader = getattr(adapter, "days", record_days) if adapter else record_days
         days: Counter[date] = Counter()
         for record in chain([first], records):
             days.update(reader(record.raw))
-        return days
+        return days, False
 
     def _read_index(self) -> FileIndex:
         try:

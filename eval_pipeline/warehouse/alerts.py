@@ -23,19 +23,22 @@ import duckdb
 
 from eval_pipeline import jsonout
 from eval_pipeline.alerts.delivery import WEBHOOK_DEADLINES
-from eval_pipeline.alerts.outbox import Alert, AlertOutbox, DeliveryReport, Outbox, first_of_each, send_in_groups
-from eval_pipeline.errors import InfrastructureError
-from eval_pipeline.redaction import redact_tree
+from eval_pipeline.alerts.outbox import (
+    Alert,
+    AlertOutbox,
+    DeliveryBusy,
+    DeliveryReport,
+    Outbox,
+    first_of_each,
+    send_in_groups,
+)
+from eval_pipeline.redaction import redact, redact_tree
 from eval_pipeline.warehouse.connection import Warehouse
 from eval_pipeline.warehouse.lake import is_conflict
 from eval_pipeline.warehouse.rows import one_row
 
 LEASE_SECONDS = 2 * WEBHOOK_DEADLINES.per_delivery_seconds  # outlasts a delivery; then another deliverer may take it
 LEASE_POLL_SECONDS = 0.5
-
-
-class DeliveryBusy(InfrastructureError):
-    """Another deliverer held the lease for the whole wait."""
 
 
 def open_outbox(warehouse: Warehouse, directory: Path) -> Outbox:
@@ -52,17 +55,20 @@ class WarehouseOutbox:
         self.lease_seconds = lease_seconds
         self.holder = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
 
-    def enqueue(self, alerts: Iterable[Alert], name: str, secret_patterns: Iterable[str]) -> int:
-        """Put alerts under `name` (e.g. a day); the same name again replaces them, an empty batch removes them."""
-        batch = redact_tree([dict(alert) for alert in alerts], secret_patterns)
+    def enqueue(self, alerts: Iterable[Alert], name: str, secret_patterns: Iterable[str], agent: str | None = None) -> int:
+        """Put alerts under `name` (e.g. a day); the same name again replaces them (with `agent`, only that agent's:
+        a run for one agent), an empty batch removes them."""
+        patterns = list(secret_patterns)
+        batch = redact_tree([dict(alert) for alert in alerts], patterns)
         given: dict[str, object] = {
             "batch": name,
             "ids": [a["alert_id"] for a in batch],
             "alerts": [jsonout.dumps(a) for a in batch],
         }
+        replaced: dict[str, object] = {"batch": name, "agent": None if agent is None else redact(agent, patterns)}
         self._write(
             f"the alert batch {name}",
-            ("DELETE FROM alert_outbox WHERE batch = $batch", {"batch": name}),
+            (_REPLACED, replaced),
             ("INSERT INTO alert_outbox SELECT $batch, position, alert_id, alert::JSON, now() FROM "
              "(SELECT unnest(range(len($ids))) AS position, unnest($ids) AS alert_id, unnest($alerts) AS alert)", given),
         )  # fmt: skip
@@ -104,9 +110,7 @@ class WarehouseOutbox:
         gives_up = time.monotonic() + self.wait_seconds
         while not self._take():
             if time.monotonic() >= gives_up:
-                raise DeliveryBusy(
-                    f"another deliverer held the alert outbox of {self.warehouse.shown} for {self.wait_seconds:g} s"
-                )
+                raise DeliveryBusy(f"another deliverer held the outbox of {self.warehouse.shown} for {self.wait_seconds:g} s")
             time.sleep(LEASE_POLL_SECONDS)
         try:
             yield
@@ -123,6 +127,8 @@ class WarehouseOutbox:
             raise
 
 
+_REPLACED = """DELETE FROM alert_outbox WHERE batch = $batch  -- with an agent, only its alerts
+AND ($agent::VARCHAR IS NULL OR json_extract_string(alert, '$.agent_id') = $agent::VARCHAR)"""
 _TAKE = """UPDATE alert_delivery_lease SET holder = $me, expires_at = now() + to_seconds($seconds)
 WHERE expires_at < now() OR holder = $me"""
 _FREE = "UPDATE alert_delivery_lease SET holder = NULL, expires_at = TIMESTAMPTZ '1970-01-01 00:00:00+00' WHERE holder = $me"

@@ -74,6 +74,18 @@ def test_a_rerun_replaces_the_days_batch_and_delivered_ids_stay_delivered(outbox
     assert outbox.pending() == []
 
 
+def test_a_rerun_for_one_agent_replaces_only_that_agents_alerts_of_the_batch(outbox_of):
+    outbox = outbox_of()
+    night = [finding("f1"), finding("f2", agent="acme/billing-bot"), finding("src", agent="(source)")]
+    outbox.enqueue(night, "day", [])
+    outbox.enqueue([finding("f3", agent="acme/billing-bot")], "day", [], agent="acme/billing-bot")
+    assert sorted(a["alert_id"] for a in outbox_of().pending()) == ["f1", "f3", "src"]
+    outbox.enqueue([], "day", [], agent="support-bot")  # support-bot's re-run finds nothing now
+    assert sorted(a["alert_id"] for a in outbox_of().pending()) == ["f3", "src"]
+    outbox.enqueue([finding("f4")], "day", [])  # a run for every agent replaces the whole batch
+    assert [a["alert_id"] for a in outbox_of().pending()] == ["f4"]
+
+
 def test_slack_message_groups_links_lists_ids_and_redacts_secrets():
     alerts = [finding("f1", message=f"tools [lookup, {LEAK}]"), finding("f2", severity="warning")]
     message = slack_message(alerts, LINKS, [])
@@ -102,6 +114,16 @@ def test_slack_markup_in_the_data_is_escaped_and_only_the_messages_links_are_mar
     )
 
 
+def test_plain_mentions_and_urls_in_the_data_are_left_plain_by_slack():
+    """Slack auto-parses a mrkdwn text object's plain text unless it is `verbatim`: "certain mentions", channel names
+    and URLs in an agent's answer quoted by a finding became live mentions and links in the alert."""
+    hostile = "ping @channel @here #general, see http://evil.example/login"
+    message = slack_message([finding("f1", message=hostile)], LINKS, [])
+    section = message["blocks"][0]["text"]
+    assert section["type"] == "mrkdwn" and section["verbatim"] is True and hostile in section["text"]
+    assert "<http://viewer.example:8765/days/2026-11-02?agent=support-bot|" in section["text"]  # its own links stay links
+
+
 def test_the_outbox_holds_alerts_redacted(outbox_of):
     outbox = outbox_of()
     outbox.enqueue([finding("f1", message=f"tools [lookup, {LEAK}]", agent=f"bot {LEAK}")], "day", ["lookup"])
@@ -114,6 +136,32 @@ def test_large_groups_list_twenty_and_count_the_rest():
     body = slack_message(alerts, LINKS, [])["blocks"][0]["text"]["text"]
     assert body.count("*CRITICAL*") == 20 and "… and 25 more" in body
     assert len(slack_message(alerts, LINKS, [])["finding_ids"]) == 45
+
+
+def test_a_long_group_keeps_its_count_of_the_rest_and_its_links():
+    """A day's 30 tool_match warnings with their 100-character messages: the body was cut at 2,900 characters in the
+    middle of the 12th line, so the message lost "… and N more" and both links."""
+    message = "tool_match 0.00 vs limit 0.50: tools [search_faq, escalate_to_human] vs baseline [lookup_order, send_email]"
+    alerts = [
+        finding(f"f{i}", episode_id=f"4f1c2a9e-0b7d-4c3e-9a51-{i:012d}", dimension="tool_match", severity="warning",
+                value=0.0, threshold=0.5, baseline_value=1.0, message=message)
+        for i in range(30)
+    ]  # fmt: skip
+    body = slack_message(alerts, LINKS, [])["blocks"][0]["text"]["text"]
+    listed = body.count("*WARNING*")
+    assert len(body) <= 3000 and 0 < listed < 20 and f"… and {30 - listed} more in the day's report" in body
+    assert body.endswith("|Open the day's episodes in the viewer> · <http://ui.example:3000/runs/run-1|Open the run in Dagster>")
+    failure = slack_message([run_failure_alert("run-9", "evaluate_partition", "2026-11-02", "boom " * 2000)], LINKS, [])
+    failed = failure["blocks"][0]["text"]["text"]
+    assert len(failed) <= 3000 and failed.endswith("<http://ui.example:3000/runs/run-9|Open the run>")
+
+
+def test_a_source_health_alert_links_the_whole_day():
+    """A `(source)` finding (a day of no episodes, a quarantine spike) linked the day's episodes of agent "(source)",
+    which no episode has: the viewer showed an empty day."""
+    source = finding("src", agent="(source)", episode_id=None, dimension="source_health", message="0 episodes")
+    body = slack_message([source], LINKS, [])["blocks"][0]["text"]["text"]
+    assert "<http://viewer.example:8765/days/2026-11-02|Open the day's episodes in the viewer>" in body
 
 
 def test_run_failures_travel_alone():

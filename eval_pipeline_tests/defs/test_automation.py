@@ -6,6 +6,7 @@ from datetime import UTC, date, datetime, time, timedelta
 import dagster as dg
 import pytest
 
+from eval_pipeline.defs.automation.freshness import due_day
 from eval_pipeline.defs.automation.schedules import nightly_sweep
 from eval_pipeline.defs.automation.sensors import new_episodes
 from eval_pipeline.defs.resources import EpisodeSourceResource
@@ -61,6 +62,40 @@ def test_file_sensor_requests_new_and_late_days_once(tmp_path):
     assert tick(source, cursor)[0] == []
 
 
+def test_a_log_appended_all_day_requests_only_the_days_that_gained_records(tmp_path):
+    """One JSONL file the agent appends to: each record of today it appended had every finished day in the file
+    evaluated again (5 runs every two minutes, for days that gained nothing)."""
+    episodes = tmp_path / "episodes"
+    episodes.mkdir()
+    log = episodes / "agent.jsonl"
+    for n in range(5, 0, -1):
+        write_day(log, ago(n), [f"e{n}"])
+    source = EpisodeSourceResource(location=str(episodes), index_path=str(tmp_path / "index.json"))
+    days, _, cursor = tick(source, None)
+    assert len(days) == 5
+
+    write_day(log, TODAY, ["t1"])
+    days, _, cursor = tick(source, cursor)
+    assert days == []  # today is not finished, and no finished day changed
+    write_day(log, ago(3), ["late"])  # a late record for an old day
+    days, _, cursor = tick(source, cursor)
+    assert days == [ago(3).isoformat()]
+    with log.open("a") as handle:
+        handle.write('{"episode_id": "torn", "started_at": "' + ago(2).isoformat())  # a record half written
+    days, _, cursor = tick(source, cursor)
+    with log.open("a") as handle:
+        handle.write('T09:00:00Z"}\n')  # its end: the record the last tick saw torn may be any day's
+    every_day = [ago(n).isoformat() for n in range(5, 0, -1)]
+    days, _, cursor = tick(source, cursor)
+    assert days == every_day
+    with log.open("a") as handle:
+        handle.write('{"no day": true}\n')  # a line of no day: it goes to the file's fallback day
+    days, _, cursor = tick(source, cursor)
+    assert days == every_day
+    log.write_text(log.read_text().replace('"e2"', '"E2"'))  # rewritten in place: every day it holds may have changed
+    assert len(tick(source, cursor)[0]) == 5
+
+
 def test_a_failed_tick_loses_nothing(tmp_path):
     episodes = tmp_path / "episodes"
     episodes.mkdir()
@@ -101,10 +136,20 @@ def test_a_missed_night_fails_the_morning_check(tmp_path):
     from eval_pipeline.definitions import defs
 
     (tmp_path / "episodes").mkdir()
+    due = due_day(datetime.now(UTC)).isoformat()
     job = defs().resolve_job_def("report_freshness")
     instance = dg.DagsterInstance.ephemeral()
     evaluation = job.execute_in_process(instance=instance).get_asset_check_evaluations()[0]
-    assert not evaluation.passed and evaluation.metadata["expected_partition"].value == ago(1).isoformat()
+    assert not evaluation.passed and evaluation.metadata["expected_partition"].value == due
 
-    dg.materialize(GRAPH, partition_key=ago(1).isoformat(), resources=local_resources(tmp_path), instance=instance)
+    dg.materialize(GRAPH, partition_key=due, resources=local_resources(tmp_path), instance=instance)
     assert job.execute_in_process(instance=instance).get_asset_check_evaluations()[0].passed
+
+
+def test_last_nights_report_is_not_missed_before_it_is_due():
+    """The check runs in every evaluation run too: a backfill of an old day at 01:00 UTC, before the 02:00 sweep,
+    recorded `last_night_reported` failed ("missed night") on eval_report for a night not due until 06:00."""
+    assert due_day(datetime(2026, 11, 22, 1, 0, tzinfo=UTC)) == date(2026, 11, 20)
+    assert due_day(datetime(2026, 11, 22, 5, 59, tzinfo=UTC)) == date(2026, 11, 20)
+    assert due_day(datetime(2026, 11, 22, 6, 0, tzinfo=UTC)) == date(2026, 11, 21)  # the morning check's tick
+    assert due_day(datetime(2026, 11, 22, 23, 59, tzinfo=UTC)) == date(2026, 11, 21)

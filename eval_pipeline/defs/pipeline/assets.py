@@ -61,7 +61,7 @@ from eval_pipeline.scoring.episodes import score_records
 from eval_pipeline.warehouse.assertions import check_inputs, write_checks
 from eval_pipeline.warehouse.baselines import days_to_look_back, write_baselines
 from eval_pipeline.warehouse.connection import Warehouse
-from eval_pipeline.warehouse.findings import screened_scores_in_parts, task_summaries, write_findings
+from eval_pipeline.warehouse.findings import screened_scores_in_parts, severity_counts, task_summaries, write_findings
 from eval_pipeline.warehouse.health import source_counts
 from eval_pipeline.warehouse.history_baselines import write_history_baselines
 from eval_pipeline.warehouse.ingest import load_episodes
@@ -125,17 +125,20 @@ def _redacted(metadata: dict) -> dict:
     return {key: shown(value) for key, value in metadata.items()}
 
 
-def _each_day(context: dg.AssetExecutionContext, work: Callable[[date], DayMetadata]) -> list[DayMetadata]:
+def _each_day(
+    context: dg.AssetExecutionContext, work: Callable[[date], DayMetadata], narrowed_to: str | None = None
+) -> list[DayMetadata]:
     """Run `work` for each day in order; each table's metadata of a day goes on that table's partition only.
 
     A range (a backfill, the demo) is one run, and Dagster copies a step's own metadata onto every
-    partition it materializes: partition-scoped metadata is what keeps each day's figures its own.
+    partition it materializes: partition-scoped metadata is what keeps each day's figures its own. A run narrowed to
+    one agent (`narrowed_to`, run --agent) counts that agent's rows alone, and its metadata says so.
     """
     per_day = []
     for day in partition_days(context):
         by_table = work(day)
         for name, metadata in by_table.items():
-            shown = _redacted(metadata)
+            shown = _redacted({**metadata, **({"narrowed_to_agent": narrowed_to} if narrowed_to else {})})
             context.add_asset_metadata(shown, asset_key=name, partition_key=day.isoformat())
             context.log.info(f"{name} {day}: {shown}")
         per_day.append(by_table)
@@ -217,7 +220,7 @@ def capture(context: dg.AssetExecutionContext, config: RunScope, warehouse: Ware
         untrusted = sum(reference_failure(verdict) is not None for verdict in (references or {}).values())
         return {"capture": {**counts, **({"references_failed": untrusted} if grader and references is not None else {})}}
 
-    _each_day(context, run_day)
+    _each_day(context, run_day, config.agent_id)
     labels = {spec.agent_id: run_label(spec, revision, config.label) for spec in chosen}
     return dg.MaterializeResult(
         metadata={"cases": len(cases), "agents": ", ".join(labels), "labels": dg.MetadataValue.json(labels)}
@@ -262,7 +265,7 @@ def episodes(
             "quarantine": {"records_read": counts.records_read, "dagster/row_count": counts.quarantined},
         }
 
-    _each_day(context, _rerun_on_conflict(wh, load, one_connection=False))
+    _each_day(context, _rerun_on_conflict(wh, load, one_connection=False), config.agent_id)
     yield from _materialized(context)
 
 
@@ -296,7 +299,7 @@ def baselines(
         return {"baselines": {"dagster/row_count": from_runs + from_history, "from_history": from_history,
                               "days_looked_back": len(earlier)}}  # fmt: skip
 
-    _each_day(context, _rerun_on_conflict(wh, establish, one_connection=False))
+    _each_day(context, _rerun_on_conflict(wh, establish, one_connection=False), config.agent_id)
     return dg.MaterializeResult(metadata={"policy": policy, "lookback_days": cfg.baseline.lookback_days})
 
 
@@ -321,7 +324,7 @@ def replays(
         def dry(day: date) -> DayMetadata:
             return {"replays": {"dagster/row_count": write_dry_replays(wh, day, config.agent_id)}}
 
-        _each_day(context, _rerun_on_conflict(wh, dry))
+        _each_day(context, _rerun_on_conflict(wh, dry), config.agent_id)
         return dg.MaterializeResult(metadata={"mode": "dry"})
     if replay.mode != "live":
         raise dg.Failure(f"EVAL_REPLAY_MODE must be dry or live, not {replay.mode!r}")
@@ -349,7 +352,7 @@ def replays(
             }
         }
 
-    _each_day(context, _rerun_on_conflict(wh, live, one_connection=False))
+    _each_day(context, _rerun_on_conflict(wh, live, one_connection=False), config.agent_id)
     return dg.MaterializeResult(metadata={"mode": "live", "candidate_model": replay.candidate_model})
 
 
@@ -398,7 +401,7 @@ def judgements(
             "pairwise_judgements": {"dagster/row_count": len(outcome.pairwise)},
         }  # fmt: skip
 
-    _each_day(context, _rerun_on_conflict(wh, judge_day, one_connection=False))
+    _each_day(context, _rerun_on_conflict(wh, judge_day, one_connection=False), config.agent_id)
     yield from _materialized(context, {"judge_model": judge.model, "rubrics": ", ".join(r.name for r in rubrics)})
 
 
@@ -441,7 +444,7 @@ def assertions(
             "issues": {"issues_by_check": _md(by_check, 30), "dagster/row_count": len(issues)},
         }
 
-    _each_day(context, _rerun_on_conflict(wh, assess_day))
+    _each_day(context, _rerun_on_conflict(wh, assess_day), config.agent_id)
     yield from _materialized(context, {"cases_file": cfg.cases.path or "none", "checks": ", ".join(c.name for c in run_checks)})
 
 
@@ -487,7 +490,7 @@ def scores(context: dg.AssetExecutionContext, config: RunScope, warehouse: Wareh
             }
         }
 
-    _each_day(context, _rerun_on_conflict(wh, score))
+    _each_day(context, _rerun_on_conflict(wh, score), config.agent_id)
     yield dg.MaterializeResult(metadata={"config_version": cfg.version})
     yield from tally.results()
 
@@ -510,6 +513,7 @@ def regression_findings(
 ):
     wait_for_earlier_days(context)
     cfg, wh, outbox = eval_config.load(), warehouse.get(), alerts.outbox(warehouse)
+    gated: dict[date, tuple[int, int]] = {}  # each day's (critical, warning), every agent's: the gate judges the day
 
     def find(day: date) -> DayMetadata:
         today = task_summaries(wh, day, day, config.agent_id, summary_columns())
@@ -520,9 +524,12 @@ def regression_findings(
         scored_parts = screened_scores_in_parts(wh, day, config.agent_id, finding_screen(cfg))
         found = with_lifecycle(partition_findings(scored_parts, today, trailing, counts, day, cfg), yesterday, day)
         write_findings(wh, day, found, config.agent_id)
-        # announced by the alert sensor, or by `eval-pipeline run` itself; a re-run replaces the day's batch
-        batch = f"{day}-{config.agent_id or 'all-agents'}"
-        outbox.enqueue(finding_alerts(found, context.run.run_id), batch, cfg.policies.secret_patterns)
+        critical, warning = int((found["severity"] == "critical").sum()), int((found["severity"] == "warning").sum())
+        gated[day] = severity_counts(wh, day) if config.agent_id else (critical, warning)
+        # announced by the alert sensor, or by `eval-pipeline run` itself; a re-run replaces the day's batch (for one
+        # agent: that agent's alerts in it), so what waits is what the findings table holds
+        alerts = finding_alerts(found, context.run.run_id)
+        outbox.enqueue(alerts, f"{day}-all-agents", cfg.policies.secret_patterns, config.agent_id or None)
         shown = found.head(FINDINGS_SHOWN)
         episodes = [Link(e, viewer.episode(day, e)) if isinstance(e, str) else "all episodes" for e in shown["episode_id"]]
         shown = shown[["severity", "agent_id", "dimension"]].assign(episode_id=episodes, message=shown["message"])
@@ -530,18 +537,17 @@ def regression_findings(
         return {
             "regression_findings": {
                 "dagster/row_count": len(found),
-                "critical": int((found["severity"] == "critical").sum()),
-                "warning": int((found["severity"] == "warning").sum()),
+                "critical": critical,
+                "warning": warning,
                 "findings": _md(shown, FINDINGS_SHOWN),
                 "in_viewer": dg.MetadataValue.url(viewer.day(day)),
                 "finding_ids": dg.MetadataValue.json(named.astype(str).to_dict("records")),
             }
         }
 
-    per_day = [metadata["regression_findings"] for metadata in _each_day(context, _rerun_on_conflict(wh, find))]
+    _each_day(context, _rerun_on_conflict(wh, find), config.agent_id)
     yield dg.MaterializeResult()
-    counts = {day: (int(m["critical"]), int(m["warning"])) for day, m in zip(partition_days(context), per_day, strict=True)}
-    yield checks.no_critical_regressions(counts)
+    yield checks.no_critical_regressions(gated, config.agent_id)
 
 
 @dg.asset(
@@ -598,7 +604,7 @@ def pass_at_k(
             "task_trials": {"flaky_tasks": len(flaky), "flakiest_tasks": _md(flaky), "dagster/row_count": len(per_task)},
         }
 
-    _each_day(context, _rerun_on_conflict(wh, count))
+    _each_day(context, _rerun_on_conflict(wh, count), config.agent_id)
     yield from _materialized(context)
 
 
@@ -664,5 +670,5 @@ def eval_report(
             }
         }
 
-    _each_day(context, _rerun_on_conflict(wh, report))
+    _each_day(context, _rerun_on_conflict(wh, report), config.agent_id)
     return dg.MaterializeResult()
