@@ -51,3 +51,26 @@ def test_every_eval_toml_snippet_loads(index, tmp_path):
         return
     (tmp_path / "eval.toml").write_text(snippet)
     load_config(tmp_path / "eval.toml")
+
+
+def test_eval_toml_documents_every_setting_with_its_default():
+    """The README sends users to eval.toml for every setting: each field of each section is there, set or commented,
+    and what it sets is the code's default."""
+    from pydantic import BaseModel
+
+    from eval_pipeline.config import EvalConfig
+
+    text = (PROJECT_ROOT / "eval.toml").read_text()
+    assert load_config(PROJECT_ROOT / "eval.toml") == EvalConfig()
+    missing = []
+    for section, field in EvalConfig.model_fields.items():
+        model = field.annotation
+        if not (isinstance(model, type) and issubclass(model, BaseModel)):
+            continue
+        body = re.search(rf"^\[{section}\]\n(.*?)(?=^\[(?!{section}[.\]])|\Z)", text, re.S | re.M)
+        assert body, f"[{section}] is not in eval.toml"
+        for name, setting in model.model_fields.items():
+            key = setting.alias or name
+            if not re.search(rf"^#?\s*(?:{key}\s*=|\[+{section}\.{key}\b)", body.group(1), re.M):
+                missing.append(f"[{section}] {key}")
+    assert missing == []
