@@ -88,3 +88,21 @@ def test_the_duckdb_memory_limit_reaches_every_warehouse_connection(tmp_path):
             assert con.execute("SELECT current_setting('memory_limit')").fetchall() == [("286.1 MiB",)]
     with Settings.from_environment({}, cwd=tmp_path).warehouse().connect() as con:  # unset: DuckDB's own
         assert con.execute("SELECT current_setting('memory_limit')").fetchall() != [("286.1 MiB",)]
+
+
+@pytest.mark.parametrize(
+    ("given", "missing"),
+    [({}, "OPENAI_BASE_URL and EVAL_CANDIDATE_MODEL"), ({"EVAL_CANDIDATE_MODEL": "m"}, "OPENAI_BASE_URL")],
+)
+def test_live_replay_without_its_endpoint_or_model_exits_2_before_any_run(project_env, monkeypatch, capsys, given, missing):
+    """It started the run, failed its replays step, announced a failed run and exited 3, as if the gateway were down."""
+    (project_env / "episodes").mkdir()
+    for name in ("OPENAI_BASE_URL", "OPENAI_API_KEY", "EVAL_CANDIDATE_MODEL"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("EVAL_REPLAY_MODE", "live")
+    for name, value in given.items():
+        monkeypatch.setenv(name, value)
+    assert main(["run", "--date", "2026-11-01"]) == 2
+    err = capsys.readouterr().err
+    assert f"EVAL_REPLAY_MODE=live needs {missing} set" in err and err.count("\n") == 1
+    assert no_run_started(project_env)

@@ -164,11 +164,14 @@ def checked_inputs(
     settings: Settings, selected: list[date], checks: tuple[str, ...] | None = None
 ) -> tuple[EvalConfig, list[CaseSpec]]:
     """The config and case set, read once and checked before any run starts: what is wrong in them is the user's
-    to fix (exit 2), as are days outside the partitions, a plug-in that does not load or an unknown --checks name."""
+    to fix (exit 2), as are days outside the partitions, live replay without its endpoint or model, a plug-in that
+    does not load or an unknown --checks name."""
     from eval_pipeline import plugins
     from eval_pipeline.config import load_config
 
     check_partitions(selected, settings)
+    if settings.live_replay_unready:
+        raise UsageError(settings.live_replay_unready)
     config = load_config(settings.config_path)
     cases = case_set(settings, config)
     plugins.checks(config, settings.config_path, checks)
