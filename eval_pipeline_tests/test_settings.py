@@ -106,3 +106,20 @@ def test_live_replay_without_its_endpoint_or_model_exits_2_before_any_run(projec
     err = capsys.readouterr().err
     assert f"EVAL_REPLAY_MODE=live needs {missing} set" in err and err.count("\n") == 1
     assert no_run_started(project_env)
+
+
+@pytest.mark.parametrize(
+    ("cases_file", "says"),
+    [(None, "cases file {path}: [Errno 2] No such file or directory"), ('{"task_id": "t1", "expected_tools": "x"}', "task t1:")],
+)
+def test_a_cases_file_missing_or_invalid_exits_2_before_any_run(project_env, monkeypatch, capsys, cases_file, says):
+    """`[cases] path` is the user's, as the case set is: it started the run, failed it, alerted and exited 3."""
+    (project_env / "episodes").mkdir()
+    path = project_env / "cases.jsonl"
+    if cases_file is not None:
+        path.write_text(cases_file + "\n")
+    (project_env / "eval.toml").write_text('[cases]\npath = "cases.jsonl"\n')
+    monkeypatch.setenv("EVAL_CONFIG", str(project_env / "eval.toml"))
+    assert main(["run", "--date", "2026-11-01"]) == 2
+    assert says.format(path=path) in capsys.readouterr().err
+    assert no_run_started(project_env)

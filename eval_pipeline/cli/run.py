@@ -164,16 +164,18 @@ def checked_inputs(
     settings: Settings, selected: list[date], checks: tuple[str, ...] | None = None
 ) -> tuple[EvalConfig, list[CaseSpec]]:
     """The config and case set, read once and checked before any run starts: what is wrong in them is the user's
-    to fix (exit 2), as are days outside the partitions, live replay without its endpoint or model, a plug-in that
-    does not load or an unknown --checks name."""
+    to fix (exit 2), as are the cases file, days outside the partitions, live replay without its endpoint or model,
+    a plug-in that does not load or an unknown --checks name."""
     from eval_pipeline import plugins
-    from eval_pipeline.config import load_config
+    from eval_pipeline.config import beside_config, load_config
+    from eval_pipeline.scoring.cases import load_cases
 
     check_partitions(selected, settings)
     if settings.live_replay_unready:
         raise UsageError(settings.live_replay_unready)
     config = load_config(settings.config_path)
     cases = case_set(settings, config)
+    load_cases(beside_config(settings.config_path, config.cases.path) if config.cases.path else None)  # checks each
     plugins.checks(config, settings.config_path, checks)
     plugins.adapters(config, settings.config_path)
     return config, cases
