@@ -123,3 +123,22 @@ def test_a_cases_file_missing_or_invalid_exits_2_before_any_run(project_env, mon
     assert main(["run", "--date", "2026-11-01"]) == 2
     assert says.format(path=path) in capsys.readouterr().err
     assert no_run_started(project_env)
+
+
+@pytest.mark.parametrize(
+    ("toml", "says"),
+    [
+        ('[sources]\nformats = { "*.jsonl" = "nonsense" }\n', "[sources] formats names unknown format(s) ['nonsense']; known: "),
+        ('[capture]\ncase_set = "c.jsonl"\nschema = "missing.json"\n', "adapter schema {root}/missing.json: [Errno 2]"),
+    ],
+)
+def test_an_unknown_format_or_a_missing_schema_exits_2_before_any_run(project_env, monkeypatch, capsys, toml, says):
+    """Both are the user's to fix, as a bad case set is; each started the run, failed it, alerted and exited 3."""
+    (project_env / "episodes").mkdir()
+    (project_env / "episodes" / "e.jsonl").write_text("")
+    (project_env / "c.jsonl").write_text('{"id": "a", "input": "hi"}\n')
+    (project_env / "eval.toml").write_text(toml)
+    monkeypatch.setenv("EVAL_CONFIG", str(project_env / "eval.toml"))
+    assert main(["run", "--date", "2026-11-01"]) == 2
+    assert says.format(root=project_env) in capsys.readouterr().err
+    assert no_run_started(project_env)

@@ -164,10 +164,13 @@ def checked_inputs(
     settings: Settings, selected: list[date], checks: tuple[str, ...] | None = None
 ) -> tuple[EvalConfig, list[CaseSpec]]:
     """The config and case set, read once and checked before any run starts: what is wrong in them is the user's
-    to fix (exit 2), as are the cases file, days outside the partitions, live replay without its endpoint or model,
-    a plug-in that does not load or an unknown --checks name."""
+    to fix (exit 2), as are the cases file, a headless schema, an unknown format in [sources] formats, days outside
+    the partitions, live replay without its endpoint or model, a plug-in that does not load or an unknown --checks
+    name."""
     from eval_pipeline import plugins
+    from eval_pipeline.capture.headless import SchemaError, load_schema
     from eval_pipeline.config import beside_config, load_config
+    from eval_pipeline.episodes.adapters import CANONICAL
     from eval_pipeline.scoring.cases import load_cases
 
     check_partitions(selected, settings)
@@ -177,7 +180,16 @@ def checked_inputs(
     cases = case_set(settings, config)
     load_cases(beside_config(settings.config_path, config.cases.path) if config.cases.path else None)  # checks each
     plugins.checks(config, settings.config_path, checks)
-    plugins.adapters(config, settings.config_path)
+    formats = [CANONICAL, *(adapter.NAME for adapter in plugins.adapters(config, settings.config_path))]
+    unknown = sorted(set(config.sources.formats.values()) - set(formats))
+    if unknown:
+        raise UsageError(f"[sources] formats names unknown format(s) {unknown}; known: {sorted(formats)}")
+    for agent in config.capture.capture_agents if cases else []:
+        if agent.schema_path:
+            try:
+                load_schema(beside_config(settings.config_path, agent.schema_path))
+            except SchemaError as exc:
+                raise UsageError(str(exc)) from None
     return config, cases
 
 
