@@ -63,11 +63,17 @@ class Settings(BaseModel):
     llm_base_url: str | None  # any OpenAI-compatible server, for the judge and live replays
     llm_api_key: SecretStr | None  # a secret: never print it
     judge_model: str | None  # the LLM judge is off without it
+    candidate_model: str | None  # what live replay runs (EVAL_REPLAY_MODE=live needs it)
     duckdb_memory: str  # DuckDB's memory_limit per connection: past it, DuckDB spills to disk
     lake_catalog: SecretStr | None  # EVAL_WAREHOUSE=ducklake:...: a DuckLake warehouse; its catalog may hold a password
     lake_data_path: str | None  # EVAL_WAREHOUSE_DATA: the lake's Parquet files, a shared directory or an s3:// URL
     lake_s3: S3Access | None  # how to reach an s3:// data path (AWS_ACCESS_KEY_ID, AWS_ENDPOINT_URL, ...)
     backfill_days_per_run: int | None  # a backfill from the UI becomes runs of this many days each; None: one run
+
+    @property
+    def live_replay_unready(self) -> str | None:
+        """Why the run's live replays could not start, in one line; None when they can or replay is dry."""
+        return live_replay_unready(self.llm_base_url, self.candidate_model) if self.replay_mode == "live" else None
 
     @property
     def source_is_store(self) -> bool:
@@ -96,6 +102,7 @@ class Settings(BaseModel):
             llm_base_url=_url("OPENAI_BASE_URL", env["OPENAI_BASE_URL"]) if env.get("OPENAI_BASE_URL") else None,
             llm_api_key=SecretStr(env["OPENAI_API_KEY"]) if env.get("OPENAI_API_KEY") else None,
             judge_model=env.get("EVAL_JUDGE_MODEL") or None,
+            candidate_model=env.get("EVAL_CANDIDATE_MODEL") or None,
             duckdb_memory=_amount("EVAL_DUCKDB_MEMORY_LIMIT", env.get("EVAL_DUCKDB_MEMORY_LIMIT") or DUCKDB_MEMORY_DEFAULT),
             backfill_days_per_run=_days_per_run(env["EVAL_BACKFILL_DAYS_PER_RUN"])
             if env.get("EVAL_BACKFILL_DAYS_PER_RUN")
@@ -196,6 +203,12 @@ def s3_access(env: Mapping[str, str]) -> S3Access:
         use_ssl=not endpoint.startswith("http://"),
         session_token=env.get("AWS_SESSION_TOKEN") or None,
     )
+
+
+def live_replay_unready(base_url: str | None, candidate_model: str | None) -> str | None:
+    """What live replay lacks of its endpoint and model, in one line; None when it has both."""
+    missing = [name for name, given in (("OPENAI_BASE_URL", base_url), ("EVAL_CANDIDATE_MODEL", candidate_model)) if not given]
+    return f"EVAL_REPLAY_MODE=live needs {' and '.join(missing)} set" if missing else None
 
 
 def _absolute(value: str, cwd: Path) -> str:

@@ -60,3 +60,21 @@ def test_run_without_a_date_evaluates_yesterday_utc(project_env, fake_store, cap
     assert main(["run", "--fail-on", "never"]) == 0
     assert capsys.readouterr().out.startswith(f"{yesterday}      3 episodes")
     assert main(["run", "--start", str(yesterday), "--fail-on", "never"]) == 2  # a half range is still an error
+
+
+def test_report_renders_what_run_output_saved_for_a_range(project_env, capsys):
+    """`run --start --end --output F` saves a list, a report per day; `report F` refused it as "not a daily report
+    ... `run --output` writes one"."""
+    write_samples(project_env / "episodes")
+    results = project_env / "range.json"
+    assert main(["run", "--start", "2026-11-01", "--end", "2026-11-02", "--output", str(results), "--fail-on", "never"]) == 0
+    assert [day["partition_date"] for day in json.loads(results.read_text())] == ["2026-11-01", "2026-11-02"]
+    capsys.readouterr()
+
+    assert main(["report", str(results)]) == 0
+    shown = capsys.readouterr().out
+    assert shown.index("# Eval report 2026-11-01") < shown.index("# Eval report 2026-11-02")
+    assert main(["report", str(results), "--format", "json"]) == 0
+    assert json.loads(capsys.readouterr().out) == json.loads(results.read_text())
+    assert main(["report", str(results), "--format", "html"]) == 2  # one self-contained page is one day
+    assert "holds the reports of 2 days (2026-11-01..2026-11-02); HTML renders one" in capsys.readouterr().err

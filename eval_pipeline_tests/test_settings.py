@@ -88,3 +88,57 @@ def test_the_duckdb_memory_limit_reaches_every_warehouse_connection(tmp_path):
             assert con.execute("SELECT current_setting('memory_limit')").fetchall() == [("286.1 MiB",)]
     with Settings.from_environment({}, cwd=tmp_path).warehouse().connect() as con:  # unset: DuckDB's own
         assert con.execute("SELECT current_setting('memory_limit')").fetchall() != [("286.1 MiB",)]
+
+
+@pytest.mark.parametrize(
+    ("given", "missing"),
+    [({}, "OPENAI_BASE_URL and EVAL_CANDIDATE_MODEL"), ({"EVAL_CANDIDATE_MODEL": "m"}, "OPENAI_BASE_URL")],
+)
+def test_live_replay_without_its_endpoint_or_model_exits_2_before_any_run(project_env, monkeypatch, capsys, given, missing):
+    """It started the run, failed its replays step, announced a failed run and exited 3, as if the gateway were down."""
+    (project_env / "episodes").mkdir()
+    for name in ("OPENAI_BASE_URL", "OPENAI_API_KEY", "EVAL_CANDIDATE_MODEL"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("EVAL_REPLAY_MODE", "live")
+    for name, value in given.items():
+        monkeypatch.setenv(name, value)
+    assert main(["run", "--date", "2026-11-01"]) == 2
+    err = capsys.readouterr().err
+    assert f"EVAL_REPLAY_MODE=live needs {missing} set" in err and err.count("\n") == 1
+    assert no_run_started(project_env)
+
+
+@pytest.mark.parametrize(
+    ("cases_file", "says"),
+    [(None, "cases file {path}: [Errno 2] No such file or directory"), ('{"task_id": "t1", "expected_tools": "x"}', "task t1:")],
+)
+def test_a_cases_file_missing_or_invalid_exits_2_before_any_run(project_env, monkeypatch, capsys, cases_file, says):
+    """`[cases] path` is the user's, as the case set is: it started the run, failed it, alerted and exited 3."""
+    (project_env / "episodes").mkdir()
+    path = project_env / "cases.jsonl"
+    if cases_file is not None:
+        path.write_text(cases_file + "\n")
+    (project_env / "eval.toml").write_text('[cases]\npath = "cases.jsonl"\n')
+    monkeypatch.setenv("EVAL_CONFIG", str(project_env / "eval.toml"))
+    assert main(["run", "--date", "2026-11-01"]) == 2
+    assert says.format(path=path) in capsys.readouterr().err
+    assert no_run_started(project_env)
+
+
+@pytest.mark.parametrize(
+    ("toml", "says"),
+    [
+        ('[sources]\nformats = { "*.jsonl" = "nonsense" }\n', "[sources] formats names unknown format(s) ['nonsense']; known: "),
+        ('[capture]\ncase_set = "c.jsonl"\nschema = "missing.json"\n', "adapter schema {root}/missing.json: [Errno 2]"),
+    ],
+)
+def test_an_unknown_format_or_a_missing_schema_exits_2_before_any_run(project_env, monkeypatch, capsys, toml, says):
+    """Both are the user's to fix, as a bad case set is; each started the run, failed it, alerted and exited 3."""
+    (project_env / "episodes").mkdir()
+    (project_env / "episodes" / "e.jsonl").write_text("")
+    (project_env / "c.jsonl").write_text('{"id": "a", "input": "hi"}\n')
+    (project_env / "eval.toml").write_text(toml)
+    monkeypatch.setenv("EVAL_CONFIG", str(project_env / "eval.toml"))
+    assert main(["run", "--date", "2026-11-01"]) == 2
+    assert says.format(root=project_env) in capsys.readouterr().err
+    assert no_run_started(project_env)

@@ -104,8 +104,25 @@ def results(args: argparse.Namespace, settings: Settings) -> tuple[list[Result],
             raise UsageError("--agent selects stored runs: give it with --date")
         return read_results(args.results), str(args.results)
     warehouse = existing_warehouse(settings, f"run `eval-pipeline run --date {args.date}` first")
+    if args.agent:
+        check_agent_seen(warehouse, [args.date], args.agent)
     captures = [to_capture(episode) for episode in export_inputs(warehouse, args.date, args.agent)]
     return results_of_captures(captures), f"runs stored for {args.date}" + (f" by {args.agent}" if args.agent else "")
+
+
+def span(days: list[date]) -> str:
+    """The days as a message names them: the one day, or the range."""
+    return str(days[0]) if len(days) == 1 else f"{days[0]}..{days[-1]}"
+
+
+def check_agent_seen(warehouse: Warehouse, days: list[date], agent_id: str) -> None:
+    """`--agent A` where the days hold no episode of A is a typo more often than a quiet night: say so, exit 2."""
+    from eval_pipeline.warehouse.reports import agents_seen
+
+    seen = agents_seen(warehouse, days)
+    if agent_id not in seen:
+        known = ", ".join(seen) if seen else "none"
+        raise UsageError(f"--agent {agent_id}: no episode of that agent on {span(days)}; agents there: {known}")
 
 
 def grader_command(text: str) -> tuple[str, ...]:

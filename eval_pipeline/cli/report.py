@@ -68,19 +68,29 @@ def _tell_if_outdated(settings: Settings, day: date) -> None:
 
 
 def _rendered(saved: Path, format: str) -> str:
-    """A report saved as JSON, rendered again as Markdown or HTML (or checked and given back as JSON)."""
+    """A report saved as JSON, or the list of them `run --output` saves for a range, rendered again as Markdown (a day
+    after another) or HTML (one day's page), or checked and given back as JSON."""
     import json
 
     from eval_pipeline.reports.daily import render_markdown
     from eval_pipeline.reports.html import render_html
 
     try:
-        report = json.loads(saved.read_text())
+        saved_json = json.loads(saved.read_text())
     except ValueError as exc:
         raise UsageError(f"{saved}: not a JSON report: {exc}") from None
-    if not (isinstance(report, dict) and {"partition_date", "summary"} <= report.keys()):
-        raise UsageError(f"{saved}: not a daily report (no partition_date and summary); `run --output` writes one")
-    return {"md": render_markdown, "html": render_html, "json": lambda r: saved.read_text()}[format](report)
+    reports = saved_json if isinstance(saved_json, list) and saved_json else [saved_json]
+    if not all(isinstance(report, dict) and {"partition_date", "summary"} <= report.keys() for report in reports):
+        raise UsageError(f"{saved}: not a daily report (no partition_date and summary); `run --output` writes one, or a list")
+    if format == "json":
+        return saved.read_text()
+    if format == "html" and len(reports) > 1:
+        days = f"{reports[0]['partition_date']}..{reports[-1]['partition_date']}"
+        raise UsageError(
+            f"{saved} holds the reports of {len(reports)} days ({days}); HTML renders one: `report --date D --format html`"
+        )
+    render = render_markdown if format == "md" else render_html
+    return "\n".join(render(report) for report in reports)
 
 
 COMMAND = Command(

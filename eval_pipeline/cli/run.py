@@ -20,10 +20,12 @@ from eval_pipeline.cli.command import (
     UsageError,
     add_days,
     add_store_url,
+    check_agent_seen,
     days,
     emit,
     print_other_policy,
     print_outdated,
+    span,
     with_store_url,
 )
 
@@ -33,7 +35,6 @@ if TYPE_CHECKING:
     from eval_pipeline.runner import Progress, RunDone, RunRequest
     from eval_pipeline.settings import Settings
     from eval_pipeline.warehouse.cases import CaseResults
-    from eval_pipeline.warehouse.connection import Warehouse
     from eval_pipeline.warehouse.reports import RunOutcome
 
 
@@ -125,17 +126,12 @@ def _exit_code(outcome: RunOutcome, fail_on: str, selected: list[date]) -> int:
         replays, verdicts = outcome.failed_live_replays, outcome.failed_judge_verdicts
         print(
             f"eval-pipeline: {replays} live replay{'s' if replays != 1 else ''} and {verdicts} judge "
-            f"verdict{'s' if verdicts != 1 else ''} failed after retries on {_span(selected)}: "
+            f"verdict{'s' if verdicts != 1 else ''} failed after retries on {span(selected)}: "
             "see replays.error / judgements.reasoning",
             file=sys.stderr,
         )
         return EXIT_INFRA
     return EXIT_OK
-
-
-def _span(days: list[date]) -> str:
-    """The days as a message names them: the one day, or the range."""
-    return str(days[0]) if len(days) == 1 else f"{days[0]}..{days[-1]}"
 
 
 COMMAND = Command(
@@ -168,15 +164,32 @@ def checked_inputs(
     settings: Settings, selected: list[date], checks: tuple[str, ...] | None = None
 ) -> tuple[EvalConfig, list[CaseSpec]]:
     """The config and case set, read once and checked before any run starts: what is wrong in them is the user's
-    to fix (exit 2), as are days outside the partitions, a plug-in that does not load or an unknown --checks name."""
+    to fix (exit 2), as are the cases file, a headless schema, an unknown format in [sources] formats, days outside
+    the partitions, live replay without its endpoint or model, a plug-in that does not load or an unknown --checks
+    name."""
     from eval_pipeline import plugins
-    from eval_pipeline.config import load_config
+    from eval_pipeline.capture.headless import SchemaError, load_schema
+    from eval_pipeline.config import beside_config, load_config
+    from eval_pipeline.episodes.adapters import CANONICAL
+    from eval_pipeline.scoring.cases import load_cases
 
     check_partitions(selected, settings)
+    if settings.live_replay_unready:
+        raise UsageError(settings.live_replay_unready)
     config = load_config(settings.config_path)
     cases = case_set(settings, config)
+    load_cases(beside_config(settings.config_path, config.cases.path) if config.cases.path else None)  # checks each
     plugins.checks(config, settings.config_path, checks)
-    plugins.adapters(config, settings.config_path)
+    formats = [CANONICAL, *(adapter.NAME for adapter in plugins.adapters(config, settings.config_path))]
+    unknown = sorted(set(config.sources.formats.values()) - set(formats))
+    if unknown:
+        raise UsageError(f"[sources] formats names unknown format(s) {unknown}; known: {sorted(formats)}")
+    for agent in config.capture.capture_agents if cases else []:
+        if agent.schema_path:
+            try:
+                load_schema(beside_config(settings.config_path, agent.schema_path))
+            except SchemaError as exc:
+                raise UsageError(str(exc)) from None
     return config, cases
 
 
@@ -221,7 +234,7 @@ def evaluate(settings: Settings, request: RunRequest) -> None:
     config, case_specs = checked_inputs(settings, request.days, request.checks)
     done = launch(settings, request, config)
     if request.agent_id:
-        _check_agent_seen(settings.warehouse(), request)
+        check_agent_seen(settings.warehouse(), request.days, request.agent_id)
     cases = [case.id for case in case_specs]
     agents = [agent.agent_id for agent in config.capture.capture_agents if request.agent_id in (None, agent.agent_id)]
     if cases and agents:
@@ -253,7 +266,7 @@ def evaluate(settings: Settings, request: RunRequest) -> None:
     if retried:  # the SDK retries silently; failed calls say their attempts in `replays.error` and `judgements.reasoning`
         print(
             f"eval-pipeline: warning: {retried} gateway call{'s' if retried != 1 else ''} answered only after retries on "
-            f"{_span(request.days)} (llm_calls_retried in the run's replays and judgements metadata)",
+            f"{span(request.days)} (llm_calls_retried in the run's replays and judgements metadata)",
             file=sys.stderr,
         )
 
@@ -286,16 +299,6 @@ def _print_case_results(results: CaseResults) -> None:
         rates = per_category["pass_rate"].map(lambda rate: "–" if pd.isna(rate) else f"{rate:.0%}")
         print_table(per_category.drop(columns="pass_rate").assign(**{"pass rate": rates}), f"{title}: per category")
         print()
-
-
-def _check_agent_seen(warehouse: Warehouse, request: RunRequest) -> None:
-    """`--agent A` where the days hold no episode of A is a typo more often than a quiet night: say so, exit 2."""
-    from eval_pipeline.warehouse.reports import agents_seen
-
-    seen = agents_seen(warehouse, request.days)
-    if request.agent_id not in seen:
-        known = ", ".join(seen) if seen else "none"
-        raise UsageError(f"--agent {request.agent_id}: no episode of that agent on {_span(request.days)}; agents there: {known}")
 
 
 @contextmanager

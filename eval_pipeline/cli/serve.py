@@ -48,5 +48,5 @@ COMMAND = Command(
     "the episode viewer: days, findings, each episode beside its baseline, and review queues to label them",
     _arguments,
     _run,
-    ("serve", "serve --port 8765", "EVAL_UI_TOKEN=… serve --host 0.0.0.0"),
+    ("serve", "serve --port 8765", "serve --host 0.0.0.0   # with EVAL_UI_TOKEN set: every request then needs it"),
 )

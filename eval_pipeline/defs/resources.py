@@ -23,7 +23,7 @@ from eval_pipeline.llm.gateway import Gateway, GatewayError
 from eval_pipeline.llm.judge import judge_gateway, judge_off_because
 from eval_pipeline.scoring.cases import Case, CasesError, load_cases
 from eval_pipeline.scoring.checks import Check
-from eval_pipeline.settings import Settings, s3_access
+from eval_pipeline.settings import Settings, live_replay_unready, s3_access
 from eval_pipeline.viewer.links import day_url, episode_url, report_url
 from eval_pipeline.warehouse.alerts import open_outbox
 from eval_pipeline.warehouse.connection import Warehouse
@@ -117,8 +117,9 @@ class ReplayResource(_LLMEndpoint):
     candidate_model: str = ""
 
     def gateway(self, endpoint: GatewayConfig, price: Price | None) -> Gateway:
-        if not (self.base_url and self.candidate_model):
-            raise dg.Failure("EVAL_REPLAY_MODE=live needs OPENAI_BASE_URL and EVAL_CANDIDATE_MODEL")
+        unready = live_replay_unready(self.base_url, self.candidate_model)
+        if unready:
+            raise dg.Failure(unready)
         return Gateway(self.base_url, self.api_key, self.candidate_model, **endpoint.model_dump(), price=price)
 
 

@@ -17,6 +17,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
+from eval_pipeline.errors import UserInputError
 from eval_pipeline.scoring.answer import answer_match
 from eval_pipeline.scoring.trajectory import ToolCall, Trajectory
 
@@ -84,8 +85,8 @@ _EXPECTATIONS = (
 )
 
 
-class CasesError(ValueError):
-    """The cases file cannot be read, or a case in it is invalid; the message says where."""
+class CasesError(UserInputError, ValueError):
+    """The cases file cannot be read, or a case in it is invalid; the message says where (the user's to fix: exit 2)."""
 
 
 def read_json_or_jsonl(path: Path) -> Any:

@@ -176,6 +176,11 @@ def test_a_trial_result_with_relative_timestamps_lands_on_the_runs_day_and_its_v
     assert [(s["trialNum"], s["toolCalls"], s["output"]) for s in stored] == [
         (n, ["WebSearch"] if n < 3 else [], t["output"]) for n, t in enumerate(TRIALS["trials"], 1)
     ]
+    capsys.readouterr()
+    for command in ("summarize", "calibrate"):  # a typo'd agent printed an empty summary, "0 of 0 failures", and exit 0
+        assert main([command, "--date", "2026-11-09", "--agent", "claud", "-o", "typo.out"]) == 2
+        assert "--agent claud: no episode of that agent on 2026-11-09; agents there: claude" in capsys.readouterr().err
+    assert not (user_files / "typo.out").exists()
     assert main(["calibrate", "--date", "2026-11-09", "--grader", "./loose-grader.py", "-o", "stored.md"]) == 0
     page = (user_files / "stored.md").read_text()
     assert "runs stored for 2026-11-09. 2 of 2 failures" in page and "| `./loose-grader.py` | PASS | 1 |" in page
