@@ -442,6 +442,45 @@ def test_plaited_export_round_trips(project_env, capsys, tmp_path_factory):
     assert back == original
 
 
+def test_a_plaited_export_read_back_is_scored_as_the_days_were(project_env, capsys, tmp_path_factory, monkeypatch):
+    """Imported again, the export's runs keep their cost, model, pin and failed tool calls, so the same regressions
+    are found: the cost regressions and the errored tool calls (safety) of 2026-11-02 were lost, and the day passed
+    36 of 48 episodes instead of 30."""
+    from eval_pipeline_tests.conftest import project_environment
+
+    write_samples(project_env / "episodes")
+    assert main(["run", "--start", "2026-11-01", "--end", "2026-11-02", "--fail-on", "never"]) == 0
+    other = tmp_path_factory.mktemp("reimport")
+    (other / "episodes").mkdir()
+    for day in ("2026-11-01", "2026-11-02"):
+        exported = other / "episodes" / f"results-{day}.jsonl"
+        assert main(["export", "--format", "plaited", "--date", day, "--output", str(exported)]) == 0
+    failed_tool = next(
+        step
+        for line in (other / "episodes" / "results-2026-11-02.jsonl").read_text().splitlines()
+        for step in json.loads(line)["trajectory"]
+        if step.get("status") == "failed"
+    )
+    assert failed_tool["output"].startswith("HTTP ")  # the error the tool answered, as plaited's graders read it
+    verdicts = (
+        "SELECT s.episode_id, s.passed, s.verdict_reason, round(s.safety, 6), round(s.cost_delta_pct, 6), e.model, "
+        "e.total_cost_usd FROM scores s JOIN episodes e USING (episode_id, partition_date) ORDER BY ALL"
+    )
+    findings = "SELECT partition_date, episode_id, dimension, severity FROM findings ORDER BY ALL"
+    original = [run_query(capsys, sql) for sql in (verdicts, findings)]
+    for name, value in project_environment(other).items():
+        monkeypatch.setenv(name, value)
+    assert main(["run", "--start", "2026-11-01", "--end", "2026-11-02", "--fail-on", "never"]) == 0
+    assert "2026-11-02     48 episodes     30 passed     18 failed" in capsys.readouterr().out
+    assert [run_query(capsys, sql) for sql in (verdicts, findings)] == original
+
+
+def run_query(capsys, sql: str) -> list[dict]:
+    capsys.readouterr()
+    assert main(["query", sql, "--format", "json"]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
 def test_an_agent_the_days_do_not_hold_is_a_usage_error_naming_the_ones_they_do(project_env, capsys):
     write_samples(project_env / "episodes")
     assert main(["run", "--date", "2026-11-01", "--agent", "nosuch-agent"]) == 2
