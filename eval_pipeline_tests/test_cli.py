@@ -489,3 +489,21 @@ def test_an_agent_the_days_do_not_hold_is_a_usage_error_naming_the_ones_they_do(
     assert main(["run", "--date", "2026-11-01", "--fail-on", "never"]) == 0
     assert main(["run", "--date", "2026-11-01", "--agent", "support-bott"]) == 2
     assert "agents there: billing-bot, code-assistant, research-agent, support-bot" in capsys.readouterr().err
+
+
+@pytest.fixture
+def bare_warehouse(project_env):
+    """A warehouse file and nothing evaluated yet: enough for `query`."""
+    import duckdb
+
+    duckdb.connect(str(project_env / "eval.duckdb")).close()
+    return project_env
+
+
+def test_query_json_keeps_every_column_of_a_join_whose_sides_share_names(bare_warehouse, capsys):
+    """A JSON object holds a key once: `SELECT s.*, e.*` gave one partition_date of two, the other silently lost."""
+    sql = "SELECT 1 AS a, 2 AS a, 3 AS a_1, 4 AS A"
+    assert main(["query", sql, "--format", "json"]) == 0
+    assert json.loads(capsys.readouterr().out) == [{"a": 1, "a_1": 2, "a_1_1": 3, "A_2": 4}]  # as DuckDB's frames name them
+    assert main(["query", sql, "--format", "csv"]) == 0
+    assert capsys.readouterr().out == "a,a,a_1,A\n1,2,3,4\n"

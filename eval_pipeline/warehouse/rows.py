@@ -53,4 +53,15 @@ class Rows:
         return [row[at] for row in self.values]
 
     def records(self) -> list[dict[str, Any]]:
-        return [dict(zip(self.columns, row, strict=True)) for row in self.values]
+        """Each row as an object: a name the answer repeats (`SELECT s.*, e.*`) gets `_1`, `_2`, ... as DuckDB's frames
+        name it, since an object holds a key once and the later column would silently replace the earlier."""
+        keys: list[str] = []
+        taken: set[str] = set()  # DuckDB's names are case-insensitive
+        for column in self.columns:
+            key, number = column, 0
+            while key.lower() in taken:
+                number += 1
+                key = f"{column}_{number}"
+            keys.append(key)
+            taken.add(key.lower())
+        return [dict(zip(keys, row, strict=True)) for row in self.values]
