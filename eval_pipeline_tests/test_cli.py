@@ -507,3 +507,15 @@ def test_query_json_keeps_every_column_of_a_join_whose_sides_share_names(bare_wa
     assert json.loads(capsys.readouterr().out) == [{"a": 1, "a_1": 2, "a_1_1": 3, "A_2": 4}]  # as DuckDB's frames name them
     assert main(["query", sql, "--format", "csv"]) == 0
     assert capsys.readouterr().out == "a,a,a_1,A\n1,2,3,4\n"
+
+
+def test_query_shows_a_blob_as_duckdb_writes_it_in_every_format(bare_warehouse, capsys):
+    """--format json of a BLOB was 'internal error: TypeError: Object of type bytes is not JSON serializable', exit 3."""
+    sql = r"SELECT '\x00a\x5Cb\xff\x22'::BLOB AS raw, octet_length(raw) AS n"
+    shown = r"\x00a\x5Cb\xFF\x22"  # DuckDB's own text of it (raw::VARCHAR)
+    assert main(["query", sql, "--format", "json"]) == 0
+    assert json.loads(capsys.readouterr().out) == [{"raw": shown, "n": 6}]
+    assert main(["query", sql, "--format", "csv"]) == 0
+    assert capsys.readouterr().out == f"raw,n\n{shown},6\n"
+    assert main(["query", sql]) == 0
+    assert capsys.readouterr().out.split() == ["raw", "n", shown, "6"]
