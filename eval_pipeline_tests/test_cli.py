@@ -519,3 +519,10 @@ def test_query_shows_a_blob_as_duckdb_writes_it_in_every_format(bare_warehouse, 
     assert capsys.readouterr().out == f"raw,n\n{shown},6\n"
     assert main(["query", sql]) == 0
     assert capsys.readouterr().out.split() == ["raw", "n", shown, "6"]
+
+
+@pytest.mark.parametrize("sql", ["", "  \n", "-- the week's findings, to do"])
+def test_query_without_a_statement_is_a_usage_error(bare_warehouse, capsys, sql):
+    """It was 'internal error: AttributeError: 'NoneType' object has no attribute 'description'', exit 3."""
+    assert main(["query", sql]) == 2
+    assert capsys.readouterr().err == "eval-pipeline: error: no SQL statement to run: give one, e.g. SELECT * FROM agent_daily\n"
