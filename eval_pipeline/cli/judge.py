@@ -33,6 +33,9 @@ def _run(args: argparse.Namespace, settings: Settings) -> int:
             f"{off}: judge needs EVAL_JUDGE_MODEL, and OPENAI_BASE_URL (any OpenAI-compatible server) or "
             "OPENAI_API_KEY alone (OpenAI's own endpoint)"
         )
+    if args.output.is_dir():
+        raise UsageError(f"--output {args.output} is a directory: give the file to write, e.g. {args.output / 'results.json'}")
+    args.output.parent.mkdir(parents=True, exist_ok=True)  # before the calls, which cost: their verdicts must land
     config = load_config(settings.config_path)
     rubrics = configured_rubrics(list(RUBRICS), config.judge.custom)  # [judge.custom.relevance] rewords one
     try:
