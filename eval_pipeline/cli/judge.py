@@ -26,6 +26,8 @@ def _run(args: argparse.Namespace, settings: Settings) -> int:
     from eval_pipeline.llm.judge import configured_rubrics, judge_gateway, judge_off_because
     from eval_pipeline.llm.support_bot import RUBRICS, ExamplesError, judge_examples
 
+    if args.concurrency < 1:
+        raise UsageError(f"--concurrency must be at least 1, not {args.concurrency}")
     key = settings.llm_api_key.get_secret_value() if settings.llm_api_key else ""
     off = judge_off_because(settings.llm_base_url, settings.judge_model, key)
     if off or not settings.judge_model:

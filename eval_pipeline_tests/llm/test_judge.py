@@ -190,3 +190,11 @@ def test_the_output_goes_where_asked_though_its_folder_is_not_there_yet(judge_en
     capsys.readouterr()
     assert main(["judge", str(examples_file), "--output", "results"]) == 2  # a folder: said before any call
     assert "--output results is a directory" in capsys.readouterr().err and len(judge_env.requests) == 4
+
+
+@pytest.mark.parametrize("concurrency", ["0", "-2"])
+def test_a_concurrency_below_one_is_a_usage_error_before_any_call(judge_env, examples_file, capsys, concurrency):
+    """0 waited forever for a free slot (nothing printed, nothing written); -2 was an internal error, exit 3."""
+    assert main(["judge", str(examples_file), "--output", "out.json", "--concurrency", concurrency]) == 2
+    assert capsys.readouterr().err == f"eval-pipeline: error: --concurrency must be at least 1, not {concurrency}\n"
+    assert judge_env.requests == []
