@@ -526,3 +526,18 @@ def test_query_without_a_statement_is_a_usage_error(bare_warehouse, capsys, sql)
     """It was 'internal error: AttributeError: 'NoneType' object has no attribute 'description'', exit 3."""
     assert main(["query", sql]) == 2
     assert capsys.readouterr().err == "eval-pipeline: error: no SQL statement to run: give one, e.g. SELECT * FROM agent_daily\n"
+
+
+def test_a_run_still_running_cannot_be_pinned_as_a_baseline(project_env, capsys):
+    """Pinned, its first half was every later trial's yardstick: the task's runs of the day before, run again, all
+    failed critical (cost +150 %, latency +110 %, correctness 0.6 against a plan for an answer)."""
+    write_samples(project_env / "episodes")
+    assert main(["run", "--date", "2026-11-03", "--fail-on", "never"]) == 0
+    running = "ep-2026-11-03-code-assistant-explain-function-t3"
+    capsys.readouterr()
+    assert main(["baseline", "pin", running, "--from", "2026-11-02"]) == 2
+    assert capsys.readouterr().err == (
+        f"eval-pipeline: error: {running} is still running: a baseline is a finished run; pin it once it has ended\n"
+    )
+    assert main(["baseline", "list", "--date", "2026-11-03", "--agent", "code-assistant"]) == 0
+    assert running not in capsys.readouterr().out
