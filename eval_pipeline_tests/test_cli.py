@@ -541,3 +541,25 @@ def test_a_run_still_running_cannot_be_pinned_as_a_baseline(project_env, capsys)
     )
     assert main(["baseline", "list", "--date", "2026-11-03", "--agent", "code-assistant"]) == 0
     assert running not in capsys.readouterr().out
+
+
+def test_an_export_of_nothing_says_so_instead_of_writing_an_empty_file(project_env, capsys):
+    """A day not evaluated, or a mistyped agent, wrote an empty results.jsonl and 'wrote results.jsonl', exit 0: plaited's
+    tools then read a night without runs. summarize and calibrate of stored runs printed nothing, exit 0."""
+    write_samples(project_env / "episodes")
+    assert main(["run", "--date", "2026-11-01", "--fail-on", "never"]) == 0
+    results = project_env / "results.jsonl"
+    capsys.readouterr()
+    assert main(["export", "--format", "plaited", "--date", "2026-11-02", "--output", str(results)]) == 2
+    assert capsys.readouterr().err == (
+        "eval-pipeline: error: no finished episode stored for 2026-11-02; run `eval-pipeline run --date 2026-11-02` first\n"
+    )
+    for argv in (["export", "--format", "plaited"], ["summarize"], ["calibrate"]):
+        assert main([*argv, "--date", "2026-11-01", "--agent", "support-bott"]) == 2
+        assert capsys.readouterr().err == (
+            "eval-pipeline: error: no finished episode of support-bott stored for 2026-11-01; agents there: billing-bot, "
+            "code-assistant, research-agent, support-bot\n"
+        )
+    assert not results.exists()
+    assert main(["export", "--format", "plaited", "--date", "2026-11-01", "--agent", "support-bot"]) == 0
+    assert len(capsys.readouterr().out.splitlines()) == 12

@@ -95,7 +95,6 @@ def results(args: argparse.Namespace, settings: Settings) -> tuple[list[Result],
     """The runs `add_results` names, each as plaited shows it, and what they are (a page says it; a sample is seeded by it)."""
     from eval_pipeline.capture.results import read_results, results_of_captures
     from eval_pipeline.episodes.adapters.plaited import to_capture
-    from eval_pipeline.warehouse.export import export_inputs
 
     if bool(args.results) == bool(args.date):
         raise UsageError("give a results file, or --date D for the runs stored that day")
@@ -103,9 +102,24 @@ def results(args: argparse.Namespace, settings: Settings) -> tuple[list[Result],
         if args.agent:
             raise UsageError("--agent selects stored runs: give it with --date")
         return read_results(args.results), str(args.results)
-    warehouse = existing_warehouse(settings, f"run `eval-pipeline run --date {args.date}` first")
-    captures = [to_capture(episode) for episode in export_inputs(warehouse, args.date, args.agent)]
+    captures = [to_capture(episode) for episode in stored_runs(settings, args.date, args.agent)]
     return results_of_captures(captures), f"runs stored for {args.date}" + (f" by {args.agent}" if args.agent else "")
+
+
+def stored_runs(settings: Settings, day: date, agent_id: str | None) -> list[dict]:
+    """The day's finished episodes (only `agent_id`'s when given) as exports read them; a usage error when there are
+    none, saying why (a day not evaluated, an agent the day does not have), since an empty file says nothing."""
+    from eval_pipeline.warehouse.export import export_inputs
+    from eval_pipeline.warehouse.reports import agents_seen
+
+    warehouse = existing_warehouse(settings, f"run `eval-pipeline run --date {day}` first")
+    episodes = export_inputs(warehouse, day, agent_id)
+    if episodes:
+        return episodes
+    seen = agents_seen(warehouse, [day])
+    if agent_id and seen:
+        raise UsageError(f"no finished episode of {agent_id} stored for {day}; agents there: {', '.join(seen)}")
+    raise UsageError(f"no finished episode stored for {day}; run `eval-pipeline run --date {day}` first")
 
 
 def grader_command(text: str) -> tuple[str, ...]:
