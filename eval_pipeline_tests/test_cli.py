@@ -563,3 +563,13 @@ def test_an_export_of_nothing_says_so_instead_of_writing_an_empty_file(project_e
     assert not results.exists()
     assert main(["export", "--format", "plaited", "--date", "2026-11-01", "--agent", "support-bot"]) == 0
     assert len(capsys.readouterr().out.splitlines()) == 12
+
+
+@pytest.mark.parametrize("command", ["serve-rewards", "serve", "collect", "ui"])
+@pytest.mark.parametrize("port", ["99999", "-1"])
+def test_a_port_out_of_range_is_a_usage_error(project_env, capsys, command, port):
+    """It was 'internal error: OverflowError: bind(): port must be 0-65535.', exit 3, as if the machine were at fault."""
+    with pytest.raises(SystemExit) as exited:
+        main([command, "--port", port])
+    assert exited.value.code == 2
+    assert capsys.readouterr().err.endswith(f"argument --port: not a port (0-65535): {port!r}\n")

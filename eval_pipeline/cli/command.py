@@ -59,6 +59,17 @@ def date_argument(text: str) -> date:
         raise argparse.ArgumentTypeError(f"not a date (YYYY-MM-DD): {text!r}") from None
 
 
+def port_argument(text: str) -> int:
+    """A TCP port to listen on (0: any free one); out of range it is the user's typo, not the machine's fault."""
+    try:
+        port = int(text)
+    except ValueError:
+        port = -1
+    if not 0 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"not a port (0-65535): {text!r}")
+    return port
+
+
 def add_days(parser: argparse.ArgumentParser) -> None:
     """`--date D`, or `--start D1 --end D2`: read back with `days`."""
     parser.add_argument("--date", type=date_argument, help="one partition (YYYY-MM-DD)")
