@@ -573,3 +573,15 @@ def test_a_port_out_of_range_is_a_usage_error(project_env, capsys, command, port
         main([command, "--port", port])
     assert exited.value.code == 2
     assert capsys.readouterr().err.endswith(f"argument --port: not a port (0-65535): {port!r}\n")
+
+
+@pytest.mark.parametrize(
+    ("selector", "key"),
+    [("date=2026-11-01,date=2026-11-02", "date"), ("agent=model-a,model=x,agent=model-b", "agent")],
+)
+def test_a_selector_naming_a_key_twice_is_refused_not_read_as_its_last(bare_warehouse, capsys, selector, key):
+    """`--a date=2026-11-01,date=2026-11-02` compared 2026-11-02 alone (meta.a 'date=2026-11-02'), exit 0."""
+    assert main(["compare", "--a", selector, "--b", "agent=model-a"]) == 2
+    assert capsys.readouterr().err == (
+        f"eval-pipeline: error: selector {selector!r} gives {key} twice; one value each (several days: date=D1..D2)\n"
+    )

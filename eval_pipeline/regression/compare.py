@@ -48,6 +48,8 @@ class Selector(BaseModel):
             key, sep, value = part.partition("=")
             if not sep or not value:
                 raise SelectorError(f"selector part {part!r} is not key=value")
+            if ("first" if key == "date" else key) in fields:  # the later value would silently replace the earlier
+                raise SelectorError(f"selector {text!r} gives {key} twice; one value each (several days: date=D1..D2)")
             if key == "date":
                 first, _, last = value.partition("..")
                 fields["first"], fields["last"] = first, last or first
