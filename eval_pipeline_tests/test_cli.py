@@ -585,3 +585,15 @@ def test_a_selector_naming_a_key_twice_is_refused_not_read_as_its_last(bare_ware
     assert capsys.readouterr().err == (
         f"eval-pipeline: error: selector {selector!r} gives {key} twice; one value each (several days: date=D1..D2)\n"
     )
+
+
+def test_calibrate_refuses_a_negative_sample_as_the_config_does(project_env, capsys):
+    """`--sample -1` wrote a calibration page of '0 of 1 failures', exit 0, where `[cases] calibration_sample = -1` is
+    refused as a config error."""
+    capture = {"id": "c1", "input": "q", "output": "a", "trajectory": [], "score": {"pass": False, "score": 0.0},
+               "timing": {"start": 1795927708000, "end": 1795927709000, "total": 1000}}  # fmt: skip
+    (project_env / "results.jsonl").write_text(json.dumps(capture) + "\n")
+    assert main(["calibrate", "results.jsonl", "--sample", "-1"]) == 2
+    assert capsys.readouterr().err == "eval-pipeline: error: --sample must be 0 or more, not -1\n"
+    assert main(["calibrate", "results.jsonl", "--sample", "1"]) == 0
+    assert "1 of 1 failures" in capsys.readouterr().out
