@@ -28,6 +28,7 @@ from eval_pipeline.reports.markdown import (
     dimension_cell,
     failed_on_cell,
     figure,
+    left_out_line,
     plain,
     rate,
     signed_percent,
@@ -436,8 +437,7 @@ def render_markdown(report: Report) -> str:
     )
     lines += [
         "",
-        f"{verdict_line(s)} Still running {s['running']}; quarantined records {s['quarantined']}. "
-        f"Config `{report['config_version']}`.",
+        f"{verdict_line(s)} {left_out_line(s)} Config `{report['config_version']}`.",
         "",
     ]
     lines += [f"> {plain(note)}" for note in report["notes"]] + ([""] if report["notes"] else [])
