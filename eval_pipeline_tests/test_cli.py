@@ -597,3 +597,13 @@ def test_calibrate_refuses_a_negative_sample_as_the_config_does(project_env, cap
     assert capsys.readouterr().err == "eval-pipeline: error: --sample must be 0 or more, not -1\n"
     assert main(["calibrate", "results.jsonl", "--sample", "1"]) == 0
     assert "1 of 1 failures" in capsys.readouterr().out
+
+
+def test_query_writes_nested_values_as_json_in_csv_and_table(bare_warehouse, capsys):
+    """Lists and structs were Python's repr: `[1, None]` for a NULL, `{'x': Decimal('0.5')}` for a DECIMAL, which no CSV
+    reader or person reads as the SQL value; `tools` and the other list columns came out as `['a', 'b']`."""
+    sql = "SELECT [1, NULL] AS l, {'x': 0.5, 'tools': ['a', 'b']} AS s"
+    assert main(["query", sql, "--format", "csv"]) == 0
+    assert capsys.readouterr().out == 'l,s\n"[1, null]","{""x"": 0.5, ""tools"": [""a"", ""b""]}"\n'
+    assert main(["query", sql]) == 0
+    assert capsys.readouterr().out.splitlines()[1].split(maxsplit=2) == ["[1,", "null]", '{"x": 0.5, "tools": ["a", "b"]}']

@@ -301,6 +301,14 @@ def _escaped(text: str) -> str:
     return _NOT_FOR_A_TERMINAL.sub(lambda match: match.group().encode("unicode_escape").decode(), text)
 
 
+def nested_text(value: list | tuple | dict) -> str:
+    """A list or struct as a table or CSV shows it: its JSON (null for NULL, numbers as numbers), not Python's repr
+    (`None`, `Decimal('0.5')`), which neither a person nor a CSV reader takes for the SQL value."""
+    from eval_pipeline import jsonout
+
+    return jsonout.dumps(value)
+
+
 def _cell(value: Any) -> str:
     """A value as a table shows it. numpy and pandas values come only from frames, so they are looked up, not
     imported (as `jsonout` does)."""
@@ -310,7 +318,7 @@ def _cell(value: Any) -> str:
     if np is not None and isinstance(value, np.ndarray):
         value = value.tolist()
     if isinstance(value, list | tuple | dict):
-        return str(value)
+        return nested_text(value)
     if value is None or (isinstance(value, float) and math.isnan(value)) or (pd is not None and pd.isna(value)):
         return "–"
     if pd is not None and isinstance(value, pd.Timestamp) and value == value.normalize():
