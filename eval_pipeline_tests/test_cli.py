@@ -607,3 +607,19 @@ def test_query_writes_nested_values_as_json_in_csv_and_table(bare_warehouse, cap
     assert capsys.readouterr().out == 'l,s\n"[1, null]","{""x"": 0.5, ""tools"": [""a"", ""b""]}"\n'
     assert main(["query", sql]) == 0
     assert capsys.readouterr().out.splitlines()[1].split(maxsplit=2) == ["[1,", "null]", '{"x": 0.5, "tools": ["a", "b"]}']
+
+
+def test_compare_counts_trials_without_a_verdict_apart_from_failures(project_env, capsys):
+    """The first day's trials have no baseline, so no verdict ('46 without a verdict' in its report); compare showed
+    them as 'A Passed 0/3', three failures, and the pinned task's own baseline as a failed third trial ('2/3')."""
+    write_samples(project_env / "episodes")
+    assert main(["run", "--start", "2026-11-01", "--end", "2026-11-02", "--fail-on", "never"]) == 0
+    capsys.readouterr()
+    assert main(["compare", "--a", "date=2026-11-01", "--b", "date=2026-11-02"]) == 0
+    rows = {line.split(" | ")[0].strip("| "): line for line in capsys.readouterr().out.splitlines() if line.startswith("| ")}
+    assert rows["billing-bot/apply-outage-credit"].endswith("| 0/3 (3 without a verdict) | 3/3 |")
+    assert rows["billing-bot/explain-invoice"].endswith("| 2/3 (1 without a verdict) | 3/3 |")
+    assert main(["compare", "--a", "date=2026-11-01", "--b", "date=2026-11-02", "--format", "json"]) == 0
+    tasks = {t["task_id"]: t for t in json.loads(capsys.readouterr().out)["headToHead"]["tasks"]}
+    first = tasks["billing-bot/apply-outage-credit"]
+    assert (first["a_trials"], first["a_passed"], first["a_without_verdict"], first["b_without_verdict"]) == (3, 0, 3, 0)
