@@ -623,3 +623,19 @@ def test_compare_counts_trials_without_a_verdict_apart_from_failures(project_env
     tasks = {t["task_id"]: t for t in json.loads(capsys.readouterr().out)["headToHead"]["tasks"]}
     first = tasks["billing-bot/apply-outage-credit"]
     assert (first["a_trials"], first["a_passed"], first["a_without_verdict"], first["b_without_verdict"]) == (3, 0, 3, 0)
+
+
+def test_a_saved_report_rendered_as_html_is_the_days_html(project_env, capsys, fake_openai, monkeypatch):
+    """`report FILE.json --format html` left out what the day's HTML shows beside the JSON's tables: the judge's
+    tokens and cost line here (and the case set's balance, the calibration file, the human labels' agreement)."""
+    monkeypatch.setenv("OPENAI_BASE_URL", fake_openai.base_url)
+    monkeypatch.setenv("EVAL_JUDGE_MODEL", "judge-1")
+    write_samples(project_env / "episodes")
+    saved = project_env / "saved.json"
+    assert main(["run", "--date", "2026-11-01", "--output", str(saved), "--fail-on", "never"]) == 0
+    capsys.readouterr()
+    assert main(["report", "--date", "2026-11-01", "--format", "html"]) == 0
+    days_html = capsys.readouterr().out
+    assert "judge calls" in days_html.lower() or "tokens" in days_html
+    assert main(["report", str(saved), "--format", "html"]) == 0
+    assert capsys.readouterr().out == days_html

@@ -72,8 +72,7 @@ def _rendered(saved: Path, format: str) -> str:
     list of a range's days that `run --start --end --output` writes, day by day."""
     import json
 
-    from eval_pipeline.reports.daily import render_markdown
-    from eval_pipeline.reports.html import render_html
+    from eval_pipeline.reports.daily import render_markdown, report_html
 
     text = saved.read_text()
     try:
@@ -93,7 +92,7 @@ def _rendered(saved: Path, format: str) -> str:
                 f"{saved} holds the reports of {days[0]['partition_date']}..{days[-1]['partition_date']} (run --output of a "
                 "range); an HTML report is of one day: report --date D --format html"
             )
-        return render_html(days[0])
+        return report_html(days[0])
     return "\n".join(render_markdown(day) for day in days)
 
 
