@@ -639,3 +639,17 @@ def test_a_saved_report_rendered_as_html_is_the_days_html(project_env, capsys, f
     assert "judge calls" in days_html.lower() or "tokens" in days_html
     assert main(["report", str(saved), "--format", "html"]) == 0
     assert capsys.readouterr().out == days_html
+
+
+def test_baseline_list_of_an_agent_the_warehouse_does_not_have_names_the_ones_it_has(project_env, capsys):
+    """`baseline list --agent support-bott` said 'no baselines on 2026-11-02', exit 0, as for an agent without any yet."""
+    write_samples(project_env / "episodes")
+    assert main(["run", "--date", "2026-11-01", "--fail-on", "never"]) == 0
+    capsys.readouterr()
+    assert main(["baseline", "list", "--date", "2026-11-02", "--agent", "support-bott"]) == 2
+    assert capsys.readouterr().err == (
+        "eval-pipeline: error: no agent support-bott in the warehouse; agents there: billing-bot, code-assistant, "
+        "research-agent, support-bot\n"
+    )
+    assert main(["baseline", "list", "--date", "2026-10-01", "--agent", "support-bot"]) == 0
+    assert capsys.readouterr().out == "no baselines of support-bot on 2026-10-01\n"

@@ -138,6 +138,11 @@ def pin(warehouse: Warehouse, episode_id: str, valid_from: date | None) -> dict 
     return {"agent_id": found[0], "task_id": found[1], "valid_from": found[2]}
 
 
+def agents(warehouse: Warehouse) -> list[str]:
+    """Every agent the warehouse has episodes of."""
+    return [str(agent) for agent in warehouse.read_rows("SELECT DISTINCT agent_id FROM episodes ORDER BY 1").column("agent_id")]
+
+
 def effective_baselines(warehouse: Warehouse, as_of: date, policy: str, agent_id: str | None = None) -> Rows:
     """The baseline each (agent, task) is compared with on `as_of`."""
     return warehouse.read_rows(
