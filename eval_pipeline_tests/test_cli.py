@@ -442,6 +442,45 @@ def test_plaited_export_round_trips(project_env, capsys, tmp_path_factory):
     assert back == original
 
 
+def test_a_plaited_export_read_back_is_scored_as_the_days_were(project_env, capsys, tmp_path_factory, monkeypatch):
+    """Imported again, the export's runs keep their cost, model, pin and failed tool calls, so the same regressions
+    are found: the cost regressions and the errored tool calls (safety) of 2026-11-02 were lost, and the day passed
+    36 of 48 episodes instead of 30."""
+    from eval_pipeline_tests.conftest import project_environment
+
+    write_samples(project_env / "episodes")
+    assert main(["run", "--start", "2026-11-01", "--end", "2026-11-02", "--fail-on", "never"]) == 0
+    other = tmp_path_factory.mktemp("reimport")
+    (other / "episodes").mkdir()
+    for day in ("2026-11-01", "2026-11-02"):
+        exported = other / "episodes" / f"results-{day}.jsonl"
+        assert main(["export", "--format", "plaited", "--date", day, "--output", str(exported)]) == 0
+    failed_tool = next(
+        step
+        for line in (other / "episodes" / "results-2026-11-02.jsonl").read_text().splitlines()
+        for step in json.loads(line)["trajectory"]
+        if step.get("status") == "failed"
+    )
+    assert failed_tool["output"].startswith("HTTP ")  # the error the tool answered, as plaited's graders read it
+    verdicts = (
+        "SELECT s.episode_id, s.passed, s.verdict_reason, round(s.safety, 6), round(s.cost_delta_pct, 6), e.model, "
+        "e.total_cost_usd FROM scores s JOIN episodes e USING (episode_id, partition_date) ORDER BY ALL"
+    )
+    findings = "SELECT partition_date, episode_id, dimension, severity FROM findings ORDER BY ALL"
+    original = [run_query(capsys, sql) for sql in (verdicts, findings)]
+    for name, value in project_environment(other).items():
+        monkeypatch.setenv(name, value)
+    assert main(["run", "--start", "2026-11-01", "--end", "2026-11-02", "--fail-on", "never"]) == 0
+    assert "2026-11-02     48 episodes     30 passed     18 failed" in capsys.readouterr().out
+    assert [run_query(capsys, sql) for sql in (verdicts, findings)] == original
+
+
+def run_query(capsys, sql: str) -> list[dict]:
+    capsys.readouterr()
+    assert main(["query", sql, "--format", "json"]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
 def test_an_agent_the_days_do_not_hold_is_a_usage_error_naming_the_ones_they_do(project_env, capsys):
     write_samples(project_env / "episodes")
     assert main(["run", "--date", "2026-11-01", "--agent", "nosuch-agent"]) == 2
@@ -450,3 +489,167 @@ def test_an_agent_the_days_do_not_hold_is_a_usage_error_naming_the_ones_they_do(
     assert main(["run", "--date", "2026-11-01", "--fail-on", "never"]) == 0
     assert main(["run", "--date", "2026-11-01", "--agent", "support-bott"]) == 2
     assert "agents there: billing-bot, code-assistant, research-agent, support-bot" in capsys.readouterr().err
+
+
+@pytest.fixture
+def bare_warehouse(project_env):
+    """A warehouse file and nothing evaluated yet: enough for `query`."""
+    import duckdb
+
+    duckdb.connect(str(project_env / "eval.duckdb")).close()
+    return project_env
+
+
+def test_query_json_keeps_every_column_of_a_join_whose_sides_share_names(bare_warehouse, capsys):
+    """A JSON object holds a key once: `SELECT s.*, e.*` gave one partition_date of two, the other silently lost."""
+    sql = "SELECT 1 AS a, 2 AS a, 3 AS a_1, 4 AS A"
+    assert main(["query", sql, "--format", "json"]) == 0
+    assert json.loads(capsys.readouterr().out) == [{"a": 1, "a_1": 2, "a_1_1": 3, "A_2": 4}]  # as DuckDB's frames name them
+    assert main(["query", sql, "--format", "csv"]) == 0
+    assert capsys.readouterr().out == "a,a,a_1,A\n1,2,3,4\n"
+
+
+def test_query_shows_a_blob_as_duckdb_writes_it_in_every_format(bare_warehouse, capsys):
+    """--format json of a BLOB was 'internal error: TypeError: Object of type bytes is not JSON serializable', exit 3."""
+    sql = r"SELECT '\x00a\x5Cb\xff\x22'::BLOB AS raw, octet_length(raw) AS n"
+    shown = r"\x00a\x5Cb\xFF\x22"  # DuckDB's own text of it (raw::VARCHAR)
+    assert main(["query", sql, "--format", "json"]) == 0
+    assert json.loads(capsys.readouterr().out) == [{"raw": shown, "n": 6}]
+    assert main(["query", sql, "--format", "csv"]) == 0
+    assert capsys.readouterr().out == f"raw,n\n{shown},6\n"
+    assert main(["query", sql]) == 0
+    assert capsys.readouterr().out.split() == ["raw", "n", shown, "6"]
+
+
+@pytest.mark.parametrize("sql", ["", "  \n", "-- the week's findings, to do"])
+def test_query_without_a_statement_is_a_usage_error(bare_warehouse, capsys, sql):
+    """It was 'internal error: AttributeError: 'NoneType' object has no attribute 'description'', exit 3."""
+    assert main(["query", sql]) == 2
+    assert capsys.readouterr().err == "eval-pipeline: error: no SQL statement to run: give one, e.g. SELECT * FROM agent_daily\n"
+
+
+def test_a_run_still_running_cannot_be_pinned_as_a_baseline(project_env, capsys):
+    """Pinned, its first half was every later trial's yardstick: the task's runs of the day before, run again, all
+    failed critical (cost +150 %, latency +110 %, correctness 0.6 against a plan for an answer)."""
+    write_samples(project_env / "episodes")
+    assert main(["run", "--date", "2026-11-03", "--fail-on", "never"]) == 0
+    running = "ep-2026-11-03-code-assistant-explain-function-t3"
+    capsys.readouterr()
+    assert main(["baseline", "pin", running, "--from", "2026-11-02"]) == 2
+    assert capsys.readouterr().err == (
+        f"eval-pipeline: error: {running} is still running: a baseline is a finished run; pin it once it has ended\n"
+    )
+    assert main(["baseline", "list", "--date", "2026-11-03", "--agent", "code-assistant"]) == 0
+    assert running not in capsys.readouterr().out
+
+
+def test_an_export_of_nothing_says_so_instead_of_writing_an_empty_file(project_env, capsys):
+    """A day not evaluated, or a mistyped agent, wrote an empty results.jsonl and 'wrote results.jsonl', exit 0: plaited's
+    tools then read a night without runs. summarize and calibrate of stored runs printed nothing, exit 0."""
+    write_samples(project_env / "episodes")
+    assert main(["run", "--date", "2026-11-01", "--fail-on", "never"]) == 0
+    results = project_env / "results.jsonl"
+    capsys.readouterr()
+    assert main(["export", "--format", "plaited", "--date", "2026-11-02", "--output", str(results)]) == 2
+    assert capsys.readouterr().err == (
+        "eval-pipeline: error: no finished episode stored for 2026-11-02; run `eval-pipeline run --date 2026-11-02` first\n"
+    )
+    for argv in (["export", "--format", "plaited"], ["summarize"], ["calibrate"]):
+        assert main([*argv, "--date", "2026-11-01", "--agent", "support-bott"]) == 2
+        assert capsys.readouterr().err == (
+            "eval-pipeline: error: --agent support-bott: no episode of that agent on 2026-11-01; agents there: billing-bot, "
+            "code-assistant, research-agent, support-bot\n"
+        )
+    assert not results.exists()
+    assert main(["export", "--format", "plaited", "--date", "2026-11-01", "--agent", "support-bot"]) == 0
+    assert len(capsys.readouterr().out.splitlines()) == 12
+
+
+@pytest.mark.parametrize("command", ["serve-rewards", "serve", "collect", "ui"])
+@pytest.mark.parametrize("port", ["99999", "-1"])
+def test_a_port_out_of_range_is_a_usage_error(project_env, capsys, command, port):
+    """It was 'internal error: OverflowError: bind(): port must be 0-65535.', exit 3, as if the machine were at fault."""
+    with pytest.raises(SystemExit) as exited:
+        main([command, "--port", port])
+    assert exited.value.code == 2
+    assert capsys.readouterr().err.endswith(f"argument --port: not a port (0-65535): {port!r}\n")
+
+
+@pytest.mark.parametrize(
+    ("selector", "key"),
+    [("date=2026-11-01,date=2026-11-02", "date"), ("agent=model-a,model=x,agent=model-b", "agent")],
+)
+def test_a_selector_naming_a_key_twice_is_refused_not_read_as_its_last(bare_warehouse, capsys, selector, key):
+    """`--a date=2026-11-01,date=2026-11-02` compared 2026-11-02 alone (meta.a 'date=2026-11-02'), exit 0."""
+    assert main(["compare", "--a", selector, "--b", "agent=model-a"]) == 2
+    assert capsys.readouterr().err == (
+        f"eval-pipeline: error: selector {selector!r} gives {key} twice; one value each (several days: date=D1..D2)\n"
+    )
+
+
+def test_calibrate_refuses_a_negative_sample_as_the_config_does(project_env, capsys):
+    """`--sample -1` wrote a calibration page of '0 of 1 failures', exit 0, where `[cases] calibration_sample = -1` is
+    refused as a config error."""
+    capture = {"id": "c1", "input": "q", "output": "a", "trajectory": [], "score": {"pass": False, "score": 0.0},
+               "timing": {"start": 1795927708000, "end": 1795927709000, "total": 1000}}  # fmt: skip
+    (project_env / "results.jsonl").write_text(json.dumps(capture) + "\n")
+    assert main(["calibrate", "results.jsonl", "--sample", "-1"]) == 2
+    assert capsys.readouterr().err == "eval-pipeline: error: --sample must be 0 or more, not -1\n"
+    assert main(["calibrate", "results.jsonl", "--sample", "1"]) == 0
+    assert "1 of 1 failures" in capsys.readouterr().out
+
+
+def test_query_writes_nested_values_as_json_in_csv_and_table(bare_warehouse, capsys):
+    """Lists and structs were Python's repr: `[1, None]` for a NULL, `{'x': Decimal('0.5')}` for a DECIMAL, which no CSV
+    reader or person reads as the SQL value; `tools` and the other list columns came out as `['a', 'b']`."""
+    sql = "SELECT [1, NULL] AS l, {'x': 0.5, 'tools': ['a', 'b']} AS s"
+    assert main(["query", sql, "--format", "csv"]) == 0
+    assert capsys.readouterr().out == 'l,s\n"[1, null]","{""x"": 0.5, ""tools"": [""a"", ""b""]}"\n'
+    assert main(["query", sql]) == 0
+    assert capsys.readouterr().out.splitlines()[1].split(maxsplit=2) == ["[1,", "null]", '{"x": 0.5, "tools": ["a", "b"]}']
+
+
+def test_compare_counts_trials_without_a_verdict_apart_from_failures(project_env, capsys):
+    """The first day's trials have no baseline, so no verdict ('46 without a verdict' in its report); compare showed
+    them as 'A Passed 0/3', three failures, and the pinned task's own baseline as a failed third trial ('2/3')."""
+    write_samples(project_env / "episodes")
+    assert main(["run", "--start", "2026-11-01", "--end", "2026-11-02", "--fail-on", "never"]) == 0
+    capsys.readouterr()
+    assert main(["compare", "--a", "date=2026-11-01", "--b", "date=2026-11-02"]) == 0
+    rows = {line.split(" | ")[0].strip("| "): line for line in capsys.readouterr().out.splitlines() if line.startswith("| ")}
+    assert rows["billing-bot/apply-outage-credit"].endswith("| 0/3 (3 without a verdict) | 3/3 |")
+    assert rows["billing-bot/explain-invoice"].endswith("| 2/3 (1 without a verdict) | 3/3 |")
+    assert main(["compare", "--a", "date=2026-11-01", "--b", "date=2026-11-02", "--format", "json"]) == 0
+    tasks = {t["task_id"]: t for t in json.loads(capsys.readouterr().out)["headToHead"]["tasks"]}
+    first = tasks["billing-bot/apply-outage-credit"]
+    assert (first["a_trials"], first["a_passed"], first["a_without_verdict"], first["b_without_verdict"]) == (3, 0, 3, 0)
+
+
+def test_a_saved_report_rendered_as_html_is_the_days_html(project_env, capsys, fake_openai, monkeypatch):
+    """`report FILE.json --format html` left out what the day's HTML shows beside the JSON's tables: the judge's
+    tokens and cost line here (and the case set's balance, the calibration file, the human labels' agreement)."""
+    monkeypatch.setenv("OPENAI_BASE_URL", fake_openai.base_url)
+    monkeypatch.setenv("EVAL_JUDGE_MODEL", "judge-1")
+    write_samples(project_env / "episodes")
+    saved = project_env / "saved.json"
+    assert main(["run", "--date", "2026-11-01", "--output", str(saved), "--fail-on", "never"]) == 0
+    capsys.readouterr()
+    assert main(["report", "--date", "2026-11-01", "--format", "html"]) == 0
+    days_html = capsys.readouterr().out
+    assert "judge calls" in days_html.lower() or "tokens" in days_html
+    assert main(["report", str(saved), "--format", "html"]) == 0
+    assert capsys.readouterr().out == days_html
+
+
+def test_baseline_list_of_an_agent_the_warehouse_does_not_have_names_the_ones_it_has(project_env, capsys):
+    """`baseline list --agent support-bott` said 'no baselines on 2026-11-02', exit 0, as for an agent without any yet."""
+    write_samples(project_env / "episodes")
+    assert main(["run", "--date", "2026-11-01", "--fail-on", "never"]) == 0
+    capsys.readouterr()
+    assert main(["baseline", "list", "--date", "2026-11-02", "--agent", "support-bott"]) == 2
+    assert capsys.readouterr().err == (
+        "eval-pipeline: error: no agent support-bott in the warehouse; agents there: billing-bot, code-assistant, "
+        "research-agent, support-bot\n"
+    )
+    assert main(["baseline", "list", "--date", "2026-10-01", "--agent", "support-bot"]) == 0
+    assert capsys.readouterr().out == "no baselines of support-bot on 2026-10-01\n"

@@ -62,19 +62,22 @@ def test_run_without_a_date_evaluates_yesterday_utc(project_env, fake_store, cap
     assert main(["run", "--start", str(yesterday), "--fail-on", "never"]) == 2  # a half range is still an error
 
 
-def test_report_renders_what_run_output_saved_for_a_range(project_env, capsys):
-    """`run --start --end --output F` saves a list, a report per day; `report F` refused it as "not a daily report
-    ... `run --output` writes one"."""
+def test_a_ranges_saved_report_is_shown_day_by_day(project_env, capsys):
+    """`run --start --end --output` writes a list of the days' reports; `report FILE` refused it as 'not a daily
+    report (no partition_date and summary); `run --output` writes one'."""
     write_samples(project_env / "episodes")
-    results = project_env / "range.json"
-    assert main(["run", "--start", "2026-11-01", "--end", "2026-11-02", "--output", str(results), "--fail-on", "never"]) == 0
-    assert [day["partition_date"] for day in json.loads(results.read_text())] == ["2026-11-01", "2026-11-02"]
+    results = project_env / "results.json"
+    argv = ["run", "--start", "2026-11-01", "--end", "2026-11-02", "--output", str(results), "--fail-on", "never"]
+    assert main(argv) == 0
     capsys.readouterr()
-
     assert main(["report", str(results)]) == 0
     shown = capsys.readouterr().out
     assert shown.index("# Eval report 2026-11-01") < shown.index("# Eval report 2026-11-02")
+    assert "30 passed, 18 failed of 48 episodes with a verdict" in shown
     assert main(["report", str(results), "--format", "json"]) == 0
-    assert json.loads(capsys.readouterr().out) == json.loads(results.read_text())
-    assert main(["report", str(results), "--format", "html"]) == 2  # one self-contained page is one day
-    assert "holds the reports of 2 days (2026-11-01..2026-11-02); HTML renders one" in capsys.readouterr().err
+    assert [day["partition_date"] for day in json.loads(capsys.readouterr().out)] == ["2026-11-01", "2026-11-02"]
+    assert main(["report", str(results), "--format", "html"]) == 2
+    assert capsys.readouterr().err == (
+        f"eval-pipeline: error: {results} holds the reports of 2026-11-01..2026-11-02 (run --output of a range); "
+        "an HTML report is of one day: report --date D --format html\n"
+    )

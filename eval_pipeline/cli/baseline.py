@@ -47,8 +47,10 @@ def _run(args: argparse.Namespace, settings: Settings) -> int:
         rows = baselines.effective_baselines(warehouse, as_of, config.baseline.policy, args.agent)
         if rows.values:
             print_table(rows, secret_patterns=config.policies.secret_patterns)
+        elif args.agent and args.agent not in (agents := baselines.agents(warehouse)):  # a typo is not a quiet agent
+            raise UsageError(f"no agent {args.agent} in the warehouse; agents there: {', '.join(agents) or 'none'}")
         else:
-            print(f"no baselines on {as_of}")
+            print(f"no baselines{f' of {args.agent}' if args.agent else ''} on {as_of}")
     return EXIT_OK
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING
 
-from eval_pipeline.cli.command import Command, add_results, emit, grader_command, results
+from eval_pipeline.cli.command import Command, UsageError, add_results, emit, grader_command, results
 
 if TYPE_CHECKING:
     from eval_pipeline.settings import Settings
@@ -26,6 +26,8 @@ def _run(args: argparse.Namespace, settings: Settings) -> int:
     from eval_pipeline.config import load_config
     from eval_pipeline.reports.plaited_views import SecondOpinion, calibration_review, sample_failures
 
+    if args.sample is not None and args.sample < 0:
+        raise UsageError(f"--sample must be 0 or more, not {args.sample}")
     config = load_config(settings.config_path)
     runs, source = results(args, settings)
     sample, failed = sample_failures(runs, config.cases.calibration_sample if args.sample is None else args.sample, source)

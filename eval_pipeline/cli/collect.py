@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from eval_pipeline.cli.command import Command, UsageError, serve_until_stopped
+from eval_pipeline.cli.command import Command, UsageError, port_argument, serve_until_stopped
 
 if TYPE_CHECKING:
     from eval_pipeline.settings import Settings
@@ -14,7 +14,7 @@ if TYPE_CHECKING:
 
 def _arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--host", default="127.0.0.1")
-    parser.add_argument("--port", type=int, default=4318)
+    parser.add_argument("--port", type=port_argument, default=4318)
 
 
 def _run(args: argparse.Namespace, settings: Settings) -> int:

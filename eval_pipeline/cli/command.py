@@ -59,6 +59,17 @@ def date_argument(text: str) -> date:
         raise argparse.ArgumentTypeError(f"not a date (YYYY-MM-DD): {text!r}") from None
 
 
+def port_argument(text: str) -> int:
+    """A TCP port to listen on (0: any free one); out of range it is the user's typo, not the machine's fault."""
+    try:
+        port = int(text)
+    except ValueError:
+        port = -1
+    if not 0 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"not a port (0-65535): {text!r}")
+    return port
+
+
 def add_days(parser: argparse.ArgumentParser) -> None:
     """`--date D`, or `--start D1 --end D2`: read back with `days`."""
     parser.add_argument("--date", type=date_argument, help="one partition (YYYY-MM-DD)")
@@ -95,7 +106,6 @@ def results(args: argparse.Namespace, settings: Settings) -> tuple[list[Result],
     """The runs `add_results` names, each as plaited shows it, and what they are (a page says it; a sample is seeded by it)."""
     from eval_pipeline.capture.results import read_results, results_of_captures
     from eval_pipeline.episodes.adapters.plaited import to_capture
-    from eval_pipeline.warehouse.export import export_inputs
 
     if bool(args.results) == bool(args.date):
         raise UsageError("give a results file, or --date D for the runs stored that day")
@@ -103,10 +113,7 @@ def results(args: argparse.Namespace, settings: Settings) -> tuple[list[Result],
         if args.agent:
             raise UsageError("--agent selects stored runs: give it with --date")
         return read_results(args.results), str(args.results)
-    warehouse = existing_warehouse(settings, f"run `eval-pipeline run --date {args.date}` first")
-    if args.agent:
-        check_agent_seen(warehouse, [args.date], args.agent)
-    captures = [to_capture(episode) for episode in export_inputs(warehouse, args.date, args.agent)]
+    captures = [to_capture(episode) for episode in finished_episodes(settings, args.date, args.agent)]
     return results_of_captures(captures), f"runs stored for {args.date}" + (f" by {args.agent}" if args.agent else "")
 
 
@@ -123,6 +130,20 @@ def check_agent_seen(warehouse: Warehouse, days: list[date], agent_id: str) -> N
     if agent_id not in seen:
         known = ", ".join(seen) if seen else "none"
         raise UsageError(f"--agent {agent_id}: no episode of that agent on {span(days)}; agents there: {known}")
+
+
+def finished_episodes(settings: Settings, day: date, agent_id: str | None) -> list[dict]:
+    """The day's finished episodes (only `agent_id`'s when given) as exports read them; a usage error when there are
+    none, saying why (a day not evaluated, an agent the day does not have), since an empty file says nothing."""
+    from eval_pipeline.warehouse.export import export_inputs
+
+    warehouse = existing_warehouse(settings, f"run `eval-pipeline run --date {day}` first")
+    if agent_id:
+        check_agent_seen(warehouse, [day], agent_id)
+    episodes = export_inputs(warehouse, day, agent_id)
+    if not episodes:
+        raise UsageError(f"no finished episode stored for {day}; run `eval-pipeline run --date {day}` first")
+    return episodes
 
 
 def grader_command(text: str) -> tuple[str, ...]:
@@ -293,6 +314,14 @@ def _escaped(text: str) -> str:
     return _NOT_FOR_A_TERMINAL.sub(lambda match: match.group().encode("unicode_escape").decode(), text)
 
 
+def nested_text(value: list | tuple | dict) -> str:
+    """A list or struct as a table or CSV shows it: its JSON (null for NULL, numbers as numbers), not Python's repr
+    (`None`, `Decimal('0.5')`), which neither a person nor a CSV reader takes for the SQL value."""
+    from eval_pipeline import jsonout
+
+    return jsonout.dumps(value)
+
+
 def _cell(value: Any) -> str:
     """A value as a table shows it. numpy and pandas values come only from frames, so they are looked up, not
     imported (as `jsonout` does)."""
@@ -302,7 +331,7 @@ def _cell(value: Any) -> str:
     if np is not None and isinstance(value, np.ndarray):
         value = value.tolist()
     if isinstance(value, list | tuple | dict):
-        return str(value)
+        return nested_text(value)
     if value is None or (isinstance(value, float) and math.isnan(value)) or (pd is not None and pd.isna(value)):
         return "–"
     if pd is not None and isinstance(value, pd.Timestamp) and value == value.normalize():

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from eval_pipeline import jsonout
-from eval_pipeline.cli.command import Command, date_argument, emit, existing_warehouse
+from eval_pipeline.cli.command import Command, date_argument, emit, finished_episodes
 
 if TYPE_CHECKING:
     from eval_pipeline.settings import Settings
@@ -22,10 +22,8 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
 
 def _run(args: argparse.Namespace, settings: Settings) -> int:
     from eval_pipeline.episodes.adapters.plaited import to_capture
-    from eval_pipeline.warehouse.export import export_inputs
 
-    warehouse = existing_warehouse(settings, f"run `eval-pipeline run --date {args.date}` first")
-    lines = (jsonout.dumps(to_capture(episode)) + "\n" for episode in export_inputs(warehouse, args.date, args.agent))
+    lines = (jsonout.dumps(to_capture(episode)) + "\n" for episode in finished_episodes(settings, args.date, args.agent))
     return emit("".join(lines), args.output)
 
 

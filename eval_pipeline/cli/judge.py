@@ -26,6 +26,8 @@ def _run(args: argparse.Namespace, settings: Settings) -> int:
     from eval_pipeline.llm.judge import configured_rubrics, judge_gateway, judge_off_because
     from eval_pipeline.llm.support_bot import RUBRICS, ExamplesError, judge_examples
 
+    if args.concurrency is not None and args.concurrency < 1:
+        raise UsageError(f"--concurrency must be at least 1, not {args.concurrency}")
     key = settings.llm_api_key.get_secret_value() if settings.llm_api_key else ""
     off = judge_off_because(settings.llm_base_url, settings.judge_model, key)
     if off or not settings.judge_model:
@@ -33,6 +35,9 @@ def _run(args: argparse.Namespace, settings: Settings) -> int:
             f"{off}: judge needs EVAL_JUDGE_MODEL, and OPENAI_BASE_URL (any OpenAI-compatible server) or "
             "OPENAI_API_KEY alone (OpenAI's own endpoint)"
         )
+    if args.output.is_dir():
+        raise UsageError(f"--output {args.output} is a directory: give the file to write, e.g. {args.output / 'results.json'}")
+    args.output.parent.mkdir(parents=True, exist_ok=True)  # before the calls, which cost: their verdicts must land
     config = load_config(settings.config_path)
     rubrics = configured_rubrics(list(RUBRICS), config.judge.custom)  # [judge.custom.relevance] rewords one
     try:

@@ -40,14 +40,20 @@ def _run(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def _write_csv(rows: Rows) -> None:
-    """RFC 4180 with a header; NULL and NaN are empty fields, a DATE is YYYY-MM-DD."""
+    """RFC 4180 with a header; NULL and NaN are empty fields, a DATE is YYYY-MM-DD, a list or struct its JSON."""
     import csv
     import math
+
+    from eval_pipeline.cli.command import nested_text
 
     writer = csv.writer(sys.stdout, lineterminator="\n")
     writer.writerow(rows.columns)
     for row in rows.values:
-        writer.writerow("" if isinstance(value, float) and math.isnan(value) else value for value in row)
+        writer.writerow(
+            "" if isinstance(value, float) and math.isnan(value) else nested_text(value) if isinstance(value, list | dict)
+            else value
+            for value in row
+        )  # fmt: skip
 
 
 COMMAND = Command(

@@ -68,29 +68,32 @@ def _tell_if_outdated(settings: Settings, day: date) -> None:
 
 
 def _rendered(saved: Path, format: str) -> str:
-    """A report saved as JSON, or the list of them `run --output` saves for a range, rendered again as Markdown (a day
-    after another) or HTML (one day's page), or checked and given back as JSON."""
+    """A report saved as JSON, rendered again as Markdown or HTML (or checked and given back as JSON): a day's, or the
+    list of a range's days that `run --start --end --output` writes, day by day."""
     import json
 
-    from eval_pipeline.reports.daily import render_markdown
-    from eval_pipeline.reports.html import render_html
+    from eval_pipeline.reports.daily import render_markdown, report_html
 
+    text = saved.read_text()
     try:
-        saved_json = json.loads(saved.read_text())
+        report = json.loads(text)
     except ValueError as exc:
         raise UsageError(f"{saved}: not a JSON report: {exc}") from None
-    reports = saved_json if isinstance(saved_json, list) and saved_json else [saved_json]
-    if not all(isinstance(report, dict) and {"partition_date", "summary"} <= report.keys() for report in reports):
-        raise UsageError(f"{saved}: not a daily report (no partition_date and summary); `run --output` writes one, or a list")
-    if format == "json":
-        return saved.read_text()
-    if format == "html" and len(reports) > 1:
-        days = f"{reports[0]['partition_date']}..{reports[-1]['partition_date']}"
+    days = report if isinstance(report, list) else [report]
+    if not days or not all(isinstance(day, dict) and {"partition_date", "summary"} <= day.keys() for day in days):
         raise UsageError(
-            f"{saved} holds the reports of {len(reports)} days ({days}); HTML renders one: `report --date D --format html`"
+            f"{saved}: not a daily report (no partition_date and summary) nor a list of them; `run --output` writes one"
         )
-    render = render_markdown if format == "md" else render_html
-    return "\n".join(render(report) for report in reports)
+    if format == "json":
+        return text
+    if format == "html":
+        if len(days) > 1:
+            raise UsageError(
+                f"{saved} holds the reports of {days[0]['partition_date']}..{days[-1]['partition_date']} (run --output of a "
+                "range); an HTML report is of one day: report --date D --format html"
+            )
+        return report_html(days[0])
+    return "\n".join(render_markdown(day) for day in days)
 
 
 COMMAND = Command(

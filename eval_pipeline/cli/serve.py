@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING
 
-from eval_pipeline.cli.command import Command, UsageError, serve_until_stopped
+from eval_pipeline.cli.command import Command, UsageError, port_argument, serve_until_stopped
 
 if TYPE_CHECKING:
     from eval_pipeline.settings import Settings
@@ -16,7 +16,7 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
     from eval_pipeline.settings import VIEWER_PORT_DEFAULT
 
     parser.add_argument("--host", default="127.0.0.1", help="listen here (beyond loopback only with EVAL_UI_TOKEN set)")
-    parser.add_argument("--port", type=int, default=VIEWER_PORT_DEFAULT)
+    parser.add_argument("--port", type=port_argument, default=VIEWER_PORT_DEFAULT)
 
 
 def _run(args: argparse.Namespace, settings: Settings) -> int:

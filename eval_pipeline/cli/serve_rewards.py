@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING
 
-from eval_pipeline.cli.command import EXIT_OK, Command, UsageError
+from eval_pipeline.cli.command import EXIT_OK, Command, UsageError, port_argument
 
 if TYPE_CHECKING:
     from eval_pipeline.settings import Settings
@@ -13,7 +13,7 @@ if TYPE_CHECKING:
 
 def _arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--host", default="127.0.0.1")
-    parser.add_argument("--port", type=int, default=8000)
+    parser.add_argument("--port", type=port_argument, default=8000)
 
 
 def _run(args: argparse.Namespace, settings: Settings) -> int:

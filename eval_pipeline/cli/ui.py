@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
-from eval_pipeline.cli.command import Command, UsageError
+from eval_pipeline.cli.command import Command, UsageError, port_argument
 
 if TYPE_CHECKING:
     from eval_pipeline.settings import Settings
@@ -29,7 +29,7 @@ STOP_SECONDS = 30  # a child still running this long after its SIGTERM is killed
 
 def _arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--host", default="127.0.0.1", help="Dagster's webserver listens here (the viewer: its base URL)")
-    parser.add_argument("--port", type=int, default=3000)
+    parser.add_argument("--port", type=port_argument, default=3000)
 
 
 def _run(args: argparse.Namespace, settings: Settings) -> int:

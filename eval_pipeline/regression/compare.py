@@ -48,6 +48,8 @@ class Selector(BaseModel):
             key, sep, value = part.partition("=")
             if not sep or not value:
                 raise SelectorError(f"selector part {part!r} is not key=value")
+            if ("first" if key == "date" else key) in fields:  # the later value would silently replace the earlier
+                raise SelectorError(f"selector {text!r} gives {key} twice; one value each (several days: date=D1..D2)")
             if key == "date":
                 first, _, last = value.partition("..")
                 fields["first"], fields["last"] = first, last or first
@@ -71,7 +73,7 @@ class Selector(BaseModel):
 def _per_task(runs: pd.DataFrame) -> pd.DataFrame:
     """`runs` with their `verdict`, one row per task."""
     verdict_f = runs["verdict"].astype("boolean").to_numpy(dtype=float, na_value=np.nan)
-    runs = runs.assign(verdict_f=verdict_f, passed_trial=verdict_f == 1.0)
+    runs = runs.assign(verdict_f=verdict_f, passed_trial=verdict_f == 1.0, unjudged=np.isnan(verdict_f))
     grouped = runs.groupby("task_id")
     return pd.DataFrame(
         {
@@ -81,6 +83,7 @@ def _per_task(runs: pd.DataFrame) -> pd.DataFrame:
             "latency": grouped["total_duration_ms"].mean(),
             "trials": grouped.size(),
             "passes": grouped["passed_trial"].sum(),
+            "without_verdict": grouped["unjudged"].sum(),  # no baseline or case yet: neither passed nor failed
         }
     )
 
@@ -183,8 +186,10 @@ def compare(a: pd.DataFrame, b: pd.DataFrame, selectors: tuple[Selector, Selecto
                     "winner": winner[task],
                     "a_trials": int(ta["trials"][task]),
                     "a_passed": int(ta["passes"][task]),
+                    "a_without_verdict": int(ta["without_verdict"][task]),
                     "b_trials": int(tb["trials"][task]),
                     "b_passed": int(tb["passes"][task]),
+                    "b_without_verdict": int(tb["without_verdict"][task]),
                 }
                 for task in common
             ],

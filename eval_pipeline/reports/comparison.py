@@ -30,6 +30,12 @@ def coverage_text(meta: dict[str, Any]) -> str:
     )
 
 
+def passed_cell(task: dict, side: str) -> str:
+    """A side's passed trials of its trials, and those without a verdict (no baseline or case yet), which did not fail."""
+    unjudged = task[f"{side}_without_verdict"]
+    return f"{task[f'{side}_passed']}/{task[f'{side}_trials']}" + (f" ({unjudged} without a verdict)" if unjudged else "")
+
+
 def render_comparison(comparison: dict[str, Any]) -> str:
     meta, quality, performance = comparison["meta"], comparison["quality"], comparison["performance"]
     h2h, reliability = comparison["headToHead"], comparison["reliability"]
@@ -73,9 +79,6 @@ def render_comparison(comparison: dict[str, Any]) -> str:
               f"Per task: B wins {h2h['b_wins']}, A wins {h2h['a_wins']}, ties {h2h['ties']}.", ""]  # fmt: skip
     lines += table(
         ["Task", "A", "B", "Winner", "A Passed", "B Passed"],
-        [
-            [t["task_id"], t["a"], t["b"], t["winner"] or "–", *(f"{t[f'{s}_passed']}/{t[f'{s}_trials']}" for s in "ab")]
-            for t in h2h["tasks"]
-        ],
+        [[t["task_id"], t["a"], t["b"], t["winner"] or "–", *(passed_cell(t, side) for side in "ab")] for t in h2h["tasks"]],
     )
     return "\n".join(lines) + "\n"

@@ -28,6 +28,7 @@ from eval_pipeline.reports.markdown import (
     dimension_cell,
     failed_on_cell,
     figure,
+    left_out_line,
     plain,
     rate,
     signed_percent,
@@ -436,8 +437,7 @@ def render_markdown(report: Report) -> str:
     )
     lines += [
         "",
-        f"{verdict_line(s)} Still running {s['running']}; quarantined records {s['quarantined']}. "
-        f"Config `{report['config_version']}`.",
+        f"{verdict_line(s)} {left_out_line(s)} Config `{report['config_version']}`.",
         "",
     ]
     lines += [f"> {plain(note)}" for note in report["notes"]] + ([""] if report["notes"] else [])
@@ -589,15 +589,21 @@ def write_report_files(report: Report, directory: Path) -> dict[str, Path]:
     paths = {"json": stem.with_suffix(".json"), "md": stem.with_suffix(".md"), "html": stem.with_suffix(".html")}
     paths["json"].write_text(jsonout.dumps(report, indented=True) + "\n")
     paths["md"].write_text(render_markdown(report))
-    extras = {
-        "judge_costs": _judge_costs(report["judge"]) if report["judge"] else "",
-        "balance": _balance_line(report["balance"]) if report["balance"] else "",
-        "calibration_file": CALIBRATION_FILE.format(day=report["partition_date"]),
-        "labels_line": _labels_line(report["labels"]) if report["labels"] else "",
-    }
-    label_rows = agreement_rows(report["labels"]) if report["labels"] else []
-    paths["html"].write_text(render_html(report, **extras, label_rows=label_rows))
+    paths["html"].write_text(report_html(report))
     if report["calibration"]["trials"]:
-        paths["calibration"] = directory / extras["calibration_file"]
+        paths["calibration"] = directory / CALIBRATION_FILE.format(day=report["partition_date"])
         paths["calibration"].write_text(render_calibration(report["partition_date"], report["calibration"]))
     return paths
+
+
+def report_html(report: Report) -> str:
+    """The day's HTML, with the lines it words from the report's figures (judge costs, balance, calibration file,
+    labels): the same whether the run writes it or `report FILE.json --format html` renders a saved report."""
+    return render_html(
+        report,
+        judge_costs=_judge_costs(report["judge"]) if report["judge"] else "",
+        balance=_balance_line(report["balance"]) if report["balance"] else "",
+        calibration_file=CALIBRATION_FILE.format(day=report["partition_date"]),
+        labels_line=_labels_line(report["labels"]) if report["labels"] else "",
+        label_rows=agreement_rows(report["labels"]) if report["labels"] else [],
+    )

@@ -18,6 +18,7 @@ from eval_pipeline.reports.markdown import (
     dimension_cell,
     failed_on_cell,
     figure,
+    left_out_line,
     rate,
     signed_percent,
     trials_cell,
@@ -126,7 +127,7 @@ def render_html(
         .render(
             r=report,
             cards=_cards(report),
-            verdict_line=verdict_line(report["summary"]),
+            verdict_line=f"{verdict_line(report['summary'])} {left_out_line(report['summary'])}",
             charts=charts,
             aggregate=aggregate,
             new_count=sum(g["lifecycle"] == "new" for g in report["regressions"]),

@@ -95,6 +95,12 @@ def failed_on_cell(failed_on: Mapping[str, int]) -> str:
     return ", ".join(f"{name} ×{count}" for name, count in failed_on.items()) or "–"
 
 
+def left_out_line(counts: Mapping[str, Any]) -> str:
+    """What the day holds beside its episodes with and without a verdict, in every report (Markdown and HTML alike):
+    the runs not finished yet and the records rejected, which the episode count does not explain."""
+    return f"Still running {counts['running']}; quarantined records {counts['quarantined']}."
+
+
 def verdict_line(counts: Mapping[str, Any]) -> str:
     """The verdict counts in one sentence, with why some episodes have no verdict, how many judge verdicts the gateway
     failed and, when the candidates were replayed live, how many of those replays the cache gave (CLI, Markdown and

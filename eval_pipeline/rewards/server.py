@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import asyncio
 import gc
-import json
 from typing import Any
 
 from aiohttp import web
@@ -27,6 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from eval_pipeline import jsonout
 from eval_pipeline.config import EvalConfig
+from eval_pipeline.episodes.adapters.base import parse
 from eval_pipeline.episodes.model import Episode
 from eval_pipeline.rewards.online import ONLINE_SCORERS, online_rewards, pair_episode
 from eval_pipeline.scoring.cases import Case
@@ -84,7 +84,7 @@ def _answer(body: bytes, config: EvalConfig, cases: dict[str, Case]) -> tuple[in
     """A request body's HTTP status and JSON answer. Parsing and scoring take CPU in proportion to the body, so the
     server runs this in a worker thread: the event loop stays free to answer /health and other requests meanwhile."""
     try:
-        data = json.loads(body)
+        data = parse(body.decode())  # as strictly as the pipeline reads records: NaN is no JSON, depth is bounded
     except ValueError as exc:
         return 400, _error_body(f"body is not JSON: {exc}")
     try:

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from datetime import date, timedelta
 
+from eval_pipeline.errors import UserInputError
 from eval_pipeline.warehouse.connection import Warehouse
 from eval_pipeline.warehouse.rows import Rows, one_row
 
@@ -119,19 +120,27 @@ def promote(warehouse: Warehouse, agent_id: str, day: date) -> int:
 
 def pin(warehouse: Warehouse, episode_id: str, valid_from: date | None) -> dict | None:
     """Pin one episode as its task's baseline from `valid_from` (default: its own day); None if unknown. An id recorded
-    on several days is its latest day's."""
+    on several days is its latest day's. A run still running is refused: its first half would be the yardstick of
+    every later run of the task (as it is not scored, it is no baseline)."""
+    latest = "FROM episodes WHERE episode_id = $episode ORDER BY partition_date DESC LIMIT 1"
     rows = f"""
         SELECT agent_id, task_id, episode_id, true AS pinned, coalesce($valid_from, partition_date) AS valid_from,
-               partition_date, partition_date AS recorded_on, 'pin' AS policy, 'pin' AS origin, {SNAPSHOT}
-        FROM episodes WHERE episode_id = $episode ORDER BY partition_date DESC LIMIT 1
+               partition_date, partition_date AS recorded_on, 'pin' AS policy, 'pin' AS origin, {SNAPSHOT} {latest}
     """
     params = {"episode": episode_id, "valid_from": valid_from}
     with warehouse.transaction() as con:
+        if con.execute(f"SELECT status = 'running' {latest}", {"episode": episode_id}).fetchone() == (True,):
+            raise UserInputError(f"{episode_id} is still running: a baseline is a finished run; pin it once it has ended")
         if not one_row(con, f"INSERT INTO baselines BY NAME {rows}", params)[0]:
             return None
         found = one_row(con, "SELECT agent_id, task_id, valid_from FROM baselines WHERE episode_id = $episode AND origin = 'pin' "
                              "ORDER BY established_at DESC LIMIT 1", {"episode": episode_id})  # fmt: skip
     return {"agent_id": found[0], "task_id": found[1], "valid_from": found[2]}
+
+
+def agents(warehouse: Warehouse) -> list[str]:
+    """Every agent the warehouse has episodes of."""
+    return [str(agent) for agent in warehouse.read_rows("SELECT DISTINCT agent_id FROM episodes ORDER BY 1").column("agent_id")]
 
 
 def effective_baselines(warehouse: Warehouse, as_of: date, policy: str, agent_id: str | None = None) -> Rows:

@@ -11,6 +11,7 @@ from eval_pipeline.warehouse.connection import Warehouse
 _EPISODES = """
 SELECT e.episode_id, e.agent_id, e.task_id, e.trial, e.status, e.category,
        strftime(e.started_at, '%Y-%m-%dT%H:%M:%S.%fZ') AS started_at, e.total_duration_ms, e.total_tokens,
+       e.total_cost_usd, e.model,
        e.final_output, CAST(e.metadata AS VARCHAR) AS metadata, s.passed, s.verdict_reason, s.weighted_score, st.steps
 FROM episodes e
 LEFT JOIN scores s USING (episode_id, partition_date)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from eval_pipeline.errors import UserInputError
 from eval_pipeline.warehouse.connection import Warehouse
 from eval_pipeline.warehouse.rows import Rows
 
@@ -13,4 +14,7 @@ def run_read_only(warehouse: Warehouse, sql: str) -> Rows:
     with warehouse.connect(read_only=True, private=True) as con:
         con.execute("SET enable_external_access = false")
         con.execute("SET lock_configuration = true")
-        return Rows.fetched(con.execute(sql))
+        result = con.execute(sql)
+        if result is None:  # DuckDB's answer to text without a statement (empty, blank, only comments)
+            raise UserInputError("no SQL statement to run: give one, e.g. SELECT * FROM agent_daily")
+        return Rows.fetched(result)

@@ -21,6 +21,12 @@ def one_row(con: duckdb.DuckDBPyConnection, sql: str, params: object = None) -> 
     return row
 
 
+def _blob_text(value: bytes) -> str:
+    """A BLOB as DuckDB writes it (`::VARCHAR`, its own shell): printable ASCII as it is, any other byte and the
+    quotes and backslash as `\\xHH`; Python's `b'...'` is no SQL, and JSON has no bytes."""
+    return "".join(chr(byte) if 32 <= byte <= 126 and byte not in b"\\'\"" else f"\\x{byte:02X}" for byte in value)
+
+
 @dataclass(frozen=True)
 class Rows:
     """A statement's whole answer as DuckDB gives it to Python (a DATE a `date`, NULL `None`), for the commands that
@@ -34,10 +40,14 @@ class Rows:
     def fetched(cls, result: duckdb.DuckDBPyConnection) -> Rows:
         """The rest of an executed statement's answer."""
         description = result.description or []
+        values = result.fetchall()
+        blobs = [at for at, column in enumerate(description) if column[1].id == "blob"]
+        if blobs:
+            values = [tuple(_blob_text(v) if at in blobs and v is not None else v for at, v in enumerate(row)) for row in values]
         return cls(
             tuple(column[0] for column in description),
             tuple(column[1].id in _NUMBERS for column in description),
-            result.fetchall(),
+            values,
         )
 
     @classmethod
@@ -53,4 +63,15 @@ class Rows:
         return [row[at] for row in self.values]
 
     def records(self) -> list[dict[str, Any]]:
-        return [dict(zip(self.columns, row, strict=True)) for row in self.values]
+        """Each row as an object: a name the answer repeats (`SELECT s.*, e.*`) gets `_1`, `_2`, ... as DuckDB's frames
+        name it, since an object holds a key once and the later column would silently replace the earlier."""
+        keys: list[str] = []
+        taken: set[str] = set()  # DuckDB's names are case-insensitive
+        for column in self.columns:
+            key, number = column, 0
+            while key.lower() in taken:
+                number += 1
+                key = f"{column}_{number}"
+            keys.append(key)
+            taken.add(key.lower())
+        return [dict(zip(keys, row, strict=True)) for row in self.values]

@@ -170,3 +170,31 @@ def test_a_budget_stops_cleanly_and_records_what_was_left_undone(fake_openai):
     assert outcome.rubrics["status"].value_counts().to_dict() == {"skipped": 7, "judged": 3}
     assert set(outcome.rubrics.loc[outcome.rubrics["status"] == "skipped", "reasoning"]) == {"skipped: budget of 3 calls used up"}
     assert judge.usage.failures == []
+
+
+@pytest.fixture
+def judge_env(fake_openai, tmp_path, monkeypatch):
+    for name, value in (("OPENAI_BASE_URL", fake_openai.base_url), ("OPENAI_API_KEY", SECRET_KEY),
+                        ("EVAL_JUDGE_MODEL", "judge-1")):  # fmt: skip
+        monkeypatch.setenv(name, value)
+    monkeypatch.chdir(tmp_path)
+    return fake_openai
+
+
+def test_the_output_goes_where_asked_though_its_folder_is_not_there_yet(judge_env, examples_file, tmp_path, capsys):
+    """`--output results/output.json` of the team's design, in a fresh clone (git keeps no empty results/): the judge
+    was called and paid for every example, then 'No such file or directory', exit 3, and the verdicts were lost."""
+    assert main(["judge", str(examples_file), "--output", "results/output.json"]) == 0
+    written = json.loads((tmp_path / "results" / "output.json").read_text())
+    assert [r["id"] for r in written["results"]] == ["t1", "t2"] and len(judge_env.requests) == 4
+    capsys.readouterr()
+    assert main(["judge", str(examples_file), "--output", "results"]) == 2  # a folder: said before any call
+    assert "--output results is a directory" in capsys.readouterr().err and len(judge_env.requests) == 4
+
+
+@pytest.mark.parametrize("concurrency", ["0", "-2"])
+def test_a_concurrency_below_one_is_a_usage_error_before_any_call(judge_env, examples_file, capsys, concurrency):
+    """0 waited forever for a free slot (nothing printed, nothing written); -2 was an internal error, exit 3."""
+    assert main(["judge", str(examples_file), "--output", "out.json", "--concurrency", concurrency]) == 2
+    assert capsys.readouterr().err == f"eval-pipeline: error: --concurrency must be at least 1, not {concurrency}\n"
+    assert judge_env.requests == []

@@ -115,3 +115,13 @@ def test_reports_match_the_golden_files(reports, name):
         golden.parent.mkdir(exist_ok=True)
         golden.write_text(produced)
     assert produced == golden.read_text()
+
+
+def test_the_html_report_counts_the_running_and_the_quarantined_as_the_markdown_does(reports):
+    """The HTML showed "30 passed, 19 failed of 49 episodes with a verdict." and nowhere the 2 records
+    of the day that were quarantined (nor, on a day with one, the episode still running), which the Markdown states."""
+    markdown = (reports / "eval-report-2026-11-02.md").read_text()
+    said = "30 passed, 19 failed of 49 episodes with a verdict. Still running 0; quarantined records 2."
+    assert said in markdown
+    meta = re.search(r'<p class="meta">(\d+ passed.*?)</p>', (reports / "eval-report-2026-11-02.html").read_text(), re.S)
+    assert meta and " ".join(meta.group(1).split()) == said

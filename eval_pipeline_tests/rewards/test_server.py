@@ -141,6 +141,11 @@ def test_canonical_episodes_are_scored_like_the_pipeline_scores_them(server):
         (b'{"episodes": [{"episode_id": "x", "agent_id": "a", "status": "running", "started_at": "2026-11-02"}]}', 422,
          "still running"),
         (b'{"reward": "vibes", "pairs": [{"prompt": "a", "completion": "b"}]}', 422, "no reward 'vibes'"),
+        # Python's own JSON reading took NaN (no JSON: the reward was a made-up 0.0, 200) and a deep nesting ended in a
+        # plain-text 500 'Server got itself in trouble'
+        (b'{"pairs": [{"prompt": "a", "completion": "b", "expected": {"reference": NaN}}]}', 400,
+         "body is not JSON: NaN is no JSON number"),
+        (b'{"pairs": ' + b"[" * 100_000 + b"]" * 100_000 + b"}", 400, "body is not JSON: nested too deeply"),
     ],
 )  # fmt: skip
 def test_malformed_requests_get_a_clear_json_error(server, body, status, says):

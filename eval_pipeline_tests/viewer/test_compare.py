@@ -33,7 +33,8 @@ ALL_AGENTS = (f"date={DAY}", f"date={DAY_3}")
 ROW = re.compile(
     r'<tr class="task">\s*<td><a href="([^"]+)">([^<]+)</a></td>\s*<td class="num">([^<]+)</td><td class="num">([^<]+)</td>'
     r'\s*<td class="num">[^<]+</td>\s*<td class="winner">([^<]+)</td>\s*'
-    r'<td class="num">(\d+) / (\d+)</td><td class="num">(\d+) / (\d+)</td>'
+    r'<td class="num">(\d+) / (\d+)(?: \((\d+) without a verdict\))?</td>'
+    r'<td class="num">(\d+) / (\d+)(?: \((\d+) without a verdict\))?</td>'
 )
 
 
@@ -63,8 +64,9 @@ def task_rows(page: str) -> list[dict]:
     """The per-task rows of a compare page, as the CLI's JSON writes them."""
     return [
         {"task_id": unescape(task), "a": _number(a), "b": _number(b), "winner": None if won == "–" else won.lower(),
-         "a_passed": int(ap), "a_trials": int(at), "b_passed": int(bp), "b_trials": int(bt), "href": unescape(href)}
-        for href, task, a, b, won, ap, at, bp, bt in ROW.findall(page)
+         "a_passed": int(ap), "a_trials": int(at), "a_without_verdict": int(an or 0), "b_passed": int(bp),
+         "b_trials": int(bt), "b_without_verdict": int(bn or 0), "href": unescape(href)}
+        for href, task, a, b, won, ap, at, an, bp, bt, bn in ROW.findall(page)
     ]  # fmt: skip
 
 

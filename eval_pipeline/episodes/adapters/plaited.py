@@ -29,6 +29,7 @@ from eval_pipeline.episodes.records import RawRecord
 NAME = "plaited"
 FAILED_STATUSES = {"failed", "error", "errored", "failure"}
 EXPORTED = "eval_pipeline"  # `metadata.source` of the captures `to_capture` writes
+_SCORED_TAGS = ("baseline", "expected", "label")  # an episode's metadata tags that decide its verdict or its selection
 ABSOLUTE_FROM_MS = 1e11  # 1973-03-03 in epoch ms: an earlier "time" is an offset from the run's start
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
@@ -172,6 +173,7 @@ def to_episode(record: dict, agent_id: str, day: date) -> dict:
         "ended_at": _iso(end),
         "total_duration_ms": capture.timing.total,
         "total_tokens": tokens,
+        **({"total_cost_usd": ours["total_cost_usd"]} if ours.get("total_cost_usd") is not None else {}),
         "steps": _steps(capture.input, capture.trajectory, start),
         "metadata": {
             **capture.metadata,
@@ -241,11 +243,13 @@ def _parsed(text: str | None) -> Any:
 
 
 def _result_of(steps: list[dict], call: int, claimed: set[int]) -> dict:
-    """The first later result of the same tool not yet paired with a call (parallel calls have theirs in order)."""
+    """The first later result of the same tool not yet paired with a call (parallel calls have theirs in order): a
+    `tool_result`, or the `error` step naming the tool, as an AIR recording has a failed call's."""
     name = steps[call].get("tool_name")
     for index in range(call + 1, len(steps)):
-        step = steps[index]
-        if step.get("step_type") == "tool_result" and index not in claimed and step.get("tool_name") in (name, None):
+        step, kind = steps[index], steps[index].get("step_type")
+        answers = kind == "tool_result" and step.get("tool_name") in (name, None)
+        if index not in claimed and (answers or (kind == "error" and name is not None and step.get("tool_name") == name)):
             claimed.add(index)
             return step
     return {}
@@ -265,19 +269,20 @@ def trajectory(steps: list[dict], started_at: str | datetime | None) -> list[dic
         kind = step.get("step_type")
         if kind == "llm_call":
             converted.append({"type": "message", "content": step.get("output_summary") or "", **at})
-        elif kind in ("decision", "error"):
+        elif kind in ("decision", "error") and index not in claimed:  # a tool's error is its call's failure
             converted.append({"type": "thought", "content": step.get("output_summary") or step.get("error") or "", **at})
         elif kind == "tool_call":
             own = step.get("output_summary")
             result = {} if own is not None else _result_of(steps, index, claimed)
             duration = step.get("duration_ms") or result.get("duration_ms")
+            output = next((text for text in (own, result.get("output_summary"), result.get("error")) if text is not None), None)
             converted.append(
                 {
                     "type": "tool_call",
                     "name": step.get("tool_name") or "",
                     "status": "failed" if step.get("error") or result.get("error") else "completed",
                     "input": _parsed(step.get("input_summary")),
-                    "output": _parsed(own if own is not None else result.get("output_summary")),
+                    "output": _parsed(output),
                     **({"duration": duration} if duration else {}),
                     **at,
                 }
@@ -304,8 +309,9 @@ def to_capture(episode: dict) -> dict:
     for a multi-turn one), hint and trajectory, the run's own grader's verdict as `score` where it has one, and
     our verdict beside it as `metadata.eval_pipeline`.
 
-    What plaited has no field for (episode id, agent, trial, status, tokens) rides in `metadata`, so importing the
-    export gives the same episodes back."""
+    What plaited has no field for (episode id, agent, trial, status, tokens, cost, model, and the tags scoring reads:
+    a pin, case expectations, a label) rides in `metadata`, so importing the export gives the same episodes back,
+    scored the same."""
     recorded, steps = episode.get("metadata") or {}, episode.get("steps") or []
     converted = trajectory(steps, episode["started_at"])
     first_prompt = next((step.get("input_summary") for step in steps if step["step_type"] == "llm_call"), None)
@@ -324,7 +330,10 @@ def to_capture(episode: dict) -> dict:
             "trial": episode.get("trial"),
             "status": episode["status"],
             "total_tokens": episode.get("total_tokens"),
+            "total_cost_usd": episode.get("total_cost_usd"),
+            "model": episode.get("model"),
             "category": episode.get("category"),
+            **{tag: recorded[tag] for tag in _SCORED_TAGS if recorded.get(tag) is not None},
             "source": EXPORTED,
             "eval_pipeline": {key: episode.get(key) for key in ("passed", "verdict_reason", "weighted_score")},
             **({"grader_error": grader_error} if grader_error else {}),
