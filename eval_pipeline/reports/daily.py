@@ -93,7 +93,7 @@ def build_report(data: ReportData, context: RunContext) -> Report:
             "failed": data.failed_replays,
         },
         "judge_failed": int((data.judgements["status"] == "failed").sum() + (data.pairwise["status"] == "failed").sum()),
-        "agent_id": data.agent_id,
+        "agent_id": None,
         "without_task_id": scores.without_task_id,
     }
     agents = []

@@ -519,18 +519,20 @@ def regression_findings(
         scored_parts = screened_scores_in_parts(wh, day, config.agent_id, finding_screen(cfg))
         found = with_lifecycle(partition_findings(scored_parts, today, trailing, counts, day, cfg), yesterday, day)
         write_findings(wh, day, found, config.agent_id)
+        # the gate and the counts speak of the day as the warehouse holds it: `run --agent` replaced one agent's only
+        day_findings = read_partition(wh, "findings", day) if config.agent_id else found
         # announced by the alert sensor, or by `eval-pipeline run` itself; a re-run replaces the day's batch
         batch = f"{day}-{config.agent_id or 'all-agents'}"
         outbox.enqueue(finding_alerts(found, context.run.run_id), batch, cfg.policies.secret_patterns)
-        shown = found.head(FINDINGS_SHOWN)
+        shown = day_findings.head(FINDINGS_SHOWN)
         episodes = [Link(e, viewer.episode(day, e)) if isinstance(e, str) else "all episodes" for e in shown["episode_id"]]
         shown = shown[["severity", "agent_id", "dimension"]].assign(episode_id=episodes, message=shown["message"])
-        named = found.head(FINDINGS_NAMED)[["finding_id", "severity", "agent_id", "dimension"]]
+        named = day_findings.head(FINDINGS_NAMED)[["finding_id", "severity", "agent_id", "dimension"]]
         return {
             "regression_findings": {
-                "dagster/row_count": len(found),
-                "critical": int((found["severity"] == "critical").sum()),
-                "warning": int((found["severity"] == "warning").sum()),
+                "dagster/row_count": len(day_findings),
+                "critical": int((day_findings["severity"] == "critical").sum()),
+                "warning": int((day_findings["severity"] == "warning").sum()),
                 "findings": _md(shown, FINDINGS_SHOWN),
                 "in_viewer": dg.MetadataValue.url(viewer.day(day)),
                 "finding_ids": dg.MetadataValue.json(named.astype(str).to_dict("records")),
@@ -626,12 +628,15 @@ def eval_report(
     cfg, wh = eval_config.load(), warehouse.get()
     notes = [f"Replay mode: {replay.mode}."] + ([f"{judge.off_because}."] if judge.off_because else [])
     if config.agent_id:
-        notes.append(f"Agent {config.agent_id} only: this run was narrowed to it (run --agent).")
+        notes.append(
+            f"This run evaluated agent {config.agent_id} again (run --agent); the other agents' figures are from the "
+            "runs that evaluated them last."
+        )
     case_set = eval_config.case_set(cfg)
 
     def report(day: date) -> DayMetadata:
         content = build_report(
-            report_inputs(wh, day, TREND_DAYS, config.agent_id),
+            report_inputs(wh, day, TREND_DAYS),
             RunContext(
                 run_id=context.run.run_id,
                 config_version=cfg.version,

@@ -1,0 +1,88 @@
+"""Runs narrowed to one agent, to a model or to the first N episodes, and what the day then says: every output that
+describes the day describes it as the warehouse holds it, whichever part a run evaluated last.
+
+Each test is a user's sequence of commands as they reported it, with their files written the way their tools write them.
+"""
+
+import json
+
+import dagster as dg
+import pytest
+
+from eval_pipeline.cli import main
+from eval_pipeline.warehouse.connection import Warehouse
+from eval_pipeline_tests.air import episode
+
+pytestmark = pytest.mark.slow
+
+
+def rows(root, sql: str, params=None):
+    with Warehouse(root / "eval.duckdb").connect(read_only=True) as con:
+        return con.execute(sql, params or []).fetchall()
+
+
+def two_agents_nights(root, days: list[str], beta_cost) -> None:
+    """Each night alpha answers its refund and beta tracks its parcel, beta at `beta_cost(n)` on night n."""
+    (root / "episodes").mkdir(exist_ok=True)
+    for n, day in enumerate(days):
+        records = [
+            episode(f"{day}-a", "t/a", "Refund A-1?", "lookup_order", '{"order": "A-1"}', "Refunded.", day=day, agent_id="alpha"),
+            episode(f"{day}-b", "t/b", "Where is B-2?", "track", '{"eta": "Mon"}', "Monday.", day=day, agent_id="beta",
+                    cost=beta_cost(n)),
+        ]  # fmt: skip
+        (root / "episodes" / f"{day}.jsonl").write_text("".join(json.dumps(record) + "\n" for record in records))
+
+
+def day_outputs(root, day: str) -> dict:
+    """What a dashboard and the UI read of the day: the report file's and the `reports` row's summary, the Dagster
+    UI's latest `eval_report` metadata and the regression gate's latest verdict."""
+    report = json.loads((root / "reports" / f"eval-report-{day}.json").read_text())
+    ((row,),) = rows(root, "SELECT summary FROM reports WHERE partition_date = ?", [day])
+    with dg.DagsterInstance.from_config(str(root / "dagster_home")) as instance:
+        (record,) = instance.fetch_materializations(dg.AssetKey("eval_report"), limit=1).records
+        key = dg.AssetCheckKey(dg.AssetKey("regression_findings"), "no_critical_regressions")
+        check = instance.event_log_storage.get_asset_check_execution_history(key, limit=1)[0].event
+    metadata = record.asset_materialization.metadata
+    gate = check.dagster_event.event_specific_data
+    figures = ("total_episodes", "passed", "failed", "critical_alerts")
+    return {
+        "file": tuple(report["summary"][name] for name in figures),
+        "agents": sorted(agent["agent_id"] for agent in report["agents"]),
+        "row": tuple(json.loads(row)[name] for name in figures),
+        "ui": tuple(metadata[name].value for name in ("episodes", "passed", "failed", "critical_alerts")),
+        "gate": (gate.passed, gate.metadata["critical"].value),
+    }
+
+
+def test_one_agents_rerun_leaves_the_days_report_the_whole_days(project_env, capsys):
+    """The beta team's cost tripled on night 2 (exit 1, "2 episodes 1 passed 1 failed", 1 critical). The alpha team
+    then reran its agent (`run --date 2026-11-02 --agent alpha`, exit 0): the day's report files, its `reports` row
+    and the UI's eval_report said "1 episodes 1 passed 0 failed, 0 critical" and the regression gate turned green,
+    while the warehouse still held beta's failed episode and its critical finding. The day's outputs stay the whole
+    day's; the run's own line says what alpha's figures were, and they decide its exit code (0)."""
+    days = ["2026-11-01", "2026-11-02"]
+    two_agents_nights(project_env, days, lambda n: 0.0025 * (1 + 2 * n))
+    assert main(["run", "--date", days[0]]) == 0
+    assert main(["run", "--date", days[1]]) == 1
+    capsys.readouterr()
+    whole = day_outputs(project_env, days[1])
+    assert whole == {
+        "file": (2, 1, 1, 1),
+        "agents": ["alpha", "beta"],
+        "row": (2, 1, 1, 1),
+        "ui": (2, 1, 1, 1),
+        "gate": (False, 1),
+    }
+
+    assert main(["run", "--date", days[1], "--agent", "alpha"]) == 0  # alpha's verdict: its episode passed
+    out = capsys.readouterr().out
+    assert "2026-11-02      2 episodes      1 passed      1 failed" in out  # the day, as its report says
+    assert "agent alpha (this run; its figures decide the exit code):     1 episodes      1 passed      0 failed" in out
+    assert day_outputs(project_env, days[1]) == whole
+    assert main(["report", "--date", days[1], "--format", "json"]) == 0
+    assert json.loads(capsys.readouterr().out)["summary"]["failed"] == 1
+
+    assert main(["run", "--date", days[1], "--agent", "beta"]) == 1  # beta's verdict: its episode failed
+    out = capsys.readouterr().out
+    assert "agent beta (this run; its figures decide the exit code):     1 episodes      0 passed      1 failed" in out
+    assert day_outputs(project_env, days[1]) == whole
