@@ -86,3 +86,32 @@ def test_one_agents_rerun_leaves_the_days_report_the_whole_days(project_env, cap
     out = capsys.readouterr().out
     assert "agent beta (this run; its figures decide the exit code):     1 episodes      0 passed      1 failed" in out
     assert day_outputs(project_env, days[1]) == whole
+
+
+def test_a_night_run_with_limit_leaves_the_tasks_it_left_out_to_the_sources_history(project_env, capsys):
+    """The user tried the pipeline on the first episode of a night (`run --date 2026-11-01 --limit 1`, as with
+    eval-harness), then ran the next night whole: the parcel task's tripled cost had no verdict, exit 0, "1 without a
+    baseline: the first day of those tasks", though the night before held a run of it. A fresh warehouse's
+    `run --date 2026-11-02` compares it with that run (exit 1, cost_delta +200 %): a night read in part is not
+    evaluated for the tasks it left out, with `--limit` as with `--model`."""
+    days = ["2026-11-01", "2026-11-02"]
+    (project_env / "episodes").mkdir()
+    for n, day in enumerate(days):
+        records = [
+            episode(f"{day}-a", "t/a", "Refund A-1?", "lookup_order", '{"order": "A-1"}', "Refunded.", day=day),
+            episode(f"{day}-b", "t/b", "Where is B-2?", "track", '{"eta": "Mon"}', "Monday.", day=day, cost=0.0025 * (1 + 2 * n)),
+        ]
+        records[1]["started_at"] = records[1]["started_at"].replace("T09:", "T10:")  # the later run of the night
+        (project_env / "episodes" / f"{day}.jsonl").write_text("".join(json.dumps(record) + "\n" for record in records))
+    assert main(["run", "--date", days[0], "--limit", "1"]) == 0
+    assert rows(project_env, "SELECT episode_id FROM episodes") == [(f"{days[0]}-a",)]
+    capsys.readouterr()
+
+    assert main(["run", "--date", days[1]]) == 1
+    out = capsys.readouterr().out
+    assert "1 passed      1 failed      0 without a verdict" in out and "1 critical" in out
+    night_2 = "SELECT episode_id, baseline_episode_id, cost_delta_pct FROM scores WHERE partition_date = ? ORDER BY 1"
+    assert rows(project_env, night_2, [days[1]]) == [
+        (f"{days[1]}-a", f"{days[0]}-a", 0.0),
+        (f"{days[1]}-b", f"{days[0]}-b", pytest.approx(200.0)),
+    ]
