@@ -115,3 +115,39 @@ def test_a_night_run_with_limit_leaves_the_tasks_it_left_out_to_the_sources_hist
         (f"{days[1]}-a", f"{days[0]}-a", 0.0),
         (f"{days[1]}-b", f"{days[0]}-b", pytest.approx(200.0)),
     ]
+
+
+def test_a_rerun_of_an_earlier_night_says_the_next_nights_report_lists_other_resolved_findings(project_env, capsys):
+    """Three quiet nights; then night 2's late file arrived, with a second trial of the parcel task at three times the
+    cost, and the user ran night 2 again (exit 1, a critical cost finding). Night 3's report still said "0 resolved
+    since yesterday", where a backfill of the nights lists the parcel's cost finding as resolved, and neither the run
+    nor `status` said night 3 was outdated: its baselines and findings were unchanged, only what it resolved was not.
+    They name it, and the run that writes it again."""
+    nights = ["2026-11-01", "2026-11-02", "2026-11-03"]
+    (project_env / "episodes").mkdir()
+    for day in nights:
+        records = [
+            episode(f"{day}-a", "t/a", "Refund A-1?", "lookup_order", '{"order": "A-1"}', "Refunded.", day=day),
+            episode(f"{day}-u", "t/u", "Where is U-2?", "track", '{"eta": "Mon"}', "Monday.", day=day),
+        ]
+        (project_env / "episodes" / f"{day}.jsonl").write_text("".join(json.dumps(record) + "\n" for record in records))
+        assert main(["run", "--date", day]) == 0
+    capsys.readouterr()
+    late = episode("late-u", "t/u", "Where is U-2?", "track", '{"eta": "Mon"}', "Monday.", day=nights[1], cost=0.0075, trial=1)
+    (project_env / "episodes" / f"{nights[1]}-late.jsonl").write_text(json.dumps(late) + "\n")
+
+    assert main(["run", "--date", nights[1]]) == 1
+    told = "outdated: 2026-11-03 (1 finding(s) resolved since the day before that its report lists otherwise)"
+    again = "eval-pipeline run --date 2026-11-03"
+    out = capsys.readouterr().out
+    assert told in out and again in out
+    assert main(["status"]) == 0
+    out = capsys.readouterr().out
+    assert told in out and again in out
+
+    assert main(["run", "--date", nights[2]]) == 0
+    assert "outdated" not in capsys.readouterr().out
+    report = json.loads((project_env / "reports" / f"eval-report-{nights[2]}.json").read_text())
+    assert [(r["task_id"], r["dimension"], r["severity"]) for r in report["resolved"]] == [("t/u", "cost_delta", "critical")]
+    assert main(["status"]) == 0
+    assert "outdated" not in capsys.readouterr().out

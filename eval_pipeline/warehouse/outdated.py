@@ -5,6 +5,7 @@ stay as they were until they run again; only saying so keeps that from passing a
 from __future__ import annotations
 
 from datetime import date
+from pathlib import Path
 
 from eval_pipeline.warehouse.baselines import PRECEDENCE, itself
 from eval_pipeline.warehouse.connection import Warehouse
@@ -72,6 +73,45 @@ WHERE EXISTS (SELECT 1 FROM evaluated e WHERE e.partition_date < d.partition_dat
 """
 
 
+# Days whose report was written before the day before was evaluated again, with their report's JSON file: what the
+# report lists as resolved (the day before's findings gone that day) rests on the day before as it was then.
+_REPORTED_BEFORE_THE_DAY_BEFORE = """
+WITH evaluated AS (
+    SELECT partition_date, max(created_at) AS evaluated_at, arg_max(json_path, created_at) AS json_path FROM reports
+    GROUP BY ALL
+)
+SELECT d.partition_date, d.json_path FROM evaluated d
+JOIN evaluated b ON b.partition_date = d.partition_date - 1 AND b.evaluated_at > d.evaluated_at
+WHERE d.partition_date >= $first AND d.partition_date > $after
+"""
+
+# Per day of those, the findings resolved since the day before (`lifecycle.resolved`: its findings whose agent, task
+# and dimension the day has none of) that its report does not list, and those it lists that are no longer resolved.
+# A report that lists none at all (written before reports did) is left out: it cannot be told.
+_OTHER_RESOLVED = """
+WITH reported AS (
+    SELECT partition_date, resolved FROM read_json(
+        $paths, format = 'auto', columns = {
+            'partition_date': 'DATE', 'resolved': 'STRUCT(agent_id VARCHAR, task_id VARCHAR, dimension VARCHAR)[]'
+        }
+    ) WHERE resolved IS NOT NULL
+), listed AS (
+    SELECT partition_date, r.agent_id, coalesce(r.task_id, '') AS task_key, r.dimension
+    FROM (SELECT partition_date, unnest(resolved) AS r FROM reported)
+), now AS (
+    SELECT DISTINCT y.partition_date + 1 AS partition_date, y.agent_id, coalesce(y.task_id, '') AS task_key, y.dimension
+    FROM findings y WHERE y.partition_date + 1 IN (SELECT partition_date FROM reported) AND NOT EXISTS (
+        SELECT 1 FROM findings t WHERE t.partition_date = y.partition_date + 1 AND t.agent_id = y.agent_id
+            AND coalesce(t.task_id, '') = coalesce(y.task_id, '') AND t.dimension = y.dimension
+    )
+)
+SELECT partition_date, count(*) AS resolved
+FROM ((SELECT * FROM now EXCEPT SELECT * FROM listed) UNION ALL (SELECT * FROM listed EXCEPT SELECT * FROM now))
+GROUP BY ALL
+"""
+_NONE_RESOLVED = "SELECT NULL::DATE AS partition_date, 0 AS resolved WHERE false"
+
+
 def first_changed_day(warehouse: Warehouse) -> date | None:
     """The first day something changed under after it was evaluated (`_FIRST_CHANGED_UNDER`); None: no such day."""
     first: date | None = warehouse.read_rows(_FIRST_CHANGED_UNDER).values[0][0]
@@ -79,13 +119,19 @@ def first_changed_day(warehouse: Warehouse) -> date | None:
 
 
 def outdated_days(warehouse: Warehouse, policy: str, after: date | None = None) -> Rows:
-    """Evaluated days (after `after`) with episodes scored against another baseline than the one they have now, or
-    findings whose `since` no longer follows the day before: partition_date, episodes, findings (0 where none)."""
-    first = first_changed_day(warehouse)
+    """Evaluated days (after `after`) with episodes scored against another baseline than the one they have now,
+    findings whose `since` no longer follows the day before, or a report that lists other findings of the day before
+    as resolved than it has now: partition_date, episodes, findings, resolved (0 where none)."""
+    params: dict[str, object] = {"after": after or date.min, "first": first_changed_day(warehouse) or date.max}
+    reported = warehouse.read_rows(_REPORTED_BEFORE_THE_DAY_BEFORE, params) if params["first"] != date.max else None
+    paths = [path for _, path in (reported.values if reported else []) if path and Path(path).is_file()]
+    resolved = _OTHER_RESOLVED if paths else _NONE_RESOLVED
     return warehouse.read_rows(
-        f"""SELECT partition_date, coalesce(e.episodes, 0) AS episodes, coalesce(f.findings, 0) AS findings
-        FROM ({_OTHER_BASELINES}) e FULL JOIN ({_OTHER_SINCE}) f USING (partition_date) ORDER BY partition_date""",
-        {"policy": policy, "after": after or date.min, "first": first or date.max},
+        f"""SELECT partition_date, coalesce(e.episodes, 0) AS episodes, coalesce(f.findings, 0) AS findings,
+            coalesce(r.resolved, 0) AS resolved
+        FROM ({_OTHER_BASELINES}) e FULL JOIN ({_OTHER_SINCE}) f USING (partition_date)
+        FULL JOIN ({resolved}) r USING (partition_date) ORDER BY partition_date""",
+        {**params, "policy": policy, **({"paths": paths} if paths else {})},
     )
 
 
