@@ -151,3 +151,27 @@ def test_a_rerun_of_an_earlier_night_says_the_next_nights_report_lists_other_res
     assert [(r["task_id"], r["dimension"], r["severity"]) for r in report["resolved"]] == [("t/u", "cost_delta", "critical")]
     assert main(["status"]) == 0
     assert "outdated" not in capsys.readouterr().out
+
+
+def test_a_day_read_in_part_says_so_in_its_report_until_it_is_read_whole(project_env, capsys):
+    """The user ran a night with `--limit 1`, as eval-harness's flag, to try the pipeline: the night's report, which a
+    dashboard and the team open, said "1 episodes, 1 passed" for a night of two runs and nothing of the limit. The
+    report says which agents' runs the day was read in part for, until a run reads the day whole."""
+    day = "2026-11-01"
+    (project_env / "episodes").mkdir()
+    records = [
+        episode(f"{day}-a", "t/a", "Refund A-1?", "lookup_order", '{"order": "A-1"}', "Refunded.", day=day),
+        episode(f"{day}-b", "t/b", "Where is B-2?", "track", '{"eta": "Mon"}', "Monday.", day=day),
+    ]
+    (project_env / "episodes" / f"{day}.jsonl").write_text("".join(json.dumps(record) + "\n" for record in records))
+    told = "Read in part: run --limit 1 left out some of triage-bot's episodes of the day; they are not counted here."
+
+    def notes() -> list[str]:
+        return json.loads((project_env / "reports" / f"eval-report-{day}.json").read_text())["notes"]
+
+    assert main(["run", "--date", day, "--limit", "1"]) == 0
+    assert told in notes()
+    assert main(["report", "--date", day]) == 0
+    assert told in capsys.readouterr().out
+    assert main(["run", "--date", day]) == 0
+    assert not [note for note in notes() if "Read in part" in note]

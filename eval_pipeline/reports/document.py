@@ -77,6 +77,8 @@ class ReportData:
     live_replays: int = 0  # the day's replays run live through the candidate model
     reused_replays: int = 0  # of those, reused from the cache (no model call)
     failed_replays: int = 0  # of those, failed by the gateway after its retries: no candidate run, so no verdict
+    # agents whose runs of the day were read in part (`partial_days`): (agent, `run --model`, `run --limit`)
+    read_in_part: Sequence[tuple[str, str | None, int | None]] = ()
 
 
 @dataclass(frozen=True)

@@ -64,6 +64,9 @@ def report_inputs(warehouse: Warehouse, day: date, trend_days: int) -> ReportDat
         pass_at_k = frame_of(con.execute("SELECT * FROM pass_at_k WHERE partition_date = $day", params))
         task_trials = frame_of(con.execute("SELECT * FROM task_trials WHERE partition_date = $day", params))
         failed_trials = frame_of(con.execute(_FAILED_TRIALS, params))
+        read_in_part = con.execute(
+            "SELECT agent_id, model, episode_limit FROM partial_days WHERE partition_date = $day ORDER BY ALL", params
+        ).fetchall()
     return ReportData(
         day=day,
         scores=scores,
@@ -82,6 +85,7 @@ def report_inputs(warehouse: Warehouse, day: date, trend_days: int) -> ReportDat
         live_replays=int(live),
         reused_replays=int(reused),
         failed_replays=int(failed_replays),
+        read_in_part=[(agent, model, limit) for agent, model, limit in read_in_part],
         labels=labels,
     )
 
