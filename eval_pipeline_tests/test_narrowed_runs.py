@@ -137,7 +137,10 @@ def test_a_rerun_of_an_earlier_night_says_the_next_nights_report_lists_other_res
     (project_env / "episodes" / f"{nights[1]}-late.jsonl").write_text(json.dumps(late) + "\n")
 
     assert main(["run", "--date", nights[1]]) == 1
-    told = "outdated: 2026-11-03 (1 finding(s) resolved since the day before that its report lists otherwise)"
+    told = (
+        "outdated: 2026-11-03 (1 finding(s) resolved since the day before that its report lists otherwise; "
+        "its headline compares with the day before's figures as they no longer are)"
+    )
     again = "eval-pipeline run --date 2026-11-03"
     out = capsys.readouterr().out
     assert told in out and again in out
@@ -175,3 +178,30 @@ def test_a_day_read_in_part_says_so_in_its_report_until_it_is_read_whole(project
     assert told in capsys.readouterr().out
     assert main(["run", "--date", day]) == 0
     assert not [note for note in notes() if "Read in part" in note]
+
+
+def test_a_rerun_of_an_earlier_night_says_the_next_nights_headline_compares_with_figures_it_no_longer_has(project_env, capsys):
+    """Night 2's late file brought a third run, which passed, and the user ran night 2 again (3 episodes). Night 3's
+    report still showed "+0 vs previous day" beside its 2 episodes, as against night 2's 2 of before: a backfill says
+    "-1". Its baselines, findings and resolved findings were unchanged, so nothing said it was outdated."""
+    nights = ["2026-11-01", "2026-11-02", "2026-11-03"]
+    (project_env / "episodes").mkdir()
+    for day in nights:
+        records = [
+            episode(f"{day}-a", "t/a", "Refund A-1?", "lookup_order", '{"order": "A-1"}', "Refunded.", day=day),
+            episode(f"{day}-u", "t/u", "Where is U-2?", "track", '{"eta": "Mon"}', "Monday.", day=day),
+        ]
+        (project_env / "episodes" / f"{day}.jsonl").write_text("".join(json.dumps(record) + "\n" for record in records))
+        assert main(["run", "--date", day]) == 0
+    capsys.readouterr()
+    late = episode("late-u", "t/u", "Where is U-2?", "track", '{"eta": "Mon"}', "Monday.", day=nights[1], trial=1)
+    (project_env / "episodes" / f"{nights[1]}-late.jsonl").write_text(json.dumps(late) + "\n")
+
+    assert main(["run", "--date", nights[1]]) == 0
+    told = "outdated: 2026-11-03 (its headline compares with the day before's figures as they no longer are)"
+    out = capsys.readouterr().out
+    assert told in out and "eval-pipeline run --date 2026-11-03" in out
+    assert main(["run", "--date", nights[2]]) == 0
+    assert "outdated" not in capsys.readouterr().out
+    report = json.loads((project_env / "reports" / f"eval-report-{nights[2]}.json").read_text())
+    assert report["previous_summary"]["total_episodes"] == 3

@@ -203,11 +203,12 @@ def print_outdated(days: Rows, file: TextIO | None = None) -> None:
     if not days.values:
         return
 
-    def why(episodes: int, findings: int, resolved: int) -> str:
+    def why(episodes: int, findings: int, resolved: int, headline: int) -> str:
         reasons = (
             (episodes, f"{episodes} episode(s) scored against a baseline they no longer have"),
             (findings, f"{findings} finding(s) counted since a day that no longer says so"),
             (resolved, f"{resolved} finding(s) resolved since the day before that its report lists otherwise"),
+            (headline, "its headline compares with the day before's figures as they no longer are"),
         )
         return "; ".join(text for n, text in reasons if n)
 
