@@ -35,15 +35,20 @@ def two_agents_nights(root, days: list[str], beta_cost) -> None:
 
 def day_outputs(root, day: str) -> dict:
     """What a dashboard and the UI read of the day: the report file's and the `reports` row's summary, the Dagster
-    UI's latest `eval_report` metadata and the regression gate's latest verdict."""
+    UI's latest `eval_report` and `scores` metadata, the regression gate's latest verdict and the score checks'."""
     report = json.loads((root / "reports" / f"eval-report-{day}.json").read_text())
     ((row,),) = rows(root, "SELECT summary FROM reports WHERE partition_date = ?", [day])
     with dg.DagsterInstance.from_config(str(root / "dagster_home")) as instance:
         (record,) = instance.fetch_materializations(dg.AssetKey("eval_report"), limit=1).records
         key = dg.AssetCheckKey(dg.AssetKey("regression_findings"), "no_critical_regressions")
         check = instance.event_log_storage.get_asset_check_execution_history(key, limit=1)[0].event
+        (scored,) = instance.fetch_materializations(dg.AssetKey("scores"), limit=1).records
+        key = dg.AssetCheckKey(dg.AssetKey("scores"), "scores_present_with_baseline")
+        present = instance.event_log_storage.get_asset_check_execution_history(key, limit=1)[0].event
     metadata = record.asset_materialization.metadata
     gate = check.dagster_event.event_specific_data
+    scores = scored.asset_materialization.metadata
+    with_baseline = present.dagster_event.event_specific_data.metadata["episodes_with_baseline"].value
     figures = ("total_episodes", "passed", "failed", "critical_alerts")
     return {
         "file": tuple(report["summary"][name] for name in figures),
@@ -51,6 +56,7 @@ def day_outputs(root, day: str) -> dict:
         "row": tuple(json.loads(row)[name] for name in figures),
         "ui": tuple(metadata[name].value for name in ("episodes", "passed", "failed", "critical_alerts")),
         "gate": (gate.passed, gate.metadata["critical"].value),
+        "scores": (scores["passed"].value, scores["failed"].value, with_baseline),
     }
 
 
@@ -72,6 +78,7 @@ def test_one_agents_rerun_leaves_the_days_report_the_whole_days(project_env, cap
         "row": (2, 1, 1, 1),
         "ui": (2, 1, 1, 1),
         "gate": (False, 1),
+        "scores": (1, 1, 2),
     }
 
     assert main(["run", "--date", days[1], "--agent", "alpha"]) == 0  # alpha's verdict: its episode passed

@@ -475,6 +475,13 @@ def scores(context: dg.AssetExecutionContext, config: RunScope, warehouse: Wareh
             return records
 
         rows = write_scores(wh, day, cfg.baseline.policy, config.agent_id, score_part)
+        if config.agent_id:  # the counts and the checks speak of the day as the warehouse holds it, as the report does
+            scores = read_partition(wh, "scores", day)
+            others = scores[scores["agent_id"] != config.agent_id]
+            tally.add(others)
+            verdicts += VerdictCounts.of(others)
+            lowest.append(others.loc[others["weighted_score"].notna(), _WORST_SHOWN].nsmallest(10, "weighted_score"))
+            rows += len(others)
         return {
             "scores": {
                 "dagster/row_count": rows,
