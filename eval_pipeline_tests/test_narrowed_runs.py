@@ -166,7 +166,7 @@ def test_a_rerun_of_an_earlier_night_says_the_next_nights_report_lists_other_res
 def test_a_day_read_in_part_says_so_in_its_report_until_it_is_read_whole(project_env, capsys):
     """The user ran a night with `--limit 1`, as eval-harness's flag, to try the pipeline: the night's report, which a
     dashboard and the team open, said "1 episodes, 1 passed" for a night of two runs and nothing of the limit. The
-    report says which agents' runs the day was read in part for, until a run reads the day whole."""
+    report and `status` say which agents' runs the day was read in part for, until a run reads the day whole."""
     day = "2026-11-01"
     (project_env / "episodes").mkdir()
     records = [
@@ -183,8 +183,15 @@ def test_a_day_read_in_part_says_so_in_its_report_until_it_is_read_whole(project
     assert told in notes()
     assert main(["report", "--date", day]) == 0
     assert told in capsys.readouterr().out
+    assert main(["status"]) == 0
+    assert (
+        "read in part     2026-11-01 (triage-bot: --limit 1): what was left out is in no table and no figure; "
+        "to read them whole: eval-pipeline run --date 2026-11-01"
+    ) in capsys.readouterr().out
     assert main(["run", "--date", day]) == 0
     assert not [note for note in notes() if "Read in part" in note]
+    assert main(["status"]) == 0
+    assert "read in part" not in capsys.readouterr().out
 
 
 def test_a_rerun_of_an_earlier_night_says_the_next_nights_headline_compares_with_figures_it_no_longer_has(project_env, capsys):
