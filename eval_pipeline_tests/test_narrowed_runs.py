@@ -219,3 +219,17 @@ def test_a_rerun_of_an_earlier_night_says_the_next_nights_headline_compares_with
     assert "outdated" not in capsys.readouterr().out
     report = json.loads((project_env / "reports" / f"eval-report-{nights[2]}.json").read_text())
     assert report["previous_summary"]["total_episodes"] == 3
+
+
+def test_a_day_read_with_limit_is_no_spike_of_quarantined_records(project_env, capsys):
+    """The user tried the sample night with `run --date 2026-11-01 --limit 5`: exit 1, "1 critical", a source_health
+    finding "4 of 9 records read quarantined (44.4%)", where the night's 52 records hold those 4 (7.7 %, no finding when
+    run whole). The limit kept 5 episodes but every rejected record; a run narrowed by `--limit` or `--model` does not
+    judge the source, as a run narrowed by `--agent` does not."""
+    from eval_pipeline.episodes.samples import write_samples
+
+    write_samples(project_env / "episodes")
+    for narrowed in (["--limit", "5"], ["--model", "no-such-model"]):
+        assert main(["run", "--date", "2026-11-01", *narrowed]) == 0
+        assert "0 critical, 0 warning  4 quarantined" in capsys.readouterr().out
+        assert rows(project_env, "SELECT dimension FROM findings") == []

@@ -67,7 +67,7 @@ from eval_pipeline.warehouse.history_baselines import write_history_baselines
 from eval_pipeline.warehouse.ingest import load_episodes
 from eval_pipeline.warehouse.judge import judge_inputs, write_judgements
 from eval_pipeline.warehouse.llm_cache import cached_answers
-from eval_pipeline.warehouse.partitions import read_partition
+from eval_pipeline.warehouse.partitions import read_in_part, read_partition
 from eval_pipeline.warehouse.replays import recorded_steps, write_dry_replays, write_live_replays
 from eval_pipeline.warehouse.report_files import write_report_row
 from eval_pipeline.warehouse.reports import report_inputs
@@ -521,7 +521,9 @@ def regression_findings(
         today = task_summaries(wh, day, day, config.agent_id, summary_columns())
         first, last = day - timedelta(days=cfg.statistics.trailing_days), day - timedelta(days=1)
         trailing = task_summaries(wh, first, last, config.agent_id, summary_columns())
-        counts = None if config.agent_id else source_counts(wh, day, TRAILING_DAYS)  # the source is judged whole
+        # the source is judged whole: not by a run of one agent, nor on a day kept in part (`--model`, `--limit`)
+        whole = not config.agent_id and not read_in_part(wh, day)
+        counts = source_counts(wh, day, TRAILING_DAYS) if whole else None
         yesterday = read_partition(wh, "findings", day - timedelta(days=1), config.agent_id)
         scored_parts = screened_scores_in_parts(wh, day, config.agent_id, finding_screen(cfg))
         found = with_lifecycle(partition_findings(scored_parts, today, trailing, counts, day, cfg), yesterday, day)
