@@ -455,7 +455,8 @@ class EvalConfig(_Strict):
 
     @property
     def version(self) -> str:
-        canonical = json.dumps(self.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
+        """A hash of the effective values, but for how the endpoint is called (`gateway`), which decides no score."""
+        canonical = json.dumps(self.model_dump(mode="json", exclude={"gateway"}), sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(canonical.encode()).hexdigest()[:12]
 
     def stage_version(self, stage: str) -> str:

@@ -91,7 +91,8 @@ def test_a_late_run_of_an_earlier_day_says_which_later_days_it_left_scored_again
     assert main(["run", "--date", nights[0]]) == 0
     again = "eval-pipeline run --start 2026-11-02 --end 2026-11-03"
     told = (
-        "outdated: 2026-11-02 (1 episode(s) scored against a baseline they no longer have), "
+        "outdated: 2026-11-02 (1 episode(s) scored against a baseline they no longer have; its headline compares with "
+        "the day before's figures as they no longer are), "
         "2026-11-03 (1 episode(s) scored against a baseline they no longer have)"
     )
     out = capsys.readouterr().out
@@ -193,7 +194,10 @@ def test_a_missed_night_evaluated_after_the_next_says_the_next_counts_its_findin
         (project_env / "episodes" / f"{day}.jsonl").write_text(json.dumps(record) + "\n")
     for day in ("2026-11-01", "2026-11-02", "2026-11-04", "2026-11-03"):
         main(["run", "--date", day])
-    told = "outdated: 2026-11-04 (1 finding(s) counted since a day that no longer says so)"
+    told = (
+        "outdated: 2026-11-04 (1 finding(s) counted since a day that no longer says so; its headline compares with the "
+        "day before's figures as they no longer are)"
+    )  # it ran when 2026-11-03 had no report: "no previous day"
     again = "eval-pipeline run --date 2026-11-04"
     out = capsys.readouterr().out
     assert told in out and again in out

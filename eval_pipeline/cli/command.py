@@ -241,14 +241,16 @@ def print_outdated(days: Rows, file: TextIO | None = None) -> None:
     if not days.values:
         return
 
-    def why(episodes: int, findings: int) -> str:
+    def why(episodes: int, findings: int, resolved: int, headline: int) -> str:
         reasons = (
             (episodes, f"{episodes} episode(s) scored against a baseline they no longer have"),
             (findings, f"{findings} finding(s) counted since a day that no longer says so"),
+            (resolved, f"{resolved} finding(s) resolved since the day before that its report lists otherwise"),
+            (headline, "its headline compares with the day before's figures as they no longer are"),
         )
         return "; ".join(text for n, text in reasons if n)
 
-    listed = ", ".join(f"{day} ({why(episodes, findings)})" for day, episodes, findings in days.values)
+    listed = ", ".join(f"{day} ({why(*counts)})" for day, *counts in days.values)
     first, last = days.values[0][0], days.values[-1][0]
     again = f"--date {first}" if first == last else f"--start {first} --end {last}"
     print(

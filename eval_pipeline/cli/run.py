@@ -35,6 +35,7 @@ if TYPE_CHECKING:
     from eval_pipeline.runner import Progress, RunDone, RunRequest
     from eval_pipeline.settings import Settings
     from eval_pipeline.warehouse.cases import CaseResults
+    from eval_pipeline.warehouse.report_files import ReportFiles
     from eval_pipeline.warehouse.reports import RunOutcome
 
 
@@ -259,6 +260,8 @@ def evaluate(settings: Settings, request: RunRequest) -> None:
             )
             if any(told):  # what the counts leave out, what the gateway failed and where live replays came from
                 print(f"            {verdict_line(s)}")
+            if request.agent_id:
+                print(f"            {_agent_line(files, request.agent_id)}")
         print_outdated(outdated_days(warehouse, config.baseline.policy, after=request.days[-1]))
         print_other_policy(other_policy_days(warehouse, config.baseline.policy), config.baseline.policy)
     print(f"run in the UI: {settings.ui_base_url}/runs/{done.run_id}")
@@ -269,6 +272,21 @@ def evaluate(settings: Settings, request: RunRequest) -> None:
             f"{span(request.days)} (llm_calls_retried in the run's replays and judgements metadata)",
             file=sys.stderr,
         )
+
+
+def _agent_line(files: ReportFiles, agent_id: str) -> str:
+    """What `run --agent` evaluated of the day: its agent's row of the report, which covers the whole day. These
+    figures, not the day's, decide the run's exit code."""
+    agents = json.loads(Path(files.json_path).read_text())["agents"]
+    a = next((row for row in agents if row["agent_id"] == agent_id), None) or {}
+    figures = {name: a.get(name, 0) for name in ("episodes", "passed", "failed", "without_verdict")}
+    rate = a.get("pass_rate")
+    return (
+        f"agent {agent_id} (this run; its figures decide the exit code): {figures['episodes']:>5} episodes  "
+        f"{figures['passed']:>5} passed  {figures['failed']:>5} failed  {figures['without_verdict']:>5} without a verdict  "
+        f"pass rate {'–' if rate is None else f'{rate:.0%}':>4}  {a.get('critical_alerts', 0)} critical, "
+        f"{a.get('warning_alerts', 0)} warning"
+    )
 
 
 def _print_case_results(results: CaseResults) -> None:

@@ -19,6 +19,7 @@ from eval_pipeline.cli.command import (
 
 if TYPE_CHECKING:
     from eval_pipeline.settings import Settings
+    from eval_pipeline.warehouse.rows import Rows
 
 
 def _arguments(parser: argparse.ArgumentParser) -> None:
@@ -30,7 +31,7 @@ def _run(args: argparse.Namespace, settings: Settings) -> int:
     from eval_pipeline.config import load_config
     from eval_pipeline.episodes.source import open_source, source_health, source_index_path
     from eval_pipeline.warehouse.outdated import other_policy_days, outdated_days
-    from eval_pipeline.warehouse.partitions import partition_counts
+    from eval_pipeline.warehouse.partitions import days_read_in_part, partition_counts
 
     settings = with_store_url(settings, args.store_url)
     print(f"episode source   {settings.episode_source}")
@@ -60,6 +61,7 @@ def _run(args: argparse.Namespace, settings: Settings) -> int:
             counts = partition_counts(warehouse)
             evaluated = {f"{day:%Y-%m-%d}" for day in counts.column("partition_date")}
             print_table(counts, "partitions in the warehouse")
+            _print_read_in_part(days_read_in_part(warehouse))
             print_outdated(outdated_days(warehouse, config.baseline.policy))
             print_other_policy(other_policy_days(warehouse, config.baseline.policy), config.baseline.policy)
     else:
@@ -67,6 +69,22 @@ def _run(args: argparse.Namespace, settings: Settings) -> int:
     _print_missing_history(sorted(set(health.get("episodes_per_day", {})) - evaluated), config.baseline.lookback_days)
     _print_latest_run(settings)
     return EXIT_OK
+
+
+def _print_read_in_part(days: Rows) -> None:
+    """Days a run narrowed with `--model` or `--limit`: they look evaluated, yet hold only part of the source's runs."""
+    if not days.values:
+        return
+    listed = ", ".join(
+        f"{day} ({agent}: {' '.join(f'--{flag} {v}' for flag, v in (('model', model), ('limit', limit)) if v)})"
+        for day, agent, model, limit in days.values
+    )
+    first, last = days.values[0][0], days.values[-1][0]
+    again = f"--date {first}" if first == last else f"--start {first} --end {last}"
+    print(
+        f"\nread in part     {listed}: what was left out is in no table and no figure; to read them whole: "
+        f"eval-pipeline run {again}"
+    )
 
 
 def _print_missing_history(unevaluated: list[str], lookback_days: int) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from datetime import date, timedelta
 from pathlib import Path
 from typing import Any
@@ -94,7 +95,7 @@ def build_report(data: ReportData, context: RunContext) -> Report:
             "failed": data.failed_replays,
         },
         "judge_failed": int((data.judgements["status"] == "failed").sum() + (data.pairwise["status"] == "failed").sum()),
-        "agent_id": data.agent_id,
+        "agent_id": None,
         "without_task_id": scores.without_task_id,
     }
     agents = []
@@ -201,9 +202,24 @@ def build_report(data: ReportData, context: RunContext) -> Report:
         "regressions": regressions,
         "resolved": resolved_alerts,
         "episodes": episodes,
-        "notes": [*context.notes, *_untasked_note(scores.without_task_id, scores.untasked_named)],
+        "notes": [
+            *context.notes,
+            *_read_in_part_notes(data.read_in_part),
+            *_untasked_note(scores.without_task_id, scores.untasked_named),
+        ],
     }
     return redact_tree(report, secret_patterns)
+
+
+def _read_in_part_notes(read_in_part: Sequence[tuple[str, str | None, int | None]]) -> list[str]:
+    """What a run narrowed by `--model` or `--limit` left out stays out of every figure of the day until a run reads
+    it whole: the report says so, since its counts look like the whole day's."""
+    return [
+        "Read in part: run "
+        + " ".join(f"--{flag} {value}" for flag, value in (("model", model), ("limit", limit)) if value)
+        + f" left out some of {agent}'s episodes of the day; they are not counted here."
+        for agent, model, limit in read_in_part
+    ]
 
 
 def _untasked_note(count: int, named: list[str]) -> list[str]:

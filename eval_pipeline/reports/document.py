@@ -77,7 +77,8 @@ class ReportData:
     live_replays: int = 0  # the day's replays run live through the candidate model
     reused_replays: int = 0  # of those, reused from the cache (no model call)
     failed_replays: int = 0  # of those, failed by the gateway after its retries: no candidate run, so no verdict
-    agent_id: str | None = None  # the one agent a narrowed run (`run --agent`) reports; None: every agent of the day
+    # agents whose runs of the day were read in part (`partial_days`): (agent, `run --model`, `run --limit`)
+    read_in_part: Sequence[tuple[str, str | None, int | None]] = ()
 
 
 @dataclass(frozen=True)
@@ -125,7 +126,7 @@ class Summary(Verdicts):
     superseded: int  # episodes of earlier case-set runs a later run of their agent replaced in the day's count
     replays: ReplayCounts
     judge_failed: int  # judge verdicts (rubric and pairwise) the gateway failed after its retries
-    agent_id: str | None  # the one agent the report covers (`run --agent`); None: every agent of the day
+    agent_id: str | None  # None: a report covers every agent of the day (one `run --agent` once wrote named its agent)
     without_task_id: int  # episodes recorded without `metadata.task_id` (their task derived, the note names them)
 
 

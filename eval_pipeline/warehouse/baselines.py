@@ -59,7 +59,8 @@ WHERE partition_date = $day AND ($agent IS NULL OR agent_id = $agent) AND NOT EX
 def days_to_look_back(warehouse: Warehouse, day: date, lookback_days: int, agent_id: str | None = None) -> list[date]:
     """The days before `day` (newest first, at most `lookback_days`) the warehouse has not evaluated for every agent
     with a task of `day` that has no baseline yet; none when there is no such task. Only those days can hold a baseline
-    we do not know of: a day run for one agent (`run --agent`) holds no other agent's runs."""
+    we do not know of: a day run for one agent (`run --agent`) holds no other agent's runs, a day read in part
+    (`run --model`, `--limit`: `partial_days`) not the runs it left out."""
     if not lookback_days:
         return []
     with warehouse.connect(read_only=True) as con:
@@ -70,8 +71,11 @@ def days_to_look_back(warehouse: Warehouse, day: date, lookback_days: int, agent
             row[0]
             for row in con.execute(
                 f"""WITH agents AS (SELECT DISTINCT agent_id FROM ({UNCOVERED}))
-                SELECT partition_date FROM episodes WHERE partition_date BETWEEN $day - $n AND $day - 1
+                SELECT partition_date FROM episodes e WHERE partition_date BETWEEN $day - $n AND $day - 1
                     AND agent_id IN (SELECT agent_id FROM agents)
+                    AND NOT EXISTS (
+                        SELECT 1 FROM partial_days p WHERE p.partition_date = e.partition_date AND p.agent_id = e.agent_id
+                    )
                 GROUP BY partition_date HAVING count(DISTINCT agent_id) = (SELECT count(*) FROM agents)""",
                 {**params, "n": lookback_days},
             ).fetchall()

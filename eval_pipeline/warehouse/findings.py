@@ -67,13 +67,3 @@ def write_findings(warehouse: Warehouse, day: date, findings: pd.DataFrame, agen
     """Replace the day's findings (one agent's, when scoped) in one transaction."""
     with warehouse.transaction() as con:
         return replace_partition(con, "findings", day, findings, agent_id)
-
-
-def severity_counts(warehouse: Warehouse, day: date) -> tuple[int, int]:
-    """The day's (critical, warning) findings, every agent's."""
-    frame = warehouse.read_frame(
-        "SELECT count(*) FILTER (severity = 'critical') AS critical, count(*) FILTER (severity = 'warning') AS warning "
-        "FROM findings WHERE partition_date = $day",
-        {"day": day},
-    )
-    return int(frame["critical"].iloc[0]), int(frame["warning"].iloc[0])

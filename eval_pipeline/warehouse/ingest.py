@@ -655,6 +655,15 @@ _NARROWED = (
 )
 
 
+# The agents `_NARROWED` left episodes of out (`_read`: each agent's episodes before): their day is read in part.
+_PARTIAL = f"""
+INSERT INTO partial_days BY NAME
+SELECT $day AS partition_date, r.agent_id, $model AS model, $limit AS episode_limit
+FROM _read r LEFT JOIN (SELECT agent_id, count(*) AS n {_LOADED} GROUP BY ALL) k USING (agent_id)
+WHERE coalesce(k.n, 0) < r.n
+"""
+
+
 def _winners(con: duckdb.DuckDBPyConnection, scratch: duckdb.DuckDBPyConnection) -> pa.Table:
     """The episodes kept, of every agent, whose ids superseded a record: what `_DUPLICATES` names as the winners."""
     superseded = con.execute("SELECT DISTINCT episode_id FROM _superseded").to_arrow_table()  # noqa: F841 (read by name)
@@ -694,7 +703,7 @@ def load_episodes(
     params = _parse_params(day)
     day_records = records()  # a store answers (into its spool) before the warehouse is opened and locked
     with warehouse.transaction() as con, second_cursor(con) as scratch:
-        for table in ("episodes", "episode_steps", "quarantine"):
+        for table in ("episodes", "episode_steps", "quarantine", "partial_days"):
             clear_partition(con, table, day, agent_id)
         con.execute(_SUPERSEDED_TABLE)
         scratch.execute(_KEPT)
@@ -714,8 +723,10 @@ def load_episodes(
         pending.write(con)
         winners = _winners(con, scratch)  # noqa: F841 (read by name: see `_write_batch`)
         if model is not None or limit is not None:
-            for statement in _NARROWED:
-                con.execute(statement, _named({"day": day, "agent": agent_id, "model": model, "limit": limit}, statement))
+            narrowing = {"day": day, "agent": agent_id, "model": model, "limit": limit}
+            read_before = f"CREATE OR REPLACE TEMP TABLE _read AS SELECT agent_id, count(*) AS n {_LOADED} GROUP BY ALL"
+            for statement in (read_before, *_NARROWED, _PARTIAL, "DROP TABLE _read"):
+                con.execute(statement, _named(narrowing, statement))
         _fill_superseded(con, records)
         con.execute(_DUPLICATES, {"day": day})
         counts = [

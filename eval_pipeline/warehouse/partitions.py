@@ -62,3 +62,13 @@ def partition_counts(warehouse: Warehouse) -> Rows:
     return warehouse.read_rows(
         f"SELECT partition_date, coalesce(COLUMNS(* EXCLUDE partition_date), 0) FROM ({pivot}) ORDER BY partition_date"
     )
+
+
+def days_read_in_part(warehouse: Warehouse) -> Rows:
+    """Per day and agent a run read in part (`run --model`, `--limit`): partition_date, agent_id, model, episode_limit."""
+    return warehouse.read_rows("SELECT partition_date, agent_id, model, episode_limit FROM partial_days ORDER BY ALL")
+
+
+def read_in_part(warehouse: Warehouse, day: date) -> bool:
+    """Whether a run kept only part of what it read of `day` for some agent (`partial_days`)."""
+    return bool(warehouse.read_rows("SELECT count(*) FROM partial_days WHERE partition_date = $day", {"day": day}).values[0][0])

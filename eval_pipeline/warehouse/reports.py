@@ -25,46 +25,48 @@ from eval_pipeline.warehouse.replays import replay_failed
 from eval_pipeline.warehouse.rows import one_row
 
 
-def report_inputs(warehouse: Warehouse, day: date, trend_days: int, agent_id: str | None = None) -> ReportData:
-    """Everything the day's report shows, only `agent_id`'s when given (a run narrowed to one agent reports that agent
-    alone, whoever else shares the warehouse); `agent_daily` over the `trend_days` partitions ending on `day`."""
-    mine = "($agent IS NULL OR agent_id = $agent)"
+def report_inputs(warehouse: Warehouse, day: date, trend_days: int) -> ReportData:
+    """Everything the day's report shows, of every agent whichever a run evaluated last (`run --agent` replaces one
+    agent's rows: the day is still the whole day); `agent_daily` over the `trend_days` partitions ending on `day`."""
     with warehouse.connect(read_only=True) as con:
-        params: dict[str, object] = {"day": day, "agent": agent_id}
+        params: dict[str, object] = {"day": day}
         labels = day_labels(con, day)
-        findings = frame_of(con.execute(f"SELECT * FROM findings WHERE partition_date = $day AND {mine}", params))
+        findings = frame_of(con.execute("SELECT * FROM findings WHERE partition_date = $day", params))
         found = findings["episode_id"].dropna().unique().tolist()
         scores = day_scores(con, f"({_DAY_SCORES})", f"({_DAY_ISSUES})", params, found, labels["episode_id"].tolist())
         trend = frame_of(
             con.execute(
-                f"SELECT * FROM agent_daily WHERE partition_date BETWEEN $first AND $day AND {mine} ORDER BY ALL",
+                "SELECT * FROM agent_daily WHERE partition_date BETWEEN $first AND $day ORDER BY ALL",
                 {**params, "first": day - timedelta(days=trend_days - 1)},
             )
         )
         previous = con.execute("SELECT summary FROM reports WHERE partition_date = $day - 1", {"day": day}).fetchone()
         previous_summary = json.loads(previous[0]) if previous and previous[0] else None
-        if previous_summary is not None and previous_summary.get("agent_id") != agent_id:
-            previous_summary = None  # a day reported for other agents is no yardstick
-        previous_findings = frame_of(con.execute(f"SELECT * FROM findings WHERE partition_date = $day - 1 AND {mine}", params))
-        superseded = f"SELECT episode_id FROM scores WHERE partition_date = $day AND superseded AND {mine}"
+        if previous_summary is not None and previous_summary.get("agent_id") is not None:
+            previous_summary = None  # one agent's, as `run --agent` once wrote them: no yardstick
+        previous_findings = frame_of(con.execute("SELECT * FROM findings WHERE partition_date = $day - 1", params))
+        superseded = "SELECT episode_id FROM scores WHERE partition_date = $day AND superseded"
         statuses = con.execute(
-            f"SELECT status, count(*) FROM episodes WHERE partition_date = $day AND {mine} "
+            f"SELECT status, count(*) FROM episodes WHERE partition_date = $day "
             f"AND episode_id NOT IN ({superseded}) GROUP BY ALL",
             params,
         ).fetchall()
         superseded_count = one_row(con, f"SELECT count(*) FROM ({superseded})", params)[0]
-        quarantined = one_row(con, f"SELECT count(*) FROM quarantine WHERE partition_date = $day AND {mine}", params)[0]
+        quarantined = one_row(con, "SELECT count(*) FROM quarantine WHERE partition_date = $day", params)[0]
         live, reused, failed_replays = one_row(
             con,
             f"SELECT count(*), count(*) FILTER (WHERE cached), count(*) FILTER (WHERE {replay_failed()}) FROM replays "
-            f"WHERE partition_date = $day AND mode = 'live' AND {mine}",
+            "WHERE partition_date = $day AND mode = 'live'",
             params,
         )
-        judgements = frame_of(con.execute(f"SELECT * FROM judgements WHERE partition_date = $day AND {mine}", params))
-        pairwise = frame_of(con.execute(f"SELECT * FROM pairwise_judgements WHERE partition_date = $day AND {mine}", params))
-        pass_at_k = frame_of(con.execute(f"SELECT * FROM pass_at_k WHERE partition_date = $day AND {mine}", params))
-        task_trials = frame_of(con.execute(f"SELECT * FROM task_trials WHERE partition_date = $day AND {mine}", params))
+        judgements = frame_of(con.execute("SELECT * FROM judgements WHERE partition_date = $day", params))
+        pairwise = frame_of(con.execute("SELECT * FROM pairwise_judgements WHERE partition_date = $day", params))
+        pass_at_k = frame_of(con.execute("SELECT * FROM pass_at_k WHERE partition_date = $day", params))
+        task_trials = frame_of(con.execute("SELECT * FROM task_trials WHERE partition_date = $day", params))
         failed_trials = frame_of(con.execute(_FAILED_TRIALS, params))
+        read_in_part = con.execute(
+            "SELECT agent_id, model, episode_limit FROM partial_days WHERE partition_date = $day ORDER BY ALL", params
+        ).fetchall()
     return ReportData(
         day=day,
         scores=scores,
@@ -83,12 +85,12 @@ def report_inputs(warehouse: Warehouse, day: date, trend_days: int, agent_id: st
         live_replays=int(live),
         reused_replays=int(reused),
         failed_replays=int(failed_replays),
-        agent_id=agent_id,
+        read_in_part=[(agent, model, limit) for agent, model, limit in read_in_part],
         labels=labels,
     )
 
 
-# The day's current scores (one agent's when $agent is set) with the episode's category, its replayed answer and
+# The day's current scores with the episode's category, its replayed answer and
 # where its baseline came from; the report reads the columns it counts of it once (`day_scores`).
 _DAY_SCORES = """
 SELECT s.*, e.category, r.final_output, o.origin AS baseline_origin
@@ -100,10 +102,10 @@ LEFT JOIN (
 ) o
     ON o.episode_id = s.baseline_episode_id AND o.agent_id = s.agent_id AND o.task_id = s.task_id
         AND o.recorded_on IS NOT DISTINCT FROM s.baseline_partition_date
-WHERE s.partition_date = $day AND ($agent IS NULL OR s.agent_id = $agent)
+WHERE s.partition_date = $day
 """
 _DAY_ISSUES = """
-SELECT episode_id, "check", severity, detail FROM issues WHERE partition_date = $day AND ($agent IS NULL OR agent_id = $agent)
+SELECT episode_id, "check", severity, detail FROM issues WHERE partition_date = $day
 """
 _VERDICT_COUNTS = """count(*) AS episodes, count(*) FILTER (passed) AS passed, count(*) FILTER (NOT passed) AS failed,
     count(*) FILTER (passed IS NULL) AS without_verdict, count(*) FILTER (baseline_episode_id IS NULL) AS without_baseline"""
@@ -218,7 +220,7 @@ SELECT s.episode_id, s.agent_id, s.task_id, e.trial, e.metadata->>'hint' AS hint
          WHERE a.episode_id = s.episode_id AND a.partition_date = s.partition_date AND NOT a.passed) AS reasoning
   FROM current_scores s JOIN episodes e USING (episode_id, partition_date)
   LEFT JOIN replays r USING (episode_id, partition_date)
- WHERE s.partition_date = $day AND s.case_passed = false AND ($agent IS NULL OR s.agent_id = $agent)
+ WHERE s.partition_date = $day AND s.case_passed = false
  ORDER BY s.episode_id
 """
 

@@ -410,6 +410,17 @@ MIGRATIONS: list[str] = [
     ) END
     WHERE s.baseline_episode_id IS NOT NULL;
     """,
+    # 19: the agents a run read only part of a day of (`run --model`, `--limit` left some of their episodes out): that
+    # day is not evaluated for the tasks it left out, so a later day's task without a baseline looks back at it in the
+    # source, as at a day never run (`baselines.days_to_look_back`); the day's next load replaces its rows
+    """
+    CREATE TABLE partial_days (
+        partition_date DATE NOT NULL,
+        agent_id VARCHAR NOT NULL,
+        model VARCHAR,         -- run --model
+        episode_limit BIGINT   -- run --limit
+    );
+    """,
 ]
 
 

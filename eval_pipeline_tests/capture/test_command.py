@@ -346,7 +346,9 @@ def test_two_agents_on_one_case_set_both_run_every_run_is_kept_and_they_compare_
     assert main(["run", "--date", "2026-11-05", "--agent", "sloppy", "--recapture", "--label", "sloppy-v3",
                  "--junit", str(junit)]) == 0  # fmt: skip
     out = capsys.readouterr().out
-    assert "2026-11-05      3 episodes      3 passed      0 failed" in out  # --agent sloppy: its latest run, as JUnit says
+    assert "2026-11-05      6 episodes      6 passed      0 failed" in out  # the day: careful's run and sloppy's latest
+    sloppy = "agent sloppy (this run; its figures decide the exit code):     3 episodes      3 passed      0 failed"
+    assert sloppy in out  # --agent sloppy: its latest run, as JUnit says
     assert 'tests="3" failures="0"' in junit.read_text()  # --agent sloppy: its latest run only
     assert rows("SELECT count(*) FILTER (NOT superseded) AS current, count(*) AS kept FROM scores") == [
         {"current": 6, "kept": 12}

@@ -94,13 +94,17 @@ def test_a_day_of_many_findings_names_a_bounded_few_of_them_and_counts_all(sampl
 def test_a_run_narrowed_to_one_agent_says_so_on_each_partition_it_counts(sample_root, capsys):
     """After `run --agent billing-bot`, partition 2026-11-02 of regression_findings showed "critical 0, warning 0,
     dagster/row_count 0" and scores "dagster/row_count 12", as if the day of 48 episodes and 27 findings had 12 and
-    none: they were billing-bot's alone, and nothing said so."""
+    none: they were billing-bot's alone, and nothing said so. The steps whose figures are the whole day's (scores,
+    findings, the report, as the warehouse holds it after the run) count every agent; the others say whose rows they
+    counted."""
     day = SAMPLE_DAYS[1].isoformat()
     assert main(["run", "--date", day, "--fail-on", "never"]) == 0
-    assert "narrowed_to_agent" not in partition_metadata(sample_root, "regression_findings", day)
+    assert "narrowed_to_agent" not in partition_metadata(sample_root, "replays", day)
     assert main(["run", "--date", day, "--agent", "billing-bot"]) == 0
     capsys.readouterr()
     findings, scores = (partition_metadata(sample_root, asset, day) for asset in ("regression_findings", "scores"))
-    assert (findings["critical"], findings["narrowed_to_agent"]) == ("0", "billing-bot")
-    assert (scores["dagster/row_count"], scores["narrowed_to_agent"]) == ("12", "billing-bot")
-    assert "narrowed_to_agent" not in partition_metadata(sample_root, "rewards", day)  # rewards recompute the whole day
+    assert (findings["critical"], findings["dagster/row_count"], scores["dagster/row_count"]) == ("18", "27", "48")
+    for whole_day in ("regression_findings", "scores", "eval_report", "rewards"):
+        assert "narrowed_to_agent" not in partition_metadata(sample_root, whole_day, day)
+    replays = partition_metadata(sample_root, "replays", day)
+    assert (replays["dagster/row_count"], replays["narrowed_to_agent"]) == ("12", "billing-bot")

@@ -61,13 +61,13 @@ from eval_pipeline.scoring.episodes import score_records
 from eval_pipeline.warehouse.assertions import check_inputs, write_checks
 from eval_pipeline.warehouse.baselines import days_to_look_back, write_baselines
 from eval_pipeline.warehouse.connection import Warehouse
-from eval_pipeline.warehouse.findings import screened_scores_in_parts, severity_counts, task_summaries, write_findings
+from eval_pipeline.warehouse.findings import screened_scores_in_parts, task_summaries, write_findings
 from eval_pipeline.warehouse.health import source_counts
 from eval_pipeline.warehouse.history_baselines import write_history_baselines
 from eval_pipeline.warehouse.ingest import load_episodes
 from eval_pipeline.warehouse.judge import judge_inputs, write_judgements
 from eval_pipeline.warehouse.llm_cache import cached_answers
-from eval_pipeline.warehouse.partitions import read_partition
+from eval_pipeline.warehouse.partitions import read_in_part, read_partition
 from eval_pipeline.warehouse.replays import recorded_steps, write_dry_replays, write_live_replays
 from eval_pipeline.warehouse.report_files import write_report_row
 from eval_pipeline.warehouse.reports import report_inputs
@@ -131,8 +131,8 @@ def _each_day(
     """Run `work` for each day in order; each table's metadata of a day goes on that table's partition only.
 
     A range (a backfill, the demo) is one run, and Dagster copies a step's own metadata onto every
-    partition it materializes: partition-scoped metadata is what keeps each day's figures its own. A run narrowed to
-    one agent (`narrowed_to`, run --agent) counts that agent's rows alone, and its metadata says so.
+    partition it materializes: partition-scoped metadata is what keeps each day's figures its own. The steps of a run
+    narrowed to one agent (`narrowed_to`, run --agent) that count that agent's rows alone say so in their metadata.
     """
     per_day = []
     for day in partition_days(context):
@@ -479,6 +479,13 @@ def scores(context: dg.AssetExecutionContext, config: RunScope, warehouse: Wareh
             return records
 
         rows = write_scores(wh, day, cfg.baseline.policy, config.agent_id, score_part)
+        if config.agent_id:  # the counts and the checks speak of the day as the warehouse holds it, as the report does
+            scores = read_partition(wh, "scores", day)
+            others = scores[scores["agent_id"] != config.agent_id]
+            tally.add(others)
+            verdicts += VerdictCounts.of(others)
+            lowest.append(others.loc[others["weighted_score"].notna(), _WORST_SHOWN].nsmallest(10, "weighted_score"))
+            rows += len(others)
         return {
             "scores": {
                 "dagster/row_count": rows,
@@ -490,7 +497,7 @@ def scores(context: dg.AssetExecutionContext, config: RunScope, warehouse: Wareh
             }
         }
 
-    _each_day(context, _rerun_on_conflict(wh, score), config.agent_id)
+    _each_day(context, _rerun_on_conflict(wh, score))  # the whole day's figures, whichever agent it ran
     yield dg.MaterializeResult(metadata={"config_version": cfg.version})
     yield from tally.results()
 
@@ -519,24 +526,29 @@ def regression_findings(
         today = task_summaries(wh, day, day, config.agent_id, summary_columns())
         first, last = day - timedelta(days=cfg.statistics.trailing_days), day - timedelta(days=1)
         trailing = task_summaries(wh, first, last, config.agent_id, summary_columns())
-        counts = None if config.agent_id else source_counts(wh, day, TRAILING_DAYS)  # the source is judged whole
+        # the source is judged whole: not by a run of one agent, nor on a day kept in part (`--model`, `--limit`)
+        whole = not config.agent_id and not read_in_part(wh, day)
+        counts = source_counts(wh, day, TRAILING_DAYS) if whole else None
         yesterday = read_partition(wh, "findings", day - timedelta(days=1), config.agent_id)
         scored_parts = screened_scores_in_parts(wh, day, config.agent_id, finding_screen(cfg))
         found = with_lifecycle(partition_findings(scored_parts, today, trailing, counts, day, cfg), yesterday, day)
         write_findings(wh, day, found, config.agent_id)
-        critical, warning = int((found["severity"] == "critical").sum()), int((found["severity"] == "warning").sum())
-        gated[day] = severity_counts(wh, day) if config.agent_id else (critical, warning)
+        # the gate and the counts speak of the day as the warehouse holds it: `run --agent` replaced one agent's only
+        day_findings = read_partition(wh, "findings", day) if config.agent_id else found
+        critical = int((day_findings["severity"] == "critical").sum())
+        warning = int((day_findings["severity"] == "warning").sum())
+        gated[day] = (critical, warning)
         # announced by the alert sensor, or by `eval-pipeline run` itself; a re-run replaces the day's batch (for one
         # agent: that agent's alerts in it), so what waits is what the findings table holds
         alerts = finding_alerts(found, context.run.run_id)
         outbox.enqueue(alerts, f"{day}-all-agents", cfg.policies.secret_patterns, config.agent_id or None)
-        shown = found.head(FINDINGS_SHOWN)
+        shown = day_findings.head(FINDINGS_SHOWN)
         episodes = [Link(e, viewer.episode(day, e)) if isinstance(e, str) else "all episodes" for e in shown["episode_id"]]
         shown = shown[["severity", "agent_id", "dimension"]].assign(episode_id=episodes, message=shown["message"])
-        named = found.head(FINDINGS_NAMED)[["finding_id", "severity", "agent_id", "dimension"]]
+        named = day_findings.head(FINDINGS_NAMED)[["finding_id", "severity", "agent_id", "dimension"]]
         return {
             "regression_findings": {
-                "dagster/row_count": len(found),
+                "dagster/row_count": len(day_findings),
                 "critical": critical,
                 "warning": warning,
                 "findings": _md(shown, FINDINGS_SHOWN),
@@ -545,7 +557,7 @@ def regression_findings(
             }
         }
 
-    _each_day(context, _rerun_on_conflict(wh, find), config.agent_id)
+    _each_day(context, _rerun_on_conflict(wh, find))  # the whole day's figures, whichever agent it ran
     yield dg.MaterializeResult()
     yield checks.no_critical_regressions(gated, config.agent_id)
 
@@ -633,12 +645,15 @@ def eval_report(
     cfg, wh = eval_config.load(), warehouse.get()
     notes = [f"Replay mode: {replay.mode}."] + ([f"{judge.off_because}."] if judge.off_because else [])
     if config.agent_id:
-        notes.append(f"Agent {config.agent_id} only: this run was narrowed to it (run --agent).")
+        notes.append(
+            f"This run evaluated agent {config.agent_id} again (run --agent); the other agents' figures are from the "
+            "runs that evaluated them last."
+        )
     case_set = eval_config.case_set(cfg)
 
     def report(day: date) -> DayMetadata:
         content = build_report(
-            report_inputs(wh, day, TREND_DAYS, config.agent_id),
+            report_inputs(wh, day, TREND_DAYS),
             RunContext(
                 run_id=context.run.run_id,
                 config_version=cfg.version,
@@ -670,5 +685,5 @@ def eval_report(
             }
         }
 
-    _each_day(context, _rerun_on_conflict(wh, report), config.agent_id)
+    _each_day(context, _rerun_on_conflict(wh, report))  # the whole day's figures, whichever agent it ran
     return dg.MaterializeResult()
