@@ -559,7 +559,7 @@ def regression_findings(
 
     _each_day(context, _rerun_on_conflict(wh, find))  # the whole day's figures, whichever agent it ran
     yield dg.MaterializeResult()
-    yield checks.no_critical_regressions(gated, config.agent_id)
+    yield checks.no_critical_regressions(gated)
 
 
 @dg.asset(

@@ -84,18 +84,17 @@ class ScoreTally:
         )
 
 
-def no_critical_regressions(per_day: dict[date, tuple[int, int]], narrowed_to: str | None = None) -> dg.AssetCheckResult:
-    """The gate over the run's days, given each day's (critical, warning) counts, every agent's; it names the days that
-    fail it. A run narrowed to one agent rewrote those days' reports with that agent alone: it says so."""
+def no_critical_regressions(per_day: dict[date, tuple[int, int]]) -> dg.AssetCheckResult:
+    """The gate over the run's days, given each day's (critical, warning) counts, every agent's (whichever agent the
+    run evaluated again, as the days' reports); it names the days that fail it."""
     critical, warning = (sum(counts[i] for counts in per_day.values()) for i in (0, 1))
     flagged = [f"{day} ({c} critical, {w} warning)" for day, (c, w) in sorted(per_day.items()) if c or w]
-    where = "see those days' reports"
-    if narrowed_to:
-        where = f"every agent's, though this run and its reports are {narrowed_to}'s alone"
     return dg.AssetCheckResult(
         check_name="no_critical_regressions",
         passed=critical == 0 and warning == 0,
         severity=dg.AssetCheckSeverity.ERROR if critical else dg.AssetCheckSeverity.WARN,
         metadata={"critical": critical, "warning": warning, "days": ", ".join(flagged) or "none"},
-        description=f"Regression gate: findings on {', '.join(flagged)}; {where}" if flagged else "Regression gate: no findings",
+        description=f"Regression gate: findings on {', '.join(flagged)}; see those days' reports"
+        if flagged
+        else "Regression gate: no findings",
     )
