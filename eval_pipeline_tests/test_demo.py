@@ -162,3 +162,19 @@ def test_an_episode_without_a_task_id_is_counted_and_named_in_every_report(proje
     assert note.startswith("1 episode(s) had no metadata.task_id") and note.endswith(": ep-no-task")
     for rendering in ("eval-report-2026-11-05.md", "eval-report-2026-11-05.html"):
         assert "no metadata.task_id" in (reports / rendering).read_text() and "ep-no-task" in (reports / rendering).read_text()
+
+
+def test_the_demo_prints_the_summary_the_readme_shows_and_each_days_counts_add_up(project_env, monkeypatch, capsys):
+    """The README's first screen quotes the demo's summary. Its third day said "52 episodes  47 passed  4 failed  0
+    without a verdict": 51, and nothing said where the 52nd was (a run still going, which the reports counted). A day
+    whose counts leave runs out says why on the line under it, as the reports do."""
+    monkeypatch.setenv("EVAL_HISTORY_START", "2026-11-22")
+    assert main(["demo", "--last-day", "2026-11-24"]) == 0
+    printed = capsys.readouterr().out
+    quoted = re.search(r"```\n(2026-11-22 .*?)```", (PROJECT_ROOT / "README.md").read_text(), flags=re.S).group(1)
+    shown = re.sub(r"\S*/(eval-report-\S+\.html)", r"…/\1", printed)
+    assert shown[shown.index("2026-11-22    ") : shown.index("run in the UI")] == quoted
+    for day in re.finditer(r"(\d+) episodes +(\d+) passed +(\d+) failed +(\d+) without a verdict.*\n(?: {12}(.*)\n)?", shown):
+        episodes, passed, failed, without = map(int, day.groups()[:4])
+        running = re.search(r"Still running (\d+)", day.group(5) or "")
+        assert episodes == passed + failed + without + (int(running.group(1)) if running else 0), day.group(0)

@@ -227,7 +227,7 @@ def case_set(settings: Settings, config: EvalConfig) -> list[CaseSpec]:
 def evaluate(settings: Settings, request: RunRequest) -> None:
     """Run the whole graph for the days; print each case of the case set and each category, when there is
     one, then one line per day, then where to look."""
-    from eval_pipeline.reports.markdown import verdict_line
+    from eval_pipeline.reports.markdown import left_out_line, verdict_line
     from eval_pipeline.warehouse.cases import case_results
     from eval_pipeline.warehouse.outdated import other_policy_days, outdated_days
     from eval_pipeline.warehouse.report_files import report_files
@@ -253,13 +253,14 @@ def evaluate(settings: Settings, request: RunRequest) -> None:
             )
             told = (
                 s["without_verdict"],
+                s.get("running"),
                 s.get("superseded"),
                 s.get("baselines_from", {}).get("history"),
                 s.get("replays", {}).get("live"),
                 s.get("judge_failed"),
             )
             if any(told):  # what the counts leave out, what the gateway failed and where live replays came from
-                print(f"            {verdict_line(s)}")
+                print(f"            {verdict_line(s)}{f' {left_out_line(s)}' if s.get('running') else ''}")
             if request.agent_id:
                 print(f"            {_agent_line(files, request.agent_id)}")
         print_outdated(outdated_days(warehouse, config.baseline.policy, after=request.days[-1]))
