@@ -58,25 +58,29 @@ ORDER BY c.episode_id
 _ALL_INPUTS = _CHECK_INPUTS.format(bits="", chosen="")
 _CHOSEN_INPUTS = _CHECK_INPUTS.format(bits=", k.check_bits", chosen="JOIN check_chosen k USING (episode_id)")
 
-# What `Summaries` counts of each episode's steps, as `scoring.trajectory.trajectory` reads them: one aggregate over the
-# day's steps into narrow rows, and the tool outputs alone, instead of every step copied into parts (100,000 episodes:
-# 0.16 s and 0.13 s against 0.43-0.49 s, and the summaries of the parts 0.15 s against 0.22-0.25 s).
-_STEP_COUNTS = f"""
+# Each step of the day narrowed to what `Summaries` reads of it (its kind, a tool call's name and arguments, whether it
+# errored, which agent acted, the tools an LLM call was offered, a tool call's or result's output), sorted into parts
+# once and counted a part at a time (`_STEP_COUNTS`). Counted in one aggregate over the whole day instead, every
+# episode's distinct calls and offered tools were held at once (DuckDB cannot spill a DISTINCT or a list aggregate):
+# the day's size set the memory, and a day of 2,000,000 episodes ran out of a 512 MiB limit.
+_STEP_FACTS = f"""
+SELECT episode_id, step_type, tool_name, CASE WHEN step_type = 'tool_call' THEN input END AS arguments,
+       coalesce(error, '') <> '' AS errored, agent, offered_tools,
+       CASE WHEN step_type IN ('tool_call', 'tool_result') THEN output END AS output
+FROM ({_STEPS})
+"""
+# What `Summaries` counts of each episode's steps in a part, as `scoring.trajectory.trajectory` reads them
+_STEP_COUNTS = """
 SELECT episode_id,
        count(*) FILTER (step_type = 'llm_call') AS llm_calls,
        count(*) FILTER (step_type = 'tool_call') AS tool_calls,
-       count(*) FILTER (step_type IN ('tool_call', 'tool_result') AND coalesce(error, '') <> '') AS failed_tool_steps,
-       count(*) FILTER (step_type = 'tool_call' AND input IS NOT NULL)
-           - count(DISTINCT {{'name': coalesce(tool_name, ''), 'arguments': input}})
-                 FILTER (step_type = 'tool_call' AND input IS NOT NULL) AS repeated_calls,
-       count(*) FILTER (step_type = 'error' OR coalesce(error, '') <> '') AS errored_steps,
+       count(*) FILTER (step_type IN ('tool_call', 'tool_result') AND errored) AS failed_tool_steps,
+       count(arguments) - count(DISTINCT {'name': coalesce(tool_name, ''), 'arguments': arguments}) FILTER (arguments IS NOT NULL)
+           AS repeated_calls,
+       count(*) FILTER (step_type = 'error' OR errored) AS errored_steps,
        count(DISTINCT agent) FILTER (coalesce(agent, '') <> '') AS agents,
        flatten(list(offered_tools)) AS offered_tools
-FROM ({_STEPS}) GROUP BY episode_id
-"""
-# The recorded outputs of tool calls and results, the one text of a step the summaries' checks read
-_OUTPUT_STEPS = f"""
-SELECT episode_id, output FROM ({_STEPS}) WHERE step_type IN ('tool_call', 'tool_result') AND output IS NOT NULL
+FROM check_step_facts WHERE part = $part GROUP BY episode_id
 """
 
 # What `Summaries` holds of each candidate of a part (a live replay's calls are its tool names, without arguments,
@@ -92,14 +96,14 @@ SELECT c.episode_id, c.agent_id, c.task_id, c.final_output, coalesce(c.expected,
        CASE WHEN live THEN 0 ELSE coalesce(s.agents, 0) END AS agents,
        len({_AVAILABLE_TOOLS}) AS available_tools
 FROM (SELECT *, coalesce(mode = 'live', false) AS live FROM check_candidates WHERE part = $part) c
-LEFT JOIN (SELECT * FROM check_step_counts WHERE part = $part) s USING (episode_id)
+LEFT JOIN ({_STEP_COUNTS}) s USING (episode_id)
 ORDER BY c.episode_id
 """
 
 _TOOL_OUTPUTS = """
 SELECT s.episode_id, s.output
-FROM check_outputs s JOIN check_candidates c USING (episode_id)
-WHERE s.part = $part AND c.part = $part AND coalesce(c.mode, '') <> 'live'
+FROM check_step_facts s JOIN check_candidates c USING (episode_id)
+WHERE s.part = $part AND c.part = $part AND coalesce(c.mode, '') <> 'live' AND s.output IS NOT NULL
 """
 
 
@@ -108,7 +112,7 @@ _SUMMARY_ARRAYS = ("with_expected", "with_grader", "duration_ms", "llm_calls", "
 
 
 def _summaries(con: duckdb.DuckDBPyConnection, part: int) -> Summaries:
-    """A part's `Summaries` (of `check_candidates`, `check_step_counts` and `check_outputs`); its tool outputs are read
+    """A part's `Summaries` (of `check_candidates` and `check_step_facts`); its tool outputs are read
     when asked for."""
     table = con.execute(_SUMMARIES, {"part": part}).to_arrow_table()
     ids = table["episode_id"]
@@ -150,8 +154,7 @@ def check_inputs(
         sort_into_parts(con, "check_candidates", _CANDIDATES, params, parts)
         query = _ALL_INPUTS
         if read is not None:
-            sort_into_parts(con, "check_step_counts", _STEP_COUNTS, params, parts)
-            sort_into_parts(con, "check_outputs", _OUTPUT_STEPS, params, parts)
+            sort_into_parts(con, "check_step_facts", _STEP_FACTS, params, parts)
             con.register("check_chosen", pa.concat_tables([_chosen(_summaries(con, part), read) for part in range(parts)]))
             query = _CHOSEN_INPUTS
         sort_into_parts(con, "check_steps", _STEPS if read is None else _CHOSEN_STEPS, params, parts)
