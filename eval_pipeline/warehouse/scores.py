@@ -39,12 +39,9 @@ SELECT episode_id, avg(normalized) AS judge_score FROM judgements
 WHERE partition_date = $day AND status = 'judged' GROUP BY episode_id
 """
 
-_SCORE_CASES = """
-SELECT episode_id, avg(score) AS case_score, bool_and(passed) AS case_passed,
-       string_agg(assertion || coalesce(': ' || nullif(detail, ''), ''), '; ' ORDER BY assertion) FILTER (NOT passed)
-           AS failed_assertions
-FROM assertions WHERE partition_date = $day GROUP BY episode_id
-"""
+# A case's assertions are sorted into parts as they are and summed up a part at a time (`_SCORING_INPUT`): an ordered
+# string_agg over the whole day cannot spill, so the day's size would set its memory.
+_SCORE_ASSERTIONS = "SELECT episode_id, score, passed, assertion, detail FROM assertions WHERE partition_date = $day"
 
 
 def _sort_scoring_inputs(con: duckdb.DuckDBPyConnection, day: date, agent_id: str | None, parts: int) -> None:
@@ -53,7 +50,7 @@ def _sort_scoring_inputs(con: duckdb.DuckDBPyConnection, day: date, agent_id: st
     sort_into_parts(con, "score_candidates", _SCORE_CANDIDATES, {**day_only, "agent": agent_id}, parts)
     sort_into_parts(con, "score_snapshots", _SCORESNAPSHOTS, day_only, parts)
     sort_into_parts(con, "score_judgements", _SCORE_JUDGEMENTS, day_only, parts)
-    sort_into_parts(con, "score_cases", _SCORE_CASES, day_only, parts)
+    sort_into_parts(con, "score_assertions", _SCORE_ASSERTIONS, day_only, parts)
     sort_issues_into_parts(con, day, agent_id, parts)
 
 
@@ -84,7 +81,12 @@ FROM candidates c
 LEFT JOIN ranked b ON b.candidate_id = c.episode_id AND b.rank = 1
 LEFT JOIN (SELECT * FROM score_snapshots WHERE part = $part) e ON e.episode_id = c.episode_id
 LEFT JOIN (SELECT * FROM score_judgements WHERE part = $part) j ON j.episode_id = c.episode_id
-LEFT JOIN (SELECT * FROM score_cases WHERE part = $part) a ON a.episode_id = c.episode_id
+LEFT JOIN (
+    SELECT episode_id, avg(score) AS case_score, bool_and(passed) AS case_passed,
+           string_agg(assertion || coalesce(': ' || nullif(detail, ''), ''), '; ' ORDER BY assertion) FILTER (NOT passed)
+               AS failed_assertions
+    FROM score_assertions WHERE part = $part GROUP BY episode_id
+) a ON a.episode_id = c.episode_id
 LEFT JOIN (
     SELECT episode_id, count(*) FILTER (severity = 'critical') AS critical_issues,
            count(*) FILTER (severity = 'error') AS error_issues, count(*) FILTER (severity = 'warning') AS warning_issues
