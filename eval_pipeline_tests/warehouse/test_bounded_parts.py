@@ -1,0 +1,78 @@
+"""A day's reads hold one part in memory, whatever the day's size: no step aggregates the whole day in a way DuckDB
+cannot spill (a DISTINCT, a list or an ordered string aggregate), so a day larger than the memory limit still runs."""
+
+from __future__ import annotations
+
+from datetime import date
+
+import duckdb
+import numpy as np
+import pytest
+
+from eval_pipeline.scoring.assessments import Reading
+from eval_pipeline.warehouse import assertions
+from eval_pipeline.warehouse.connection import Warehouse
+
+DAY = date(2026, 11, 2)
+EPISODES = 100_000
+TOOL_CALLS = 4  # each with arguments of 128 characters, all distinct: some 50 MB of them in the day
+LIMIT = "96MB"  # DuckDB's memory limit: not enough to hold the day's distinct calls and offered tools at once
+
+
+def _a_day_larger_than_the_limit(warehouse: Warehouse) -> None:
+    """The day's episodes, their dry replays and their steps, written by DuckDB itself (no Python row per step)."""
+    with warehouse.transaction() as con:
+        con.execute(
+            """INSERT INTO episodes BY NAME
+            SELECT 'ep-' || i AS episode_id, $day AS partition_date, 'bot' AS agent_id, 'task-' || (i % 100) AS task_id,
+                   'success' AS status, TIMESTAMPTZ '2026-11-02 09:00:00+00' AS started_at, 'done' AS final_output,
+                   'file' AS source, 'f:' || i AS locator
+            FROM range($n) t(i)""",
+            {"day": DAY, "n": EPISODES},
+        )
+        con.execute(
+            """INSERT INTO replays BY NAME
+            SELECT episode_id, partition_date, agent_id, 'dry' AS mode, status, final_output FROM episodes""",
+        )
+        con.execute(
+            """INSERT INTO episode_steps BY NAME
+            SELECT 'ep-' || i AS episode_id, $day AS partition_date, 'bot' AS agent_id, s AS step_index,
+                   'tool_call' AS step_type, 'search' AS tool_name, repeat(md5(i || '-' || s), 4) AS input,
+                   'result ' || s AS output
+            FROM range($n) t(i), range($calls) c(s)""",
+            {"day": DAY, "n": EPISODES, "calls": TOOL_CALLS},
+        )
+        con.execute(  # and an LLM call offered a dozen tools (as LangGraph records them) before each tool call
+            """INSERT INTO episode_steps BY NAME
+            SELECT 'ep-' || i AS episode_id, $day AS partition_date, 'bot' AS agent_id, $calls + s AS step_index,
+                   'llm_call' AS step_type, list_transform(range(12), lambda k: 'tool-' || ((i + k) % 1000)) AS offered_tools
+            FROM range($n) t(i), range($calls) c(s)""",
+            {"day": DAY, "n": EPISODES, "calls": TOOL_CALLS},
+        )
+
+
+def test_the_checks_read_a_day_larger_than_duckdbs_memory_limit_a_part_at_a_time(tmp_path, monkeypatch):
+    _a_day_larger_than_the_limit(Warehouse(tmp_path / "eval.duckdb"))
+    monkeypatch.setattr(assertions, "CHECK_PART_EPISODES", 1_000)
+    counted: dict[str, int] = {}
+
+    def read(summaries):
+        for episode, calls in zip(summaries.episode_ids, summaries.tool_calls, strict=True):
+            counted[episode] = int(calls)
+        nothing = len(summaries.episode_ids)
+        return Reading(checks=np.zeros(nothing, np.int64), steps=np.zeros(nothing, bool))
+
+    limited = Warehouse(tmp_path / "eval.duckdb", memory_limit=LIMIT)
+    assert list(assertions.check_inputs(limited, DAY, read=read)) == []  # none to check: every part's summaries read
+    assert counted == dict.fromkeys((f"ep-{i}" for i in range(EPISODES)), TOOL_CALLS)
+
+
+def test_the_day_is_indeed_larger_than_the_limit(tmp_path):
+    """The day above cannot be counted in one aggregate under the limit (as the checks did before: a day of 2,000,000
+    episodes ran out of 512 MB), so what the test above holds is not luck."""
+    _a_day_larger_than_the_limit(Warehouse(tmp_path / "eval.duckdb"))
+    with Warehouse(tmp_path / "eval.duckdb", memory_limit=LIMIT).connect() as con, pytest.raises(duckdb.OutOfMemoryException):
+        con.execute(
+            "SELECT episode_id, count(DISTINCT {'name': tool_name, 'arguments': input}), flatten(list(offered_tools)) "
+            "FROM episode_steps GROUP BY ALL"
+        ).fetchall()
