@@ -58,28 +58,35 @@ ORDER BY c.episode_id
 _ALL_INPUTS = _CHECK_INPUTS.format(bits="", chosen="")
 _CHOSEN_INPUTS = _CHECK_INPUTS.format(bits=", k.check_bits", chosen="JOIN check_chosen k USING (episode_id)")
 
-# Each step of the day narrowed to what `Summaries` reads of it (its kind, a tool call's name and arguments, whether it
-# errored, which agent acted, the tools an LLM call was offered, a tool call's or result's output), sorted into parts
-# once and counted a part at a time (`_STEP_COUNTS`). Counted in one aggregate over the whole day instead, every
-# episode's distinct calls and offered tools were held at once (DuckDB cannot spill a DISTINCT or a list aggregate):
-# the day's size set the memory, and a day of 2,000,000 episodes ran out of a 512 MiB limit.
-_STEP_FACTS = f"""
-SELECT episode_id, step_type, tool_name, CASE WHEN step_type = 'tool_call' THEN input END AS arguments,
-       coalesce(error, '') <> '' AS errored, agent, offered_tools,
-       CASE WHEN step_type IN ('tool_call', 'tool_result') THEN output END AS output
-FROM ({_STEPS})
-"""
-# What `Summaries` counts of each episode's steps in a part, as `scoring.trajectory.trajectory` reads them
-_STEP_COUNTS = """
+# What `Summaries` counts of each episode's steps, as `scoring.trajectory.trajectory` reads them: the plain counts in
+# one aggregate over the day's steps (which DuckDB spills past its limit) into narrow rows, sorted into parts; what
+# takes a DISTINCT or a list (repeated calls, agents, offered tools) a part at a time (`_PART_FACTS`), from only the
+# steps that have any of it. Counted over the whole day, every episode's distinct calls and offered tools were held
+# at once: the day's size set the memory, and a day of 2,000,000 episodes ran out of a 512 MB limit.
+_STEP_COUNTS = f"""
 SELECT episode_id,
        count(*) FILTER (step_type = 'llm_call') AS llm_calls,
        count(*) FILTER (step_type = 'tool_call') AS tool_calls,
-       count(*) FILTER (step_type IN ('tool_call', 'tool_result') AND errored) AS failed_tool_steps,
+       count(*) FILTER (step_type IN ('tool_call', 'tool_result') AND coalesce(error, '') <> '') AS failed_tool_steps,
+       count(*) FILTER (step_type = 'error' OR coalesce(error, '') <> '') AS errored_steps
+FROM ({_STEPS}) GROUP BY episode_id
+"""
+# The steps with a tool call's name and arguments, the agent that acted, the tools an LLM call was offered, or a tool
+# call's or result's output (the one text of a step the summaries' checks read: `_TOOL_OUTPUTS`)
+_STEP_FACTS = f"""
+SELECT * FROM (
+    SELECT episode_id, tool_name, CASE WHEN step_type = 'tool_call' THEN input END AS arguments, nullif(agent, '') AS agent,
+           CASE WHEN len(offered_tools) > 0 THEN offered_tools END AS offered_tools,
+           CASE WHEN step_type IN ('tool_call', 'tool_result') THEN output END AS output
+    FROM ({_STEPS})
+) WHERE arguments IS NOT NULL OR agent IS NOT NULL OR offered_tools IS NOT NULL OR output IS NOT NULL
+"""
+_PART_FACTS = """
+SELECT episode_id,
        count(arguments) - count(DISTINCT {'name': coalesce(tool_name, ''), 'arguments': arguments}) FILTER (arguments IS NOT NULL)
            AS repeated_calls,
-       count(*) FILTER (step_type = 'error' OR errored) AS errored_steps,
-       count(DISTINCT agent) FILTER (coalesce(agent, '') <> '') AS agents,
-       flatten(list(offered_tools)) AS offered_tools
+       count(DISTINCT agent) AS agents,
+       flatten(list(offered_tools) FILTER (offered_tools IS NOT NULL)) AS offered_tools
 FROM check_step_facts WHERE part = $part GROUP BY episode_id
 """
 
@@ -88,15 +95,16 @@ FROM check_step_facts WHERE part = $part GROUP BY episode_id
 _SUMMARIES = f"""
 SELECT c.episode_id, c.agent_id, c.task_id, c.final_output, coalesce(c.expected, '') <> '' AS with_expected,
        coalesce(c.grader, '') <> '' AS with_grader, coalesce(c.total_duration_ms, 'NaN') AS duration_ms,
-       coalesce(s.llm_calls, 0) AS llm_calls,
-       CASE WHEN live THEN len(coalesce(c.tools, [])) ELSE coalesce(s.tool_calls, 0) END AS tool_calls,
-       CASE WHEN live THEN 0 ELSE coalesce(s.failed_tool_steps, 0) END AS failed_tool_steps,
+       coalesce(n.llm_calls, 0) AS llm_calls,
+       CASE WHEN live THEN len(coalesce(c.tools, [])) ELSE coalesce(n.tool_calls, 0) END AS tool_calls,
+       CASE WHEN live THEN 0 ELSE coalesce(n.failed_tool_steps, 0) END AS failed_tool_steps,
        CASE WHEN live THEN 0 ELSE coalesce(s.repeated_calls, 0) END AS repeated_calls,
-       coalesce(s.errored_steps, 0) AS errored_steps,
+       coalesce(n.errored_steps, 0) AS errored_steps,
        CASE WHEN live THEN 0 ELSE coalesce(s.agents, 0) END AS agents,
        len({_AVAILABLE_TOOLS}) AS available_tools
 FROM (SELECT *, coalesce(mode = 'live', false) AS live FROM check_candidates WHERE part = $part) c
-LEFT JOIN ({_STEP_COUNTS}) s USING (episode_id)
+LEFT JOIN (SELECT * FROM check_step_counts WHERE part = $part) n USING (episode_id)
+LEFT JOIN ({_PART_FACTS}) s USING (episode_id)
 ORDER BY c.episode_id
 """
 
@@ -112,7 +120,7 @@ _SUMMARY_ARRAYS = ("with_expected", "with_grader", "duration_ms", "llm_calls", "
 
 
 def _summaries(con: duckdb.DuckDBPyConnection, part: int) -> Summaries:
-    """A part's `Summaries` (of `check_candidates` and `check_step_facts`); its tool outputs are read
+    """A part's `Summaries` (of `check_candidates`, `check_step_counts` and `check_step_facts`); its tool outputs are read
     when asked for."""
     table = con.execute(_SUMMARIES, {"part": part}).to_arrow_table()
     ids = table["episode_id"]
@@ -154,6 +162,7 @@ def check_inputs(
         sort_into_parts(con, "check_candidates", _CANDIDATES, params, parts)
         query = _ALL_INPUTS
         if read is not None:
+            sort_into_parts(con, "check_step_counts", _STEP_COUNTS, params, parts)
             sort_into_parts(con, "check_step_facts", _STEP_FACTS, params, parts)
             con.register("check_chosen", pa.concat_tables([_chosen(_summaries(con, part), read) for part in range(parts)]))
             query = _CHOSEN_INPUTS
