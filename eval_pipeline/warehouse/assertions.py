@@ -60,7 +60,7 @@ _CHOSEN_INPUTS = _CHECK_INPUTS.format(bits=", k.check_bits", chosen="JOIN check_
 
 # What `Summaries` counts of each episode's steps, as `scoring.trajectory.trajectory` reads them: the plain counts in
 # one aggregate over the day's steps (which DuckDB spills past its limit) into narrow rows, sorted into parts; what
-# takes a DISTINCT or a list (repeated calls, agents, offered tools) a part at a time (`_PART_FACTS`), from only the
+# takes a DISTINCT or a list (repeated calls, agents, offered tools) a part at a time (`_STEP_DISTINCTS`), from only the
 # steps that have any of it. Counted over the whole day, every episode's distinct calls and offered tools were held
 # at once: the day's size set the memory, and a day of 2,000,000 episodes ran out of a 512 MB limit.
 _STEP_COUNTS = f"""
@@ -81,7 +81,7 @@ SELECT * FROM (
     FROM ({_STEPS})
 ) WHERE arguments IS NOT NULL OR agent IS NOT NULL OR offered_tools IS NOT NULL OR output IS NOT NULL
 """
-_PART_FACTS = """
+_STEP_DISTINCTS = """
 SELECT episode_id,
        count(arguments) - count(DISTINCT {'name': coalesce(tool_name, ''), 'arguments': arguments}) FILTER (arguments IS NOT NULL)
            AS repeated_calls,
@@ -104,7 +104,7 @@ SELECT c.episode_id, c.agent_id, c.task_id, c.final_output, coalesce(c.expected,
        len({_AVAILABLE_TOOLS}) AS available_tools
 FROM (SELECT *, coalesce(mode = 'live', false) AS live FROM check_candidates WHERE part = $part) c
 LEFT JOIN (SELECT * FROM check_step_counts WHERE part = $part) n USING (episode_id)
-LEFT JOIN ({_PART_FACTS}) s USING (episode_id)
+LEFT JOIN ({_STEP_DISTINCTS}) s USING (episode_id)
 ORDER BY c.episode_id
 """
 
