@@ -1,5 +1,7 @@
 """A day's reads hold one part in memory, whatever the day's size: no step aggregates the whole day in a way DuckDB
-cannot spill (a DISTINCT, a list or an ordered string aggregate), so a day larger than the memory limit still runs."""
+cannot spill (a DISTINCT, a list or an ordered string aggregate), so a day larger than the memory limit still runs.
+The checks (each episode's distinct tool calls and offered tools) and the rewards (each episode's critical checks) are
+held to it here, each beside the proof that the whole day's aggregate does not fit the limit."""
 
 from __future__ import annotations
 
@@ -10,7 +12,7 @@ import numpy as np
 import pytest
 
 from eval_pipeline.scoring.assessments import Reading
-from eval_pipeline.warehouse import assertions
+from eval_pipeline.warehouse import assertions, rewards
 from eval_pipeline.warehouse.connection import Warehouse
 
 DAY = date(2026, 11, 2)
@@ -76,3 +78,44 @@ def test_the_day_is_indeed_larger_than_the_limit(tmp_path):
             "SELECT episode_id, count(DISTINCT {'name': tool_name, 'arguments': input}), flatten(list(offered_tools)) "
             "FROM episode_steps GROUP BY ALL"
         ).fetchall()
+
+
+CHECKS = 12  # critical issues an episode has, of checks named at length: some 150 MB of names in the day
+
+
+def _a_day_of_many_issues(warehouse: Warehouse) -> None:
+    """The day's episodes scored, each with CHECKS critical issues of distinct checks."""
+    _a_day_larger_than_the_limit(warehouse)
+    with warehouse.transaction() as con:
+        con.execute(
+            """INSERT INTO scores BY NAME
+            SELECT r.episode_id, r.partition_date, r.agent_id, e.task_id, r.mode, r.status, 'v1' AS config_version
+            FROM replays r JOIN episodes e USING (episode_id, partition_date)"""
+        )
+        con.execute(
+            """INSERT INTO issues BY NAME
+            SELECT 'ep-' || i AS episode_id, $day AS partition_date, 'bot' AS agent_id,
+                   'check-' || c || '-' || repeat('x', 120) AS "check", 'critical' AS severity
+            FROM range($n) t(i), range($checks) k(c)""",
+            {"day": DAY, "n": EPISODES, "checks": CHECKS},
+        )
+
+
+def test_rewards_read_a_day_of_more_issues_than_the_limit_holds_a_part_at_a_time(tmp_path, monkeypatch):
+    _a_day_of_many_issues(Warehouse(tmp_path / "eval.duckdb"))
+    monkeypatch.setattr(rewards, "REWARD_PART_EPISODES", 1_000)
+    critical_checks: dict[str, int] = {}
+
+    def rewards_of(scored):
+        critical_checks.update(zip(scored["episode_id"], scored["critical_checks"].map(len), strict=True))
+        return []
+
+    limited = Warehouse(tmp_path / "eval.duckdb", memory_limit=LIMIT)
+    assert rewards.write_rewards(limited, DAY, "v1", rewards_of, ["episode_id", "agent_id"]) == (EPISODES, 0)
+    assert critical_checks == dict.fromkeys((f"ep-{i}" for i in range(EPISODES)), CHECKS)
+
+
+def test_the_days_issues_are_indeed_more_than_the_limit_holds(tmp_path):
+    _a_day_of_many_issues(Warehouse(tmp_path / "eval.duckdb"))
+    with Warehouse(tmp_path / "eval.duckdb", memory_limit=LIMIT).connect() as con, pytest.raises(duckdb.OutOfMemoryException):
+        con.execute("""SELECT episode_id, list(DISTINCT "check" ORDER BY "check") FROM issues GROUP BY ALL""").fetchall()
