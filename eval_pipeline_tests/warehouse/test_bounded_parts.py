@@ -1,7 +1,7 @@
 """A day's reads hold one part in memory, whatever the day's size: no step aggregates the whole day in a way DuckDB
 cannot spill (a DISTINCT, a list or an ordered string aggregate), so a day larger than the memory limit still runs.
-The checks (each episode's distinct tool calls and offered tools) and the rewards (each episode's critical checks) are
-held to it here, each beside the proof that the whole day's aggregate does not fit the limit."""
+The checks (each episode's distinct tool calls and offered tools), scores (its failed assertions) and rewards (its
+critical checks) are held to it here, each beside the proof that the whole day's aggregate does not fit the limit."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from eval_pipeline.scoring.assessments import Reading
-from eval_pipeline.warehouse import assertions, rewards
+from eval_pipeline.warehouse import assertions, rewards, scores
 from eval_pipeline.warehouse.connection import Warehouse
 
 DAY = date(2026, 11, 2)
@@ -119,3 +119,40 @@ def test_the_days_issues_are_indeed_more_than_the_limit_holds(tmp_path):
     _a_day_of_many_issues(Warehouse(tmp_path / "eval.duckdb"))
     with Warehouse(tmp_path / "eval.duckdb", memory_limit=LIMIT).connect() as con, pytest.raises(duckdb.OutOfMemoryException):
         con.execute("""SELECT episode_id, list(DISTINCT "check" ORDER BY "check") FROM issues GROUP BY ALL""").fetchall()
+
+
+ASSERTIONS = 12  # failed assertions of each episode's case, named and detailed at length: some 150 MB in the day
+
+
+def _a_day_of_many_failed_assertions(warehouse: Warehouse) -> None:
+    _a_day_larger_than_the_limit(warehouse)
+    with warehouse.transaction() as con:
+        con.execute(
+            """INSERT INTO assertions BY NAME
+            SELECT 'ep-' || i AS episode_id, $day AS partition_date, 'bot' AS agent_id,
+                   'assertion-' || a AS assertion, false AS passed, 0.0 AS score, repeat('y', 120) AS detail
+            FROM range($n) t(i), range($assertions) k(a)""",
+            {"day": DAY, "n": EPISODES, "assertions": ASSERTIONS},
+        )
+
+
+def test_scores_read_a_day_of_more_failed_assertions_than_the_limit_holds_a_part_at_a_time(tmp_path, monkeypatch):
+    _a_day_of_many_failed_assertions(Warehouse(tmp_path / "eval.duckdb"))
+    monkeypatch.setattr(scores, "SCORE_PART_EPISODES", 1_000)
+    failed: dict[str, int] = {}
+
+    def score(inputs, issues):
+        failed.update(zip(inputs["episode_id"], inputs["failed_assertions"].str.count("assertion-"), strict=True))
+        return inputs[["episode_id", "agent_id", "task_id"]].assign(partition_date=DAY, config_version="v1")
+
+    limited = Warehouse(tmp_path / "eval.duckdb", memory_limit=LIMIT)
+    assert scores.write_scores(limited, DAY, "rolling", None, score) == EPISODES
+    assert failed == dict.fromkeys((f"ep-{i}" for i in range(EPISODES)), ASSERTIONS)
+
+
+def test_the_days_failed_assertions_are_indeed_more_than_the_limit_holds(tmp_path):
+    _a_day_of_many_failed_assertions(Warehouse(tmp_path / "eval.duckdb"))
+    with Warehouse(tmp_path / "eval.duckdb", memory_limit=LIMIT).connect() as con, pytest.raises(duckdb.OutOfMemoryException):
+        con.execute(
+            "SELECT episode_id, string_agg(assertion || ': ' || detail, '; ' ORDER BY assertion) FROM assertions GROUP BY ALL"
+        ).fetchall()
