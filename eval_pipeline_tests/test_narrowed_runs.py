@@ -124,12 +124,8 @@ def test_a_night_run_with_limit_leaves_the_tasks_it_left_out_to_the_sources_hist
     ]
 
 
-def test_a_rerun_of_an_earlier_night_says_the_next_nights_report_lists_other_resolved_findings(project_env, capsys):
-    """Three quiet nights; then night 2's late file arrived, with a second trial of the parcel task at three times the
-    cost, and the user ran night 2 again (exit 1, a critical cost finding). Night 3's report still said "0 resolved
-    since yesterday", where a backfill of the nights lists the parcel's cost finding as resolved, and neither the run
-    nor `status` said night 3 was outdated: its baselines and findings were unchanged, only what it resolved was not.
-    They name it, and the run that writes it again."""
+def _three_quiet_nights(project_env) -> list[str]:
+    """Three nights of two runs each (tasks t/a and t/u), each evaluated as it came: the nights' days."""
     nights = ["2026-11-01", "2026-11-02", "2026-11-03"]
     (project_env / "episodes").mkdir()
     for day in nights:
@@ -139,6 +135,16 @@ def test_a_rerun_of_an_earlier_night_says_the_next_nights_report_lists_other_res
         ]
         (project_env / "episodes" / f"{day}.jsonl").write_text("".join(json.dumps(record) + "\n" for record in records))
         assert main(["run", "--date", day]) == 0
+    return nights
+
+
+def test_a_rerun_of_an_earlier_night_says_the_next_nights_report_lists_other_resolved_findings(project_env, capsys):
+    """Three quiet nights; then night 2's late file arrived, with a second trial of the parcel task at three times the
+    cost, and the user ran night 2 again (exit 1, a critical cost finding). Night 3's report still said "0 resolved
+    since yesterday", where a backfill of the nights lists the parcel's cost finding as resolved, and neither the run
+    nor `status` said night 3 was outdated: its baselines and findings were unchanged, only what it resolved was not.
+    They name it, and the run that writes it again."""
+    nights = _three_quiet_nights(project_env)
     capsys.readouterr()
     late = episode("late-u", "t/u", "Where is U-2?", "track", '{"eta": "Mon"}', "Monday.", day=nights[1], cost=0.0075, trial=1)
     (project_env / "episodes" / f"{nights[1]}-late.jsonl").write_text(json.dumps(late) + "\n")
@@ -198,15 +204,7 @@ def test_a_rerun_of_an_earlier_night_says_the_next_nights_headline_compares_with
     """Night 2's late file brought a third run, which passed, and the user ran night 2 again (3 episodes). Night 3's
     report still showed "+0 vs previous day" beside its 2 episodes, as against night 2's 2 of before: a backfill says
     "-1". Its baselines, findings and resolved findings were unchanged, so nothing said it was outdated."""
-    nights = ["2026-11-01", "2026-11-02", "2026-11-03"]
-    (project_env / "episodes").mkdir()
-    for day in nights:
-        records = [
-            episode(f"{day}-a", "t/a", "Refund A-1?", "lookup_order", '{"order": "A-1"}', "Refunded.", day=day),
-            episode(f"{day}-u", "t/u", "Where is U-2?", "track", '{"eta": "Mon"}', "Monday.", day=day),
-        ]
-        (project_env / "episodes" / f"{day}.jsonl").write_text("".join(json.dumps(record) + "\n" for record in records))
-        assert main(["run", "--date", day]) == 0
+    nights = _three_quiet_nights(project_env)
     capsys.readouterr()
     late = episode("late-u", "t/u", "Where is U-2?", "track", '{"eta": "Mon"}', "Monday.", day=nights[1], trial=1)
     (project_env / "episodes" / f"{nights[1]}-late.jsonl").write_text(json.dumps(late) + "\n")

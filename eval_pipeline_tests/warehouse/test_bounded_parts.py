@@ -5,6 +5,7 @@ critical checks) are held to it here, each beside the proof that the whole day's
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import date
 
 import duckdb
@@ -53,8 +54,18 @@ def _a_day_larger_than_the_limit(warehouse: Warehouse) -> None:
         )
 
 
+def _limited(tmp_path, make_day: Callable[[Warehouse], None]) -> Warehouse:
+    """A new warehouse holding the day `make_day` writes, opened again under LIMIT."""
+    make_day(Warehouse(tmp_path / "eval.duckdb"))
+    return Warehouse(tmp_path / "eval.duckdb", memory_limit=LIMIT)
+
+
+def _each_episode(value: int) -> dict[str, int]:
+    return dict.fromkeys((f"ep-{i}" for i in range(EPISODES)), value)
+
+
 def test_the_checks_read_a_day_larger_than_duckdbs_memory_limit_a_part_at_a_time(tmp_path, monkeypatch):
-    _a_day_larger_than_the_limit(Warehouse(tmp_path / "eval.duckdb"))
+    limited = _limited(tmp_path, _a_day_larger_than_the_limit)
     monkeypatch.setattr(assertions, "CHECK_PART_EPISODES", 1_000)
     counted: dict[str, int] = {}
 
@@ -64,20 +75,8 @@ def test_the_checks_read_a_day_larger_than_duckdbs_memory_limit_a_part_at_a_time
         nothing = len(summaries.episode_ids)
         return Reading(checks=np.zeros(nothing, np.int64), steps=np.zeros(nothing, bool))
 
-    limited = Warehouse(tmp_path / "eval.duckdb", memory_limit=LIMIT)
     assert list(assertions.check_inputs(limited, DAY, read=read)) == []  # none to check: every part's summaries read
-    assert counted == dict.fromkeys((f"ep-{i}" for i in range(EPISODES)), TOOL_CALLS)
-
-
-def test_the_day_is_indeed_larger_than_the_limit(tmp_path):
-    """The day above cannot be counted in one aggregate under the limit (as the checks did before: a day of 2,000,000
-    episodes ran out of 512 MB), so what the test above holds is not luck."""
-    _a_day_larger_than_the_limit(Warehouse(tmp_path / "eval.duckdb"))
-    with Warehouse(tmp_path / "eval.duckdb", memory_limit=LIMIT).connect() as con, pytest.raises(duckdb.OutOfMemoryException):
-        con.execute(
-            "SELECT episode_id, count(DISTINCT {'name': tool_name, 'arguments': input}), flatten(list(offered_tools)) "
-            "FROM episode_steps GROUP BY ALL"
-        ).fetchall()
+    assert counted == _each_episode(TOOL_CALLS)
 
 
 CHECKS = 12  # critical issues an episode has, of checks named at length: some 150 MB of names in the day
@@ -102,7 +101,7 @@ def _a_day_of_many_issues(warehouse: Warehouse) -> None:
 
 
 def test_rewards_read_a_day_of_more_issues_than_the_limit_holds_a_part_at_a_time(tmp_path, monkeypatch):
-    _a_day_of_many_issues(Warehouse(tmp_path / "eval.duckdb"))
+    limited = _limited(tmp_path, _a_day_of_many_issues)
     monkeypatch.setattr(rewards, "REWARD_PART_EPISODES", 1_000)
     critical_checks: dict[str, int] = {}
 
@@ -110,15 +109,8 @@ def test_rewards_read_a_day_of_more_issues_than_the_limit_holds_a_part_at_a_time
         critical_checks.update(zip(scored["episode_id"], scored["critical_checks"].map(len), strict=True))
         return []
 
-    limited = Warehouse(tmp_path / "eval.duckdb", memory_limit=LIMIT)
     assert rewards.write_rewards(limited, DAY, "v1", rewards_of, ["episode_id", "agent_id"]) == (EPISODES, 0)
-    assert critical_checks == dict.fromkeys((f"ep-{i}" for i in range(EPISODES)), CHECKS)
-
-
-def test_the_days_issues_are_indeed_more_than_the_limit_holds(tmp_path):
-    _a_day_of_many_issues(Warehouse(tmp_path / "eval.duckdb"))
-    with Warehouse(tmp_path / "eval.duckdb", memory_limit=LIMIT).connect() as con, pytest.raises(duckdb.OutOfMemoryException):
-        con.execute("""SELECT episode_id, list(DISTINCT "check" ORDER BY "check") FROM issues GROUP BY ALL""").fetchall()
+    assert critical_checks == _each_episode(CHECKS)
 
 
 ASSERTIONS = 12  # failed assertions of each episode's case, named and detailed at length: some 150 MB in the day
@@ -137,7 +129,7 @@ def _a_day_of_many_failed_assertions(warehouse: Warehouse) -> None:
 
 
 def test_scores_read_a_day_of_more_failed_assertions_than_the_limit_holds_a_part_at_a_time(tmp_path, monkeypatch):
-    _a_day_of_many_failed_assertions(Warehouse(tmp_path / "eval.duckdb"))
+    limited = _limited(tmp_path, _a_day_of_many_failed_assertions)
     monkeypatch.setattr(scores, "SCORE_PART_EPISODES", 1_000)
     failed: dict[str, int] = {}
 
@@ -145,14 +137,28 @@ def test_scores_read_a_day_of_more_failed_assertions_than_the_limit_holds_a_part
         failed.update(zip(inputs["episode_id"], inputs["failed_assertions"].str.count("assertion-"), strict=True))
         return inputs[["episode_id", "agent_id", "task_id"]].assign(partition_date=DAY, config_version="v1")
 
-    limited = Warehouse(tmp_path / "eval.duckdb", memory_limit=LIMIT)
     assert scores.write_scores(limited, DAY, "rolling", None, score) == EPISODES
-    assert failed == dict.fromkeys((f"ep-{i}" for i in range(EPISODES)), ASSERTIONS)
+    assert failed == _each_episode(ASSERTIONS)
 
 
-def test_the_days_failed_assertions_are_indeed_more_than_the_limit_holds(tmp_path):
-    _a_day_of_many_failed_assertions(Warehouse(tmp_path / "eval.duckdb"))
-    with Warehouse(tmp_path / "eval.duckdb", memory_limit=LIMIT).connect() as con, pytest.raises(duckdb.OutOfMemoryException):
-        con.execute(
-            "SELECT episode_id, string_agg(assertion || ': ' || detail, '; ' ORDER BY assertion) FROM assertions GROUP BY ALL"
-        ).fetchall()
+@pytest.mark.parametrize(
+    "make_day, whole_day",
+    [
+        (
+            _a_day_larger_than_the_limit,
+            "SELECT episode_id, count(DISTINCT {'name': tool_name, 'arguments': input}), flatten(list(offered_tools)) "
+            "FROM episode_steps GROUP BY ALL",
+        ),
+        (_a_day_of_many_issues, """SELECT episode_id, list(DISTINCT "check" ORDER BY "check") FROM issues GROUP BY ALL"""),
+        (
+            _a_day_of_many_failed_assertions,
+            "SELECT episode_id, string_agg(assertion || ': ' || detail, '; ' ORDER BY assertion) FROM assertions GROUP BY ALL",
+        ),
+    ],
+    ids=["checks", "rewards", "scores"],
+)
+def test_each_day_above_is_indeed_more_than_one_aggregate_over_it_can_hold_under_the_limit(tmp_path, make_day, whole_day):
+    """What the checks, rewards and scores did before, over the whole day, runs out of LIMIT (a day of 2,000,000
+    episodes ran out of 512 MB in the checks): what the tests above hold is not luck."""
+    with _limited(tmp_path, make_day).connect() as con, pytest.raises(duckdb.OutOfMemoryException):
+        con.execute(whole_day).fetchall()
