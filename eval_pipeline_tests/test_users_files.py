@@ -269,3 +269,55 @@ def test_numbers_given_as_text_in_another_tools_format_are_rejected_as_in_ours(p
     assert rows(project_env, "SELECT episode_id, total_duration_ms FROM episodes ORDER BY 1") == [
         ("trials:add-test:1", 1200.0), ("trials:add-test:2", 900.0),
     ]  # fmt: skip
+
+
+def test_a_file_windows_python_wrote_in_its_ansi_code_page_is_quarantined_where_a_byte_is_no_utf8(project_env, capsys):
+    """Python on Windows opens files in the ANSI code page (cp1252) unless told otherwise: an exporter's
+    `open("export.jsonl", "w")` and `json.dumps(e, ensure_ascii=False)` write "À" as the byte 0xc0. Such records were
+    loaded with U+FFFD in place of each letter, their answers scored as if the agent had written it; now each is
+    quarantined naming the byte, and the records around it load. The same for an indented array (`json.dump`)."""
+    source = project_env / "episodes"
+    source.mkdir()
+    answers = ["To billing.", "À la facturation.", "To billing."]
+    exported = [episode(f"ep-{n}", f"triage/{n}", f"Ticket {n}?", "route_ticket", "{}", a) for n, a in enumerate(answers)]
+    with (source / "export.jsonl").open("w", encoding="cp1252") as export:
+        for record in exported:
+            export.write(json.dumps(record, ensure_ascii=False) + "\n")
+    night = [episode(f"arr-{n}", f"triage/{n}", q, "route_ticket", "{}", "Done.") for n, q in enumerate(["Où ?", "Where?"])]
+    with (source / "history.json").open("w", encoding="cp1252") as history:
+        json.dump(night, history, ensure_ascii=False, indent=2)
+    gave_up = {**TRIALS, "id": "fix-typo", "trials": [{**TRIALS["trials"][1], "output": "Abandonné."}]}
+    with (source / "trials.jsonl").open("w", encoding="cp1252") as trials:  # a team's own runner, in plaited's format
+        trials.write(json.dumps(gave_up, ensure_ascii=False) + "\n" + json.dumps(TRIALS, ensure_ascii=False) + "\n")
+
+    assert main(["run", "--date", DAY, "--fail-on", "never"]) == 0
+    assert "3 quarantined" in capsys.readouterr().out
+    assert rows(project_env, "SELECT episode_id, final_output FROM episodes ORDER BY 1") == [
+        ("arr-1", "Done."), ("ep-0", "To billing."), ("ep-2", "To billing."),
+        ("trials:add-test:1", "Added."), ("trials:add-test:2", "Gave up."),
+    ]  # fmt: skip
+    trial = json.dumps(gave_up, ensure_ascii=False).encode("cp1252")
+    line = json.dumps(exported[1], ensure_ascii=False).encode("cp1252")
+    array = (source / "history.json").read_bytes()
+    reason = "not UTF-8: byte 0x{:02x} at byte {} of the record (text is read as UTF-8, or UTF-16 with its byte-order mark)"
+    assert rows(project_env, "SELECT locator, reason, contains(raw, '\ufffd') FROM quarantine ORDER BY 1") == [
+        (f"{source / 'export.jsonl'}:2", reason.format(0xC0, line.index(b"\xc0")), True),
+        (f"{source / 'history.json'}:2", reason.format(0xF9, array.index(b"\xf9") - array.index(b"{")), True),
+        (f"{source / 'trials.jsonl'}:1", reason.format(0xE9, trial.index(b"\xe9")), True),
+    ]
+
+
+def test_a_results_file_a_teams_runner_wrote_in_cp1252_is_refused_naming_the_byte(project_env, capsys):
+    """`summarize trials.jsonl` of a team's own runner (plaited's TrialResult) writing Windows' ANSI code page: the
+    summary would have shown U+FFFD for each letter; it is an error naming the line and the byte (exit 2)."""
+    path = project_env / "trials.jsonl"
+    with path.open("w", encoding="cp1252") as trials:
+        trials.write(json.dumps(TRIALS) + "\n")
+        trials.write(json.dumps({**TRIALS, "input": "Ajoute un test, s'il te plaît"}, ensure_ascii=False))
+    at = path.read_bytes().split(b"\n")[1].index(b"\xee")
+
+    assert main(["summarize", str(path)]) == 2
+    assert capsys.readouterr().err.strip() == (
+        f"eval-pipeline: error: results file {path}:2: not UTF-8: byte 0xee at byte {at} of the record "
+        "(text is read as UTF-8, or UTF-16 with its byte-order mark)"
+    )

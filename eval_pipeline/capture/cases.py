@@ -92,6 +92,8 @@ def load_case_set(path: Path) -> list[CaseSpec]:
         raise CaseSetError(f"case set {path}: {exc}") from None
     for position, record in enumerate(records, 1):
         where = f"case set {path}:{record.line}"
+        if record.undecodable:
+            raise CaseSetError(f"{where}: {record.undecodable}")
         try:
             entry = json.loads(record.raw)
         except ValueError as exc:
@@ -203,9 +205,12 @@ def save_case(path: Path, case: dict[str, Any]) -> None:
     cases: list[dict[str, Any]] = []
     if path.exists():
         try:
-            cases = [json.loads(record.raw) for record in iter_file_records(path)]
+            records = list(iter_file_records(path))
+            cases = [json.loads(record.raw) for record in records]
         except (OSError, ValueError) as exc:
             raise CaseSetError(f"case set {path}: {exc}") from None
+        if undecodable := next((record for record in records if record.undecodable), None):  # rewritten, it would be lost
+            raise CaseSetError(f"case set {path}:{undecodable.line}: {undecodable.undecodable}")
     cases = [entry for entry in cases if not (isinstance(entry, dict) and entry.get("id") == case["id"])] + [case]
     path.parent.mkdir(parents=True, exist_ok=True)
     partial = path.with_name(path.name + ".partial")

@@ -112,6 +112,8 @@ def read_results(path: Path) -> list[Result]:
     results: list[Result] = []
     for record in iter_file_records(path):
         where = f"results file {path}:{record.line}"
+        if record.undecodable:
+            raise ResultsError(f"{where}: {record.undecodable}")
         try:
             parsed = json.loads(record.raw)
         except ValueError:

@@ -56,10 +56,37 @@ class UnreadableSource(InfrastructureError):
     """The episode source path is missing or unreadable."""
 
 
+# The bytes of a text that were no UTF-8, as `surrogateescape` keeps them in a str
+_NOT_DECODED = re.compile("[\udc80-\udcff]")
+
+
+def undecodable(data: bytes) -> str | None:
+    """Why a record's bytes are no text (None when they are UTF-8): a file written in another encoding (Python on
+    Windows writes its ANSI code page, cp1252, unless told otherwise) is quarantined record by record, not read with its
+    letters replaced."""
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return (
+            f"not UTF-8: byte 0x{data[exc.start]:02x} at byte {exc.start} of the record "
+            "(text is read as UTF-8, or UTF-16 with its byte-order mark)"
+        )
+    return None
+
+
 @dataclass(frozen=True, slots=True)
 class FileRecord:
     line: int  # 1-based line where the record starts
-    raw: str
+    raw: str  # bytes that are no UTF-8 replaced (U+FFFD)
+    undecodable: str | None = None  # why, when some are: the record is quarantined with it
+
+
+def _decoded(record: FileRecord) -> FileRecord:
+    """`record` as read with `surrogateescape`: its bytes that are no UTF-8 replaced, and said so."""
+    if not _NOT_DECODED.search(record.raw):
+        return record
+    data = record.raw.encode("utf-8", "surrogateescape")
+    return FileRecord(record.line, data.decode("utf-8", "replace"), undecodable(data))
 
 
 class _Inflated(gzip.GzipFile):
@@ -132,7 +159,8 @@ def _uncompressed_name(path: Path) -> Path:
 
 
 def _opened(path: Path) -> io.TextIOWrapper:
-    return io.TextIOWrapper(_bytes(path), encoding="utf-8-sig", errors="replace")  # a byte-order mark is no record
+    """The file as text; a byte-order mark is no record, and a byte that is no UTF-8 is kept to be told (`_decoded`)."""
+    return io.TextIOWrapper(_bytes(path), encoding="utf-8-sig", errors="surrogateescape")
 
 
 def file_layout(path: Path) -> str:
@@ -142,16 +170,17 @@ def file_layout(path: Path) -> str:
 
 
 def iter_file_records(path: Path) -> Iterator[FileRecord]:
-    """Yield each record's raw text with its line; JSONL, JSON arrays and indented JSON are told apart by content."""
+    """Yield each record's raw text with its line; JSONL, JSON arrays and indented JSON are told apart by content. A
+    record with bytes that are no UTF-8 says so (`FileRecord.undecodable`)."""
     with _opened(path) as handle:
         layout = _layout(handle)
         handle.seek(0)
         if layout != "lines":
-            yield from _iter_values(handle, in_array=layout == "array")
+            yield from map(_decoded, _iter_values(handle, in_array=layout == "array"))
             return
         for line_no, text in enumerate(handle, 1):
             if text.strip():
-                yield FileRecord(line_no, text.rstrip("\r\n"))
+                yield _decoded(FileRecord(line_no, text.rstrip("\r\n")))
 
 
 def _whole_lines(path: Path) -> Iterator[bytearray]:
@@ -184,34 +213,39 @@ def _whole_lines(path: Path) -> Iterator[bytearray]:
                 return
 
 
-def line_records(path: Path) -> Iterator[tuple[pa.Array, pa.Array]]:
-    """The records of a file of one per line as `iter_file_records` reads them (bytes that are no UTF-8 replaced, blank
-    lines skipped), a block at a time (`_whole_lines`) as Arrow arrays: each record's line (int64) and text (string).
+def line_records(path: Path) -> Iterator[tuple[pa.Array, pa.Array, pa.Array | None]]:
+    """The records of a file of one per line as `iter_file_records` reads them (blank lines skipped), a block at a
+    time (`_whole_lines`) as Arrow arrays: each record's line (int64), its text (string) and, in a block with bytes
+    that are no UTF-8, why each record with some is none (string, null for the others; None in a block of text).
     Arrow splits a block into its lines and checks them, releasing the GIL; no line becomes a Python string."""
     import numpy as np
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    def texts(data: bytes | memoryview) -> pa.Array:
+    def texts(data: bytes | memoryview) -> tuple[pa.Array, pa.Array | None]:
         whole = pa.Array.from_buffers(
             pa.large_binary(), 1, [None, pa.py_buffer(np.array([0, len(data)], np.int64)), pa.py_buffer(data)]
         )
         lines = pc.split_pattern(whole, "\n").values
         try:
-            return lines.cast(pa.string())
-        except pa.ArrowInvalid:  # bytes that are no UTF-8: replaced, as reading the file as text replaces them
-            return texts(bytes(data).decode("utf-8", "replace").encode())
+            return lines.cast(pa.string()), None
+        except pa.ArrowInvalid:  # some bytes are no UTF-8: told line by line
+            raws = lines.to_pylist()
+            decoded = pa.array([raw.decode("utf-8", "replace") for raw in raws], pa.string())
+            return decoded, pa.array([undecodable(raw) for raw in raws], pa.string())
 
     before = 0  # lines before the block
     for block in _whole_lines(path):
-        lines = texts(memoryview(block)[: len(block) - block.endswith(b"\n")])
+        lines, rejected = texts(memoryview(block)[: len(block) - block.endswith(b"\n")])
         numbers = pa.array(np.arange(before + 1, before + 1 + len(lines)), pa.int64())
         before += len(lines)
         blank = pc.or_(pc.equal(pc.binary_length(lines), 0), pc.utf8_is_space(lines))
         if pc.any(blank).as_py():
-            numbers, lines = numbers.filter(pc.invert(blank)), lines.filter(pc.invert(blank))
+            kept = pc.invert(blank)
+            numbers, lines = numbers.filter(kept), lines.filter(kept)
+            rejected = None if rejected is None else rejected.filter(kept)
         if len(lines):
-            yield numbers, lines
+            yield numbers, lines, rejected
 
 
 def line_days(path: Path) -> Counter[date]:
@@ -521,7 +555,9 @@ class FileSource:
 
     @staticmethod
     def _raw_records(path: Path, fallback: date) -> Generator[RawRecord]:
-        return (RawRecord(str(path), f"{path}:{r.line}", r.raw, fallback) for r in iter_file_records(path))
+        return (
+            RawRecord(str(path), f"{path}:{r.line}", r.raw, fallback, rejected=r.undecodable) for r in iter_file_records(path)
+        )
 
     def _file_records(
         self, path: Path, fallback: date, joined: defaultdict[tuple[Adapter, str | None], list[tuple[Path, date]]]
@@ -544,7 +580,7 @@ class FileSource:
             return
         if adapter is None and file_layout(path) == "lines":
             records.close()
-            yield from (RecordLines(str(path), lines, raws, fallback) for lines, raws in line_records(path))
+            yield from (RecordLines(str(path), lines, raws, fallback, rejected) for lines, raws, rejected in line_records(path))
             return
         if adapter is None:
             yield from both
@@ -553,17 +589,32 @@ class FileSource:
 
     def _converted(self, adapter: Adapter, records: Iterator[RawRecord], agent_id: str, fallback: date) -> Iterator[RawRecord]:
         """What `adapter` makes of `records` (of one file, or of the files it joins), priced; should it fail, one
-        quarantine row from the first record on, and the run goes on."""
-        first = next(records, None)
+        quarantine row from the first record on, and the run goes on. A record already rejected (bytes that are no
+        UTF-8) is quarantined as it is, never converted."""
+        set_aside: list[RawRecord] = []
+
+        def readable() -> Iterator[RawRecord]:
+            for record in records:
+                if record.rejected is None:
+                    yield record
+                else:
+                    set_aside.append(record)
+
+        readable_records = readable()
+        first = next(readable_records, None)
         if first is None:
+            yield from set_aside
             return
-        converted = adapter.convert(chain([first], records), agent_id, fallback, quiet_seconds=self.trace_quiet_seconds)
+        converted = adapter.convert(chain([first], readable_records), agent_id, fallback, quiet_seconds=self.trace_quiet_seconds)
         try:
             for record in converted:
                 if record.rejected is None and self.prices:
                     record = replace(record, raw=json.dumps(priced(json.loads(record.raw), self.prices)))
                 yield record
+                yield from set_aside
+                set_aside.clear()
         except Exception as exc:  # an adapter's bug or a shape it did not foresee: the file is quarantined, the run goes on
             reason = f"{adapter.NAME} could not read the rest of this file: {type(exc).__name__}: {exc}"
             yield replace(first, locator=f"{first.source} (from the record the adapter stopped at)",
                           raw=first.raw[:_SAMPLE_CHARS], rejected=reason)  # fmt: skip
+        yield from set_aside

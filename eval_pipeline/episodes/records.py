@@ -70,6 +70,7 @@ class RecordLines:
     lines: pa.Array  # int64: the line each record is on, from 1
     raws: pa.Array  # string: each record's text, unparsed
     fallback_day: date  # partition for a record whose own day cannot be read
+    rejected: pa.Array | None = None  # string: why a record is no text (`RawRecord.rejected`), where some are not
 
 
 # What a source gives: single records, or a file's lines many at a time.

@@ -507,7 +507,7 @@ def _unnumbered(records: Iterable[RawRecords]) -> Iterator[pa.Table]:
                         pc.binary_join_element_wise(f"{block.source}:", block.lines.cast(pa.string()), ""),
                         block.raws,
                         pa.repeat(pa.scalar(block.fallback_day, pa.date32()), rows),
-                        pa.nulls(rows, pa.string()),
+                        pa.nulls(rows, pa.string()) if block.rejected is None else block.rejected,
                         pa.repeat(pa.scalar(1, pa.int32()), rows),
                     ],
                     schema=_UNNUMBERED,

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from eval_pipeline.capture.cases import CaseSetError, CaseSpec, load_case_set
+from eval_pipeline.capture.cases import CaseSetError, CaseSpec, load_case_set, save_case
 from eval_pipeline.capture.command import CommandAgent, episode_of, run_all
 from eval_pipeline.episodes.model import Episode
 
@@ -80,6 +80,23 @@ def test_a_case_set_names_its_bad_lines(tmp_path):
     path.write_text(json.dumps({"input": "x"}) + "\n")
     with pytest.raises(CaseSetError, match=r"cases.jsonl:1: "):
         load_case_set(path)
+
+
+def test_a_case_set_windows_python_wrote_in_cp1252_names_the_byte_and_is_never_rewritten(tmp_path):
+    """`open("cases.jsonl", "w")` on Windows writes the ANSI code page: "é" is the byte 0xe9, which was read as U+FFFD
+    (a case expecting "Résumé" that no answer could meet), and promoting an episode rewrote the file with it."""
+    path = tmp_path / "cases.jsonl"
+    with path.open("w", encoding="cp1252") as cases:
+        cases.write(json.dumps({"id": "a", "input": "x"}) + "\n")
+        cases.write(json.dumps({"id": "b", "input": "Résumé ?"}, ensure_ascii=False))
+    written = path.read_bytes()
+    at = written.split(b"\n")[1].index(b"\xe9")
+    says = rf"cases.jsonl:2: not UTF-8: byte 0xe9 at byte {at} of the record \(text is read as UTF-8, or UTF-16"
+    with pytest.raises(CaseSetError, match=says):
+        load_case_set(path)
+    with pytest.raises(CaseSetError, match=says):
+        save_case(path, {"id": "c", "input": "z"})
+    assert path.read_bytes() == written
 
 
 def test_run_with_a_case_set_runs_the_agent_scores_every_trial_and_fills_pass_at_k(project_env, monkeypatch, capsys):

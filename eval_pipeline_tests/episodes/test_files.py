@@ -107,16 +107,23 @@ def test_a_file_of_lines_is_read_in_blocks_as_line_by_line(tmp_path, monkeypatch
         "   \t ",
         json.dumps(episode("e2", "2026-11-01T10:00:00Z") | {"note": "caf\u00e9 \u6f22\u5b57 \U0001f600"}, ensure_ascii=False),
         "\x1c\x85\u3000\u2028",
-        '{"episode_id": "e3", "note": "\xff"}',
+        r'{"episode_id": "e3", "note": "\xff"}',  # the byte 0xff (`write_bytes` below)
         ' {"episode_id": "e4"}\t',
         "not json at all",
     ]
     path = tmp_path / "day.jsonl"
     text = "\ufeff" + "\r\n".join(lines[:2]) + "\r" + "\n".join(lines[2:]) + ending
     path.write_bytes(text.encode().replace(b"\\xff", b"\xff"))
-    expected = [(record.line, record.raw) for record in iter_file_records(path)]
+    expected = [(record.line, record.raw, record.undecodable) for record in iter_file_records(path)]
     assert len(expected) == 5  # the blank lines skipped
-    read = [pair for numbers, raws in line_records(path) for pair in zip(numbers.to_pylist(), raws.to_pylist(), strict=True)]
+    assert [reason is not None for _, _, reason in expected] == [False, False, True, False, False]  # the byte 0xff
+    read = [
+        read
+        for numbers, raws, rejected in line_records(path)
+        for read in zip(
+            numbers.to_pylist(), raws.to_pylist(), [None] * len(raws) if rejected is None else rejected.to_pylist(), strict=True
+        )
+    ]
     assert read == expected
 
 
