@@ -194,7 +194,7 @@ class Shape:
         return f"{self.agents}x{self.tasks_per_agent}x{self.trials}"
 
 
-def _task(rng: random.Random, agent: int, agent_id: str, task_id: str) -> Task:
+def _task(rng: random.Random, agent: int, agent_id: str, task_id: str, output_bytes: int = 0) -> Task:
     model, provider = (_J(x) for x in MODELS[agent % len(MODELS)])
     question = _J(f"Task {task_id}: " + " ".join(rng.choices(WORDS, k=10)) + "?")
     tools = tuple(rng.sample(TOOLS, 2))
@@ -208,15 +208,20 @@ def _task(rng: random.Random, agent: int, agent_id: str, task_id: str) -> Task:
             for k, ((stype, _, _), f) in enumerate(zip(_SHAPE, fields, strict=False))
         )
 
+    def page(tool: str) -> str:
+        """What a tool returned beside its verdict: `output_bytes` of text (a fetched page), none by default."""
+        text = " ".join(rng.choices(WORDS, k=output_bytes // 6 + 1))[:output_bytes]
+        return f', "page": {_J(text)}' if output_bytes else ""
+
     def head(pair):
         a, b = (_J(x) for x in pair)
         return steps(
             [
                 ("null", model, provider, question, _J(f"Plan: call {pair[0]}, {pair[1]}.")),
                 (a, "null", "null", _J(f'{{"call": {a}}}'), "null"),
-                (a, "null", "null", "null", _J(f'{{"ok": true, "tool": {a}}}')),
+                (a, "null", "null", "null", _J(f'{{"ok": true, "tool": {a}{page(pair[0])}}}')),
                 (b, "null", "null", _J(f'{{"call": {b}}}'), "null"),
-                (b, "null", "null", "null", _J(f'{{"ok": true, "tool": {b}}}')),
+                (b, "null", "null", "null", _J(f'{{"ok": true, "tool": {b}{page(pair[1])}}}')),
             ]
         )
 
@@ -243,12 +248,13 @@ def _task(rng: random.Random, agent: int, agent_id: str, task_id: str) -> Task:
     )
 
 
-def make_tasks(seed: int, shape: Shape) -> list[Task]:
-    """The shape's agents x tasks, the same on every day (so baselines carry over)."""
+def make_tasks(seed: int, shape: Shape, output_bytes: int = 0) -> list[Task]:
+    """The shape's agents x tasks, the same on every day (so baselines carry over); each tool result `output_bytes`
+    longer."""
     rng = random.Random(f"{seed}:tasks")
     aw, tw = len(str(shape.agents - 1)) + 1, len(str(shape.tasks_per_agent - 1)) + 1
     return [
-        _task(rng, a, f"agent-{a:0{aw}d}", f"agent-{a:0{aw}d}/task-{t:0{tw}d}")
+        _task(rng, a, f"agent-{a:0{aw}d}", f"agent-{a:0{aw}d}/task-{t:0{tw}d}", output_bytes)
         for a in range(shape.agents)
         for t in range(shape.tasks_per_agent)
     ]
@@ -337,10 +343,13 @@ def day_file(directory: Path, day: date) -> Path:
     return directory / f"episodes-{day.isoformat()}.jsonl"
 
 
-def write_days(directory: Path, days: list[date], shape: Shape, seed: int, regression_rate: float = REGRESSION_RATE) -> int:
-    """Write one episodes-YYYY-MM-DD.jsonl of the shape per day; return the bytes written."""
+def write_days(
+    directory: Path, days: list[date], shape: Shape, seed: int, regression_rate: float = REGRESSION_RATE, output_bytes: int = 0
+) -> int:
+    """Write one episodes-YYYY-MM-DD.jsonl of the shape per day (tool results `output_bytes` longer); return the bytes
+    written."""
     directory.mkdir(parents=True, exist_ok=True)
-    tasks = make_tasks(seed, shape)
+    tasks = make_tasks(seed, shape, output_bytes)
     total = 0
     for day in days:
         data = ("\n".join(day_lines(day, shape.trials, tasks, seed, regression_rate)) + "\n").encode()
@@ -578,7 +587,7 @@ def measure_day(shape: Shape, args: argparse.Namespace, session: Path, instance_
     d2 = d1 + timedelta(days=1)
     source, base, logs = session / f"src-{shape}", session / f"base-{shape}", session / "logs"
     t0 = time.perf_counter()
-    size = write_days(source, [d1], shape, args.seed)
+    size = write_days(source, [d1], shape, args.seed, output_bytes=args.tool_output_bytes)
     gen_s = time.perf_counter() - t0
     say(
         f"\n[{shape}] {shape.episodes:,} episodes a day, {shape.tasks:,} distinct tasks: generated {d1} "
@@ -587,7 +596,7 @@ def measure_day(shape: Shape, args: argparse.Namespace, session: Path, instance_
     setup_args = eval_pipeline_args("run", "--date", d1.isoformat(), "--fail-on", "never")
     run_child(f"setup-{shape}", setup_args, child_env(source, base, d1, instance_home), logs)
     # D2's file arrives after D1's run, as the night's file does: each run finds it new and indexes it first
-    write_days(source, [d2], shape, args.seed)
+    write_days(source, [d2], shape, args.seed, output_bytes=args.tool_output_bytes)
     run_child(f"floor-setup-{shape}", floor_args("baseline", day_file(source, d1), base / "floor.duckdb"), None, logs)
     figures = DayFigures(shape, [], [], [], [])
     for i in range(args.repeats):
@@ -802,6 +811,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--history-days", type=int, default=0, help="also measure a re-run with this many days of history")
     parser.add_argument("--history-day", type=Shape.parse, default=Shape.parse("20x100x1"), help="the shape of a history day")
     parser.add_argument("--seed", type=int, default=20260101)
+    parser.add_argument(
+        "--tool-output-bytes", type=int, default=0, help="text each tool result returns beside its verdict (a fetched page)"
+    )
     parser.add_argument("--first-day", default="2026-01-01", help="D1, the day the warehouse holds before the timed run")
     parser.add_argument("--keep", action="store_true", help="keep the generated sources and warehouses")
     parser.add_argument("--memory-limit", help="EVAL_DUCKDB_MEMORY_LIMIT of the runs (default: the project's own)")
@@ -819,7 +831,8 @@ def main(argv: list[str] | None = None) -> int:
     say(
         f"eval-pipeline throughput benchmark: days {', '.join(map(str, days))} (agents x tasks x trials), "
         f"repeats={args.repeats}; DuckDB memory limit {args.memory_limit or 'default'}; {os.cpu_count()} CPUs; "
-        f"load average {os.getloadavg()[0]:.2f}\nworking dir {session}"
+        + (f"tool results {args.tool_output_bytes:,} bytes longer; " if args.tool_output_bytes else "")
+        + f"load average {os.getloadavg()[0]:.2f}\nworking dir {session}"
     )
     t0 = time.perf_counter()
     instance_home = session / "dagster_home"  # one instance for all runs, as a deployment keeps its instance

@@ -79,6 +79,55 @@ def test_the_checks_read_a_day_larger_than_duckdbs_memory_limit_a_part_at_a_time
     assert counted == _each_episode(TOOL_CALLS)
 
 
+PAGES = 6_000  # episodes whose two tool results each return a page of PAGE_BYTES
+PAGE_BYTES = 16_000  # some 190 MB of pages in the day, 32 MB in a part of 1,000 episodes
+
+
+def _a_day_of_long_tool_outputs(warehouse: Warehouse) -> None:
+    """A day of PAGES episodes, each fetching two pages (a tool call and its result, whose output is the page)."""
+    with warehouse.transaction() as con:
+        con.execute(
+            """INSERT INTO episodes BY NAME
+            SELECT 'ep-' || i AS episode_id, $day AS partition_date, 'bot' AS agent_id, 'task-' || (i % 100) AS task_id,
+                   'success' AS status, TIMESTAMPTZ '2026-11-02 09:00:00+00' AS started_at, 'done' AS final_output,
+                   'file' AS source, 'f:' || i AS locator
+            FROM range($n) t(i)""",
+            {"day": DAY, "n": PAGES},
+        )
+        con.execute(
+            """INSERT INTO replays BY NAME
+            SELECT episode_id, partition_date, agent_id, 'dry' AS mode, status, final_output FROM episodes""",
+        )
+        con.execute(
+            """INSERT INTO episode_steps BY NAME
+            SELECT 'ep-' || i AS episode_id, $day AS partition_date, 'bot' AS agent_id, s AS step_index,
+                   CASE WHEN s % 2 = 0 THEN 'tool_call' ELSE 'tool_result' END AS step_type, 'fetch_page' AS tool_name,
+                   '{"url": "https://example.com/' || i || '/' || s || '"}' AS input,
+                   CASE WHEN s % 2 = 1 THEN repeat(md5(i || '-' || s), $page // 32) END AS output
+            FROM range($n) t(i), range(4) c(s)""",
+            {"day": DAY, "n": PAGES, "page": PAGE_BYTES},
+        )
+
+
+def test_the_checks_read_a_day_of_tool_outputs_larger_than_the_limit_a_part_at_a_time(tmp_path, monkeypatch):
+    """DuckDB cannot sort rows of long texts past its limit ('failed to pin block' sorting 100,000 steps of 10 KB
+    under 1 GB, in 1.5.5, 1.5.6 and 2.0.1 alike): such a day's steps stay as they came, and each part reads them."""
+    limited = _limited(tmp_path, _a_day_of_long_tool_outputs)
+    monkeypatch.setattr(assertions, "CHECK_PART_EPISODES", 1_000)
+    read_bytes: dict[str, int] = {}
+
+    def read(summaries):
+        for entries, indices, outputs in summaries.tool_outputs():
+            for entry, index in zip(entries, indices, strict=True):
+                episode = summaries.episode_ids[entry]
+                read_bytes[episode] = read_bytes.get(episode, 0) + len(outputs[index])
+        nothing = len(summaries.episode_ids)
+        return Reading(checks=np.zeros(nothing, np.int64), steps=np.zeros(nothing, bool))
+
+    assert list(assertions.check_inputs(limited, DAY, read=read)) == []
+    assert read_bytes == {f"ep-{i}": 2 * PAGE_BYTES for i in range(PAGES)}
+
+
 CHECKS = 12  # critical issues an episode has, of checks named at length: some 150 MB of names in the day
 
 
