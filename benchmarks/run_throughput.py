@@ -208,10 +208,12 @@ def _task(rng: random.Random, agent: int, agent_id: str, task_id: str, output_by
             for k, ((stype, _, _), f) in enumerate(zip(_SHAPE, fields, strict=False))
         )
 
-    def page(tool: str) -> str:
-        """What a tool returned beside its verdict: `output_bytes` of text (a fetched page), none by default."""
-        text = " ".join(rng.choices(WORDS, k=output_bytes // 6 + 1))[:output_bytes]
-        return f', "page": {_J(text)}' if output_bytes else ""
+    def page() -> str:
+        """What a tool returned beside its verdict: `output_bytes` of text (a fetched page); none, and no draw from `rng`
+        (the days stay as they were), by default."""
+        if not output_bytes:
+            return ""
+        return f', "page": {_J(" ".join(rng.choices(WORDS, k=output_bytes // 6 + 1))[:output_bytes])}'
 
     def head(pair):
         a, b = (_J(x) for x in pair)
@@ -219,9 +221,9 @@ def _task(rng: random.Random, agent: int, agent_id: str, task_id: str, output_by
             [
                 ("null", model, provider, question, _J(f"Plan: call {pair[0]}, {pair[1]}.")),
                 (a, "null", "null", _J(f'{{"call": {a}}}'), "null"),
-                (a, "null", "null", "null", _J(f'{{"ok": true, "tool": {a}{page(pair[0])}}}')),
+                (a, "null", "null", "null", _J(f'{{"ok": true, "tool": {a}{page()}}}')),
                 (b, "null", "null", _J(f'{{"call": {b}}}'), "null"),
-                (b, "null", "null", "null", _J(f'{{"ok": true, "tool": {b}{page(pair[1])}}}')),
+                (b, "null", "null", "null", _J(f'{{"ok": true, "tool": {b}{page()}}}')),
             ]
         )
 

@@ -18,6 +18,9 @@ from eval_pipeline.warehouse.ingest import tool_names_sql
 from eval_pipeline.warehouse.replays import candidate_parts, replay_failed, sort_into_parts
 
 CHECK_BATCH_ROWS = 2_000  # candidates (with their steps) read into Python at a time
+# Tool outputs read into Python at a time: ten times CHECK_BATCH_ROWS, fewer of them when they are long (two tool results
+# of 10 KB an episode: read 20,000 at a time, the assertions step of 100,000 episodes peaked at 3,335 MiB)
+CHECK_OUTPUT_BYTES = 64 << 20
 CHECK_PART_EPISODES = 50_000  # candidates whose steps DuckDB gathers at a time (an ordered list aggregate cannot spill)
 
 _DECLARED_TOOLS = ", ".join(tool_names_sql(f"e.metadata -> '$.{key}'") for key in ("available_tools", "tools"))
@@ -81,6 +84,7 @@ SELECT * FROM (
     FROM ({_STEPS})
 ) WHERE arguments IS NOT NULL OR agent IS NOT NULL OR offered_tools IS NOT NULL OR output IS NOT NULL
 """
+_OUTPUT_BYTES = "SELECT coalesce(avg(strlen(output)), 0) FROM check_step_facts WHERE part = $part AND output IS NOT NULL"
 _STEP_DISTINCTS = """
 SELECT episode_id,
        count(arguments) - count(DISTINCT {'name': coalesce(tool_name, ''), 'arguments': arguments}) FILTER (arguments IS NOT NULL)
@@ -126,7 +130,9 @@ def _summaries(con: duckdb.DuckDBPyConnection, part: int) -> Summaries:
     ids = table["episode_id"]
 
     def tool_outputs() -> Iterator[tuple[np.ndarray, np.ndarray, list[str]]]:
-        for batch in con.execute(_TOOL_OUTPUTS, {"part": part}).to_arrow_reader(CHECK_BATCH_ROWS * 10):
+        ((average,),) = con.execute(_OUTPUT_BYTES, {"part": part}).fetchall()
+        rows = max(1, min(CHECK_BATCH_ROWS * 10, int(CHECK_OUTPUT_BYTES // max(average, 1))))
+        for batch in con.execute(_TOOL_OUTPUTS, {"part": part}).to_arrow_reader(rows):
             entries = pc.index_in(batch.column("episode_id"), value_set=ids).to_numpy(zero_copy_only=False)
             outputs = pc.dictionary_encode(batch.column("output"))
             yield entries, outputs.indices.to_numpy(zero_copy_only=False), outputs.dictionary.to_pylist()

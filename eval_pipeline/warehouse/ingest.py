@@ -5,8 +5,8 @@ validate and derive the canonical columns of each batch at once, applying the ru
 `episodes/model.py` (final output, tool sequence, task identity). Each rejected record keeps
 its locator and a reason. Episodes, steps and quarantine of the day are replaced in one
 transaction, batch by batch: a day costs a few batches of memory (the one parsed, and those
-not yet written: `WRITE_ROWS`) plus a small index of the episodes kept (id, source, locator),
-whatever its size. A record whose id comes again later is
+not yet written: `WRITE_ROWS`), each bounded in bytes too (`BATCH_BYTES`, `WRITE_BYTES`: records of long tool
+outputs), plus a small index of the episodes kept (id, source, locator), whatever its size. A record whose id comes again later is
 superseded by the later one, in the same batch or not.
 """
 
@@ -20,6 +20,7 @@ from itertools import groupby, islice
 from typing import cast
 
 import duckdb
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -42,6 +43,11 @@ BATCH_ROWS = 20_000
 # inserts of 80,000), at the memory of the parsed batches held (about 40 MiB each).
 WRITE_ROWS = 40_000
 CHUNK_ROWS = 1_024  # rows per Arrow chunk: lets DuckDB parse one batch on every core
+# Fewer records a batch, and episodes pending, when they are long (tool results of whole pages): counted in rows alone,
+# a day of 100,000 episodes with two tool results of 10 KB each peaked at 3,844 MiB in ingest (batches of 430 MB of
+# text). The benchmark's records (2.5 KB) make batches of some 50 MB, and pending episodes some 80 MB, within both.
+BATCH_BYTES = 64 << 20  # of raw text
+WRITE_BYTES = 128 << 20  # of parsed episodes and steps, as Arrow holds them
 
 # The staging columns but `seq`, which numbers the records in the order they came when they are staged.
 _UNNUMBERED = pa.schema(
@@ -527,17 +533,27 @@ def _unnumbered(records: Iterable[RawRecords]) -> Iterator[pa.Table]:
 
 
 def _staged(records: Iterable[RawRecords]) -> Generator[pa.Table]:
-    """Records as Arrow tables of BATCH_ROWS rows, numbered in order (a later record of an id supersedes an earlier
-    one), in chunks DuckDB can parse in parallel."""
+    """Records as Arrow tables of BATCH_ROWS rows, or fewer of BATCH_BYTES of text, numbered in order (a later record
+    of an id supersedes an earlier one), in chunks DuckDB can parse in parallel."""
     seq = 0
     held = _UNNUMBERED.empty_table()
     for piece in _unnumbered(records):
         held = pa.concat_tables([held, piece])
-        while held.num_rows >= BATCH_ROWS:
-            yield _numbered(held.slice(0, BATCH_ROWS), seq)
-            held, seq = held.slice(BATCH_ROWS), seq + BATCH_ROWS
+        while rows := _full_batch(held):
+            yield _numbered(held.slice(0, rows), seq)
+            held, seq = held.slice(rows), seq + rows
     if held.num_rows:
         yield _numbered(held, seq)
+
+
+def _full_batch(held: pa.Table) -> int:
+    """The rows of the first batch `held` fills: BATCH_ROWS, or the fewer (at least one) that reach BATCH_BYTES of text;
+    0 while it fills none."""
+    text_bytes = np.cumsum(pc.binary_length(held["raw"]).to_numpy())
+    within = int(np.searchsorted(text_bytes, BATCH_BYTES, side="right"))  # the rows whose text fits BATCH_BYTES
+    if within >= BATCH_ROWS:
+        return BATCH_ROWS
+    return max(within, 1) if within < held.num_rows else 0
 
 
 def _numbered(table: pa.Table, seq: int) -> pa.Table:
@@ -568,10 +584,16 @@ def _parse(scratch: duckdb.DuckDBPyConnection, staged: pa.Table, params: dict) -
 
 @dataclass
 class _PendingEpisodes:
-    """Parsed episodes and their steps not written yet (`WRITE_ROWS`)."""
+    """Parsed episodes and their steps not written yet (`WRITE_ROWS`, `WRITE_BYTES`)."""
 
     episodes: list[pa.Table]
     steps: list[pa.Table]
+
+    def full(self) -> bool:
+        return (
+            sum(table.num_rows for table in self.episodes) >= WRITE_ROWS
+            or sum(table.nbytes for table in (*self.episodes, *self.steps)) >= WRITE_BYTES
+        )
 
     def write(self, con: duckdb.DuckDBPyConnection) -> None:
         """Write them all, one insert per table."""
@@ -596,7 +618,7 @@ def _write_batch(
     batch_steps: pa.Table,
 ) -> None:
     """Write one parsed batch in the day's transaction; its episodes and steps join those `pending`, written once
-    WRITE_ROWS episodes are. The SQL reads the Arrow tables by these parameters' names (DuckDB's replacement scans): a
+    `pending` is full. The SQL reads the Arrow tables by these parameters' names (DuckDB's replacement scans): a
     registered view would be a catalog entry the transaction keeps until COMMIT, and with it every batch's rows."""
     if batch_superseded.num_rows:
         pending.write(con)  # the episodes it supersedes are deleted: every earlier one must be in the table
@@ -604,7 +626,7 @@ def _write_batch(
         con.execute(statement, _named({"day": day, "agent": agent_id}, statement))
     pending.episodes.append(batch_episodes)
     pending.steps.append(batch_steps)
-    if sum(table.num_rows for table in pending.episodes) >= WRITE_ROWS:
+    if pending.full():
         pending.write(con)
 
 

@@ -111,13 +111,17 @@ def _a_day_of_long_tool_outputs(warehouse: Warehouse) -> None:
 
 def test_the_checks_read_a_day_of_tool_outputs_larger_than_the_limit_a_part_at_a_time(tmp_path, monkeypatch):
     """DuckDB cannot sort rows of long texts past its limit ('failed to pin block' sorting 100,000 steps of 10 KB
-    under 1 GB, in 1.5.5, 1.5.6 and 2.0.1 alike): such a day's steps stay as they came, and each part reads them."""
+    under 1 GB, in 1.5.5, 1.5.6 and 2.0.1 alike): such a day's steps stay as they came, and each part reads them; their
+    outputs reach the checks CHECK_OUTPUT_BYTES at a time, not a count of rows of any length."""
     limited = _limited(tmp_path, _a_day_of_long_tool_outputs)
     monkeypatch.setattr(assertions, "CHECK_PART_EPISODES", 1_000)
+    monkeypatch.setattr(assertions, "CHECK_OUTPUT_BYTES", 1 << 20)
     read_bytes: dict[str, int] = {}
+    batches: list[int] = []
 
     def read(summaries):
         for entries, indices, outputs in summaries.tool_outputs():
+            batches.append(sum(map(len, outputs)))
             for entry, index in zip(entries, indices, strict=True):
                 episode = summaries.episode_ids[entry]
                 read_bytes[episode] = read_bytes.get(episode, 0) + len(outputs[index])
@@ -126,6 +130,7 @@ def test_the_checks_read_a_day_of_tool_outputs_larger_than_the_limit_a_part_at_a
 
     assert list(assertions.check_inputs(limited, DAY, read=read)) == []
     assert read_bytes == {f"ep-{i}": 2 * PAGE_BYTES for i in range(PAGES)}
+    assert max(batches) <= 1 << 20 < 2 * max(batches)  # 65 pages at a time, not 20,000 (CHECK_BATCH_ROWS * 10)
 
 
 CHECKS = 12  # critical issues an episode has, of checks named at length: some 150 MB of names in the day

@@ -4,6 +4,7 @@ from datetime import date
 from pathlib import Path
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pytest
 
 from eval_pipeline.episodes.files import FileSource
@@ -519,3 +520,30 @@ def test_a_day_in_small_batches_gives_what_it_gives_at_once(tmp_path, monkeypatc
              day[n - 1].raw)
             for n, w in winners.items()
         ]  # fmt: skip
+
+
+def test_long_records_are_parsed_and_written_a_few_at_a_time_keeping_what_one_batch_keeps(tmp_path, monkeypatch):
+    """Records of whole fetched pages: a batch of BATCH_ROWS of them held 430 MB of text (two 10 KB tool results an
+    episode), so batches and pending writes are bounded in bytes too; the day loads as it does at once."""
+    page = "lorem ipsum " * 25_000  # 300 KB
+    day = records(*(good(f"ep-{n}", steps=[{"step_index": 0, "step_type": "tool_result", "output_summary": page}])
+                    for n in range(12)), good("ep-3", status="failure"))  # fmt: skip
+    whole = Warehouse(tmp_path / "whole.duckdb")
+    load_episodes(whole, DAY, lambda: day)
+
+    monkeypatch.setattr(ingest, "BATCH_BYTES", 1 << 20)
+    monkeypatch.setattr(ingest, "WRITE_BYTES", 1 << 20)
+    parsed_text, written_rows = [], []
+    parse, write = ingest._parse, ingest._PendingEpisodes.write
+    monkeypatch.setattr(ingest, "_parse", lambda scratch, staged, params: (
+        parsed_text.append(pc.sum(pc.binary_length(staged["raw"])).as_py()), parse(scratch, staged, params))[1])  # fmt: skip
+    monkeypatch.setattr(ingest._PendingEpisodes, "write", lambda pending, con: (
+        written_rows.append(sum(t.num_rows for t in pending.episodes)), write(pending, con))[1])  # fmt: skip
+    in_parts = Warehouse(tmp_path / "in parts.duckdb")
+    load_episodes(in_parts, DAY, lambda: day)
+
+    assert len(parsed_text) == 4 and max(parsed_text) <= 1 << 20  # three records of 300 KB a batch (the last, and ep-3)
+    # written once past 1 MB (two batches), and before the batch superseding ep-3 (of the second) is pending
+    assert [rows for rows in written_rows if rows] == [6, 3, 4]
+    assert _tables(in_parts) == _tables(whole)
+    assert rows(in_parts, "SELECT count(*), count(*) FILTER (reason LIKE 'duplicate%') FROM quarantine") == [(1, 1)]
