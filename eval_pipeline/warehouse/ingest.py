@@ -5,9 +5,10 @@ validate and derive the canonical columns of each batch at once, applying the ru
 `episodes/model.py` (final output, tool sequence, task identity). Each rejected record keeps
 its locator and a reason. Episodes, steps and quarantine of the day are replaced in one
 transaction, batch by batch: a day costs a few batches of memory (the one parsed, and those
-not yet written: `WRITE_ROWS`), each bounded in bytes too (`BATCH_BYTES`, `WRITE_BYTES`: records of long tool
-outputs), plus a small index of the episodes kept (id, source, locator), whatever its size. A record whose id comes again later is
-superseded by the later one, in the same batch or not.
+not yet written: `WRITE_ROWS`), each bounded in bytes too (`BATCH_BYTES`, `WRITE_BYTES`: records
+of long tool outputs), plus a small index of the episodes kept (id, source, locator), whatever
+its size. A record whose id comes again later is superseded by the later one, in the same batch
+or not.
 """
 
 from __future__ import annotations

@@ -22,21 +22,26 @@ TOOL_CALLS = 4  # each with arguments of 128 characters, all distinct: some 50 M
 LIMIT = "96MB"  # DuckDB's memory limit: not enough to hold the day's distinct calls and offered tools at once
 
 
+def _episodes_replayed(con: duckdb.DuckDBPyConnection, episodes: int) -> None:
+    """The day's `episodes` episodes, ep-0 on, and their dry replays."""
+    con.execute(
+        """INSERT INTO episodes BY NAME
+        SELECT 'ep-' || i AS episode_id, $day AS partition_date, 'bot' AS agent_id, 'task-' || (i % 100) AS task_id,
+               'success' AS status, TIMESTAMPTZ '2026-11-02 09:00:00+00' AS started_at, 'done' AS final_output,
+               'file' AS source, 'f:' || i AS locator
+        FROM range($n) t(i)""",
+        {"day": DAY, "n": episodes},
+    )
+    con.execute(
+        """INSERT INTO replays BY NAME
+        SELECT episode_id, partition_date, agent_id, 'dry' AS mode, status, final_output FROM episodes""",
+    )
+
+
 def _a_day_larger_than_the_limit(warehouse: Warehouse) -> None:
     """The day's episodes, their dry replays and their steps, written by DuckDB itself (no Python row per step)."""
     with warehouse.transaction() as con:
-        con.execute(
-            """INSERT INTO episodes BY NAME
-            SELECT 'ep-' || i AS episode_id, $day AS partition_date, 'bot' AS agent_id, 'task-' || (i % 100) AS task_id,
-                   'success' AS status, TIMESTAMPTZ '2026-11-02 09:00:00+00' AS started_at, 'done' AS final_output,
-                   'file' AS source, 'f:' || i AS locator
-            FROM range($n) t(i)""",
-            {"day": DAY, "n": EPISODES},
-        )
-        con.execute(
-            """INSERT INTO replays BY NAME
-            SELECT episode_id, partition_date, agent_id, 'dry' AS mode, status, final_output FROM episodes""",
-        )
+        _episodes_replayed(con, EPISODES)
         con.execute(
             """INSERT INTO episode_steps BY NAME
             SELECT 'ep-' || i AS episode_id, $day AS partition_date, 'bot' AS agent_id, s AS step_index,
@@ -86,18 +91,7 @@ PAGE_BYTES = 16_000  # some 190 MB of pages in the day, 32 MB in a part of 1,000
 def _a_day_of_long_tool_outputs(warehouse: Warehouse) -> None:
     """A day of PAGES episodes, each fetching two pages (a tool call and its result, whose output is the page)."""
     with warehouse.transaction() as con:
-        con.execute(
-            """INSERT INTO episodes BY NAME
-            SELECT 'ep-' || i AS episode_id, $day AS partition_date, 'bot' AS agent_id, 'task-' || (i % 100) AS task_id,
-                   'success' AS status, TIMESTAMPTZ '2026-11-02 09:00:00+00' AS started_at, 'done' AS final_output,
-                   'file' AS source, 'f:' || i AS locator
-            FROM range($n) t(i)""",
-            {"day": DAY, "n": PAGES},
-        )
-        con.execute(
-            """INSERT INTO replays BY NAME
-            SELECT episode_id, partition_date, agent_id, 'dry' AS mode, status, final_output FROM episodes""",
-        )
+        _episodes_replayed(con, PAGES)
         con.execute(
             """INSERT INTO episode_steps BY NAME
             SELECT 'ep-' || i AS episode_id, $day AS partition_date, 'bot' AS agent_id, s AS step_index,
