@@ -129,13 +129,13 @@ def _summaries(con: duckdb.DuckDBPyConnection, part: int) -> Summaries:
     table = con.execute(_SUMMARIES, {"part": part}).to_arrow_table()
     ids = table["episode_id"]
 
-    def tool_outputs() -> Iterator[tuple[np.ndarray, np.ndarray, list[str]]]:
+    def tool_outputs() -> Iterator[tuple[np.ndarray, np.ndarray, pa.Array]]:
         ((average,),) = con.execute(_OUTPUT_BYTES, {"part": part}).fetchall()
         rows = max(1, min(CHECK_BATCH_ROWS * 10, int(CHECK_OUTPUT_BYTES // max(average, 1))))
         for batch in con.execute(_TOOL_OUTPUTS, {"part": part}).to_arrow_reader(rows):
             entries = pc.index_in(batch.column("episode_id"), value_set=ids).to_numpy(zero_copy_only=False)
             outputs = pc.dictionary_encode(batch.column("output"))
-            yield entries, outputs.indices.to_numpy(zero_copy_only=False), outputs.dictionary.to_pylist()
+            yield entries, outputs.indices.to_numpy(zero_copy_only=False), outputs.dictionary
 
     def counts(name: str) -> np.ndarray:
         return table[name].to_numpy()

@@ -13,6 +13,7 @@ import numpy as np
 
 from eval_pipeline.config import ChecksConfig
 from eval_pipeline.scoring.checks import Check
+from eval_pipeline.scoring.regex_screen import searched
 from eval_pipeline.scoring.trajectory import Summaries, Trajectory
 
 
@@ -33,14 +34,14 @@ def run(trajectory: Trajectory, config: ChecksConfig) -> list[tuple[str, str]]:
 
 
 def may_find(summaries: Summaries, config: ChecksConfig) -> np.ndarray:
-    """Episodes with a tool output that matches: the calls' outputs are among them (a tested pattern per distinct text)."""
+    """Episodes with a tool output that matches: the calls' outputs are among them (each distinct text searched, most
+    of them ruled out by RE2 in bulk: `searched`)."""
     found = np.zeros(len(summaries), dtype=bool)
     if not config.no_data_patterns:
         return found
     no_data = _no_data(tuple(config.no_data_patterns))
     for entries, codes, texts in summaries.tool_outputs():
-        matched = np.array([no_data.search(text) is not None for text in texts], dtype=bool)
-        found[entries[matched[codes]]] = True
+        found[entries[searched(no_data, texts)[codes]]] = True
     return found
 
 

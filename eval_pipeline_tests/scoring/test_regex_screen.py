@@ -1,0 +1,105 @@
+"""The RE2 screen rules texts out, never in: Python's `re` has the last word on every match."""
+
+from __future__ import annotations
+
+import random
+import re
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pytest
+
+from eval_pipeline.config import DEFAULT_NO_DATA_PATTERNS
+from eval_pipeline.scoring.checks.no_data import _no_data
+from eval_pipeline.scoring.regex_screen import screen, searched
+
+# Where Python's `re` and RE2 read a pattern apart: Unicode classes and case folding (the Kelvin sign is a `k`, the
+# long s an `s`, a no-break space is `\s`), `$` before a final newline, word boundaries next to letters outside ASCII,
+# and what RE2 has no form for (look-around, back-references, conditionals, atomic groups, large counts).
+PATTERNS = [
+    *DEFAULT_NO_DATA_PATTERNS,
+    "|".join(f"(?:{pattern})" for pattern in DEFAULT_NO_DATA_PATTERNS),
+    r"(?m)^\s*none$",
+    r"none$\n",
+    r"\Anull\Z",
+    r"\bstrasse\b",
+    r"straße",
+    r"(?-i:No) data",
+    r"(?<=x)y",
+    r"(?<!a)b\b",
+    r"(?=no)n(?!x)",
+    r"(['\"])\w+\1",
+    r"(?P<q>\d)-(?P=q)",
+    r"(x)?(?(1)y|z)",
+    r"(?>ab|a)b",
+    r"a++b",
+    r"(?:ab){2,1200}",
+    r"a{1001}",
+    r"(?s)no.data",
+    r"no.data",
+    r"[^\w\s]{2}",
+    r"[\W\d]+z",
+    r"\d{2,}",
+    r"\S+@\S+",
+    r"[é-ÿ]x",
+    r"[^a-z]k",
+    "\u212a",
+    r"(?a)\w+\b",
+    r"(?x) n o \s d a t a  # spaced out",
+    r"0 results?",
+    r"",
+]
+PIECES = [
+    "no data", "No Data", "NO\u00a0DATA", "n\u00f6 data", "\u212a", "ſ", "İ", "ı", "not found", "not\u2028found",
+    "0 results", "zero rows", "[]", "[ ]", "{}", "null", "None", "none", " ", "\n", "\t", "\u3000", "\x85", "\x1c",
+    "abc", "é", "日本", "😀", "x", "y", "z", "1", "11", "_", "-", "@", "'", '"', "ab", "strasse", "STRASSE", "straße",
+    "k", "K", "s", "a", "b", "cb ", "abb", "1-1", "'ab'", "No data",
+]  # fmt: skip
+
+
+def _texts(count: int, seed: int = 7) -> list[str]:
+    draw = random.Random(seed)
+    texts = ["".join(draw.choices(PIECES, k=draw.randint(0, 6))) for _ in range(count)]
+    return texts + [text + "\n" for text in texts[:200]] + ["", "\n", "none\n", "none\n\n", "x" * 1001 + "a" * 1001]
+
+
+@pytest.mark.parametrize("flags", [0, re.IGNORECASE, re.IGNORECASE | re.MULTILINE | re.DOTALL])
+def test_every_text_python_matches_passes_the_screen(flags):
+    texts = _texts(3_000)
+    for pattern in PATTERNS:
+        compiled = re.compile(pattern, flags)
+        loose = screen(compiled.pattern, compiled.flags)
+        passed = pc.match_substring_regex(pa.array(texts), loose).to_pylist() if loose else [True] * len(texts)
+        missed = [text for text, through in zip(texts, passed, strict=True) if compiled.search(text) and not through]
+        assert not missed, (pattern, flags, loose, missed[:5])
+        assert any(map(compiled.search, texts))  # the property is not held by matching nothing
+
+
+@pytest.mark.parametrize("pattern", PATTERNS)
+def test_searched_gives_pythons_answers(pattern):
+    compiled = re.compile(pattern, re.IGNORECASE)
+    texts = [*_texts(500, seed=11), None]
+    expected = [text is not None and compiled.search(text) is not None for text in texts]
+    assert searched(compiled, pa.array(texts, pa.string())).tolist() == expected
+
+
+def test_pages_without_a_match_are_ruled_out_without_python():
+    """Fetched pages under the default `no_data` patterns, in words that come near a match ("no.", "0-rows", "réel"): RE2
+    settles them; Python's `re` reads only the rest."""
+    no_data = _no_data(tuple(DEFAULT_NO_DATA_PATTERNS))
+    draw = random.Random(3)
+    words = ["the", "order", "no.", "data", "rows,", "found.", "réel", "none", "{", "}", "nothing", "zero-results", "0-rows"]
+    pages = [" ".join(draw.choices(words, k=2_000)) for _ in range(50)] + ["No data returned", "[]", "n\u00f6 data"]
+    loose = screen(no_data.pattern, no_data.flags)
+    assert loose is not None
+    passed = np.flatnonzero(pc.match_substring_regex(pa.array(pages), loose).to_numpy(zero_copy_only=False)).tolist()
+    assert passed == [50, 51, 52]  # a page never, and an "ö" for an "o" is read again by Python's `re`
+    assert np.flatnonzero(searched(no_data, pa.array(pages))).tolist() == [50, 51]
+
+
+def test_a_pattern_re2_cannot_hold_is_read_by_python_alone():
+    """A program past RE2's size: no screen, and Python's answers all the same."""
+    heavy = re.compile(r"(?:(?:[a-z]{1000}){1000})|no data", re.IGNORECASE)
+    assert screen(heavy.pattern, heavy.flags) is None
+    assert searched(heavy, pa.array(["No data", "data"])).tolist() == [True, False]
