@@ -9,7 +9,6 @@ from functools import cached_property
 from typing import Any
 
 import numpy as np
-import pyarrow as pa
 
 
 @dataclass(frozen=True)
@@ -125,10 +124,10 @@ class Summaries:
     errored_steps: np.ndarray  # len(Trajectory.error_outputs)
     agents: np.ndarray  # distinct agents in Trajectory.agent_steps
     available_tools: np.ndarray  # len(Trajectory.available_tools)
-    # The recorded outputs of tool calls and results, a batch at a time: (entries, codes, texts), output i being
-    # texts[codes[i]] of entry entries[i], so that each distinct text of a batch is one string to read (in bulk: an
-    # Arrow array of strings)
-    tool_outputs: Callable[[], Iterator[tuple[np.ndarray, np.ndarray, pa.Array]]]
+    # The recorded outputs of tool calls and results that an RE2 expression (`regex_screen.screen`; "" for all) finds a
+    # match in, a batch at a time: (entries, codes, texts), output i being texts[codes[i]] of entry entries[i], so that
+    # each distinct text of a batch is one string to read
+    tool_outputs: Callable[[str], Iterator[tuple[np.ndarray, np.ndarray, list[str]]]]
 
     def __len__(self) -> int:
         return len(self.episode_ids)

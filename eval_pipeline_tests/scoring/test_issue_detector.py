@@ -141,6 +141,25 @@ def test_tool_outputs_that_returned_no_data(tmp_path):
             "get_weather: '[]')") in found  # fmt: skip
 
 
+def test_no_data_is_what_pythons_re_finds_though_re2_screens_the_outputs_first(tmp_path):
+    """The outputs are screened by RE2 in the warehouse before Python's `re` reads them: what Python's `re` finds, and
+    RE2's own `\\s`, `$` and case folding would not (a no-break space, a final newline, the Kelvin sign), is found."""
+    outputs = {
+        "nbsp": "\u00a0null",  # `\s` of Unicode
+        "newline": "[]\n",  # `$` before a final newline
+        "kelvin": "0 \u212aB records",  # not a match: `records` must follow
+        "kelvin-match": "zero results for Ang\u212a",
+        "long-s": "no re\u017fults",  # the long s is an `s` to Python's IGNORECASE
+        "page": "the order shipped; no.data, 0-rows, réel " * 500,
+    }
+    days = [episode(name, [llm("planner", "call", tools=WEATHER_TOOLS), *weather("planner", "Oslo", text), llm("writer", ANSWER)])
+            for name, text in outputs.items()]  # fmt: skip
+    found = issues(tmp_path, *days)
+    assert {name for name, issues_found in found.items() if any(check == "no_data" for check, _, _ in issues_found)} == {
+        "nbsp", "newline", "kelvin-match", "long-s",
+    }  # fmt: skip
+
+
 def test_one_agent_doing_all_the_work(tmp_path):
     solo = [
         llm("planner", "call get_weather", tools=WEATHER_TOOLS),

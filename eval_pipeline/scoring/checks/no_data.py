@@ -13,7 +13,7 @@ import numpy as np
 
 from eval_pipeline.config import ChecksConfig
 from eval_pipeline.scoring.checks import Check
-from eval_pipeline.scoring.regex_screen import searched
+from eval_pipeline.scoring.regex_screen import screen
 from eval_pipeline.scoring.trajectory import Summaries, Trajectory
 
 
@@ -34,14 +34,15 @@ def run(trajectory: Trajectory, config: ChecksConfig) -> list[tuple[str, str]]:
 
 
 def may_find(summaries: Summaries, config: ChecksConfig) -> np.ndarray:
-    """Episodes with a tool output that matches: the calls' outputs are among them (each distinct text searched, most
-    of them ruled out by RE2 in bulk: `searched`)."""
+    """Episodes with a tool output that matches: the calls' outputs are among them (each distinct text searched, of
+    those RE2 did not rule out in bulk: `screen`)."""
     found = np.zeros(len(summaries), dtype=bool)
     if not config.no_data_patterns:
         return found
     no_data = _no_data(tuple(config.no_data_patterns))
-    for entries, codes, texts in summaries.tool_outputs():
-        found[entries[searched(no_data, texts)[codes]]] = True
+    for entries, codes, texts in summaries.tool_outputs(screen(no_data)):
+        matched = np.array([no_data.search(text) is not None for text in texts], dtype=bool)
+        found[entries[matched[codes]]] = True
     return found
 
 
