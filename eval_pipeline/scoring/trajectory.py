@@ -6,7 +6,7 @@ import json
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -105,6 +105,14 @@ def paired_calls(rows: list[dict]) -> list[ToolCall]:
     return calls
 
 
+class ToolOutputs(Protocol):
+    def __call__(self, matching: str = "") -> Iterator[tuple[np.ndarray, np.ndarray, list[str]]]:
+        """The recorded outputs of tool calls and results that the RE2 expression `matching` finds a match in (made by
+        `regex_screen.screen`; all of them by default), a batch at a time: (entries, codes, texts), output i being
+        texts[codes[i]] of entry entries[i], so that each distinct text of a batch is one string to read."""
+        ...
+
+
 @dataclass(frozen=True)
 class Summaries:
     """A part of a day's candidates, an entry per episode in id order: what tells which of them a check could find an
@@ -124,10 +132,7 @@ class Summaries:
     errored_steps: np.ndarray  # len(Trajectory.error_outputs)
     agents: np.ndarray  # distinct agents in Trajectory.agent_steps
     available_tools: np.ndarray  # len(Trajectory.available_tools)
-    # The recorded outputs of tool calls and results that an RE2 expression (`regex_screen.screen`; "" for all) finds a
-    # match in, a batch at a time: (entries, codes, texts), output i being texts[codes[i]] of entry entries[i], so that
-    # each distinct text of a batch is one string to read
-    tool_outputs: Callable[[str], Iterator[tuple[np.ndarray, np.ndarray, list[str]]]]
+    tool_outputs: ToolOutputs
 
     def __len__(self) -> int:
         return len(self.episode_ids)

@@ -150,7 +150,7 @@ def _summaries(con: duckdb.DuckDBPyConnection, part: int, screened: _ScreenedOut
     table = con.execute(_SUMMARIES, {"part": part}).to_arrow_table()
     ids = table["episode_id"]
 
-    def tool_outputs(matching: str) -> Iterator[tuple[np.ndarray, np.ndarray, list[str]]]:
+    def tool_outputs(matching: str = "") -> Iterator[tuple[np.ndarray, np.ndarray, list[str]]]:
         outputs = screened.table(matching)
         ((average,),) = con.execute(_OUTPUT_BYTES.format(outputs=outputs), {"part": part}).fetchall()
         rows = max(1, min(CHECK_BATCH_ROWS * 10, int(CHECK_OUTPUT_BYTES // max(average, 1))))

@@ -114,7 +114,7 @@ def test_the_checks_read_a_day_of_tool_outputs_larger_than_the_limit_a_part_at_a
     batches: list[int] = []
 
     def read(summaries):
-        for entries, indices, outputs in summaries.tool_outputs(""):  # every output: none is screened out
+        for entries, indices, outputs in summaries.tool_outputs():
             batches.append(sum(map(len, outputs)))
             for entry, index in zip(entries, indices, strict=True):
                 episode = summaries.episode_ids[entry]
