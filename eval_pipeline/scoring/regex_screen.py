@@ -6,9 +6,10 @@ faster. The two engines differ (Unicode classes and case folding, `$` before a f
 or back-reference), so RE2 never decides a match: it rules texts out. `screen` makes from a Python pattern an RE2
 expression that matches every text the pattern does, and maybe more; a text the screen does not match is settled,
 and Python's `re` reads only the others, so the answers are Python's own. The screen is looser wherever the engines
-could disagree: a character matches the ASCII characters Python's `re` says it does and any character outside ASCII
-(text mostly outside ASCII passes, and is read by Python); a word boundary or a look-around asserts nothing; a
-back-reference matches any text; `^` and `$` match at the start of the text and at the end of any line.
+could disagree: a word boundary or a look-around asserts nothing; a back-reference matches any text; `^` and `$` match
+at the start of the text and at the end of any line; a negated class, `.` and `\\S`, `\\W`, `\\D` match any character
+outside ASCII. Any other character or class matches exactly the characters Python's `re` matches it with, asked of
+Python's `re` itself: a text in another script is ruled out as an English one is.
 """
 
 from __future__ import annotations
@@ -19,11 +20,13 @@ from re import _constants as sre  # type: ignore[attr-defined]
 from re import _parser as sre_parse  # type: ignore[attr-defined]
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
 _ASCII = [chr(code) for code in range(128)]
 _NOT_ASCII = r"\x{80}-\x{10ffff}"
+_NOTHING = r"[^\x{0}-\x{10ffff}]"
 _RE2_MAX_REPEAT = 1_000  # RE2 refuses a count above it
 _CATEGORIES = {
     sre.CATEGORY_DIGIT: r"\d", sre.CATEGORY_NOT_DIGIT: r"\D", sre.CATEGORY_SPACE: r"\s",
@@ -58,7 +61,7 @@ def _sequence(items: Any, flags: int) -> str:  # the parser's `SubPattern`, or a
 
 def _item(op: object, argument: Any, flags: int) -> str:
     if op in (sre.LITERAL, sre.NOT_LITERAL, sre.ANY, sre.IN):
-        return _character(_source(op, argument), flags)
+        return _character(_source(op, argument), flags, _reach(op, argument))
     if op is sre.BRANCH:
         _, branches = argument
         return "(?:" + "|".join(_sequence(branch, flags) for branch in branches) + ")"
@@ -122,15 +125,52 @@ def _source(op: object, argument: Any) -> str:
     return f"[{''.join(members)}]"
 
 
+_NEGATED_CATEGORIES = (sre.CATEGORY_NOT_DIGIT, sre.CATEGORY_NOT_SPACE, sre.CATEGORY_NOT_WORD)
+
+
+def _reach(op: object, argument: Any) -> str:
+    """Which characters outside ASCII a character's construct is asked about: "all" (a negated one: any of them
+    passes, as asking would list most of Unicode), "case" (ASCII characters only: those a case-insensitive match can
+    reach, `_case_partners`) or "scan" (every one: a category, or a character outside ASCII)."""
+    if op is sre.LITERAL:
+        return "case" if argument < 0x80 else "scan"
+    if op is not sre.IN:
+        return "all"
+    kinds = {kind for kind, _ in argument}
+    if sre.NEGATE in kinds or any(kind is sre.CATEGORY and value in _NEGATED_CATEGORIES for kind, value in argument):
+        return "all"
+    highest = max((value[1] if kind is sre.RANGE else value for kind, value in argument if kind is not sre.CATEGORY), default=0)
+    return "scan" if sre.CATEGORY in kinds or highest >= 0x80 else "case"
+
+
 @cache
-def _character(source: str, flags: int) -> str:
-    """An RE2 class of the ASCII characters Python's `re` matches `source` with, under `flags`, and of every other."""
+def _character(source: str, flags: int, reach: str) -> str:
+    """An RE2 class of the characters Python's `re` matches `source` with, under `flags`: those of ASCII and those
+    beyond it that `reach` says to ask about, or every one beyond it."""
     single = re.compile(source, flags & ~re.VERBOSE)
     codes = [ord(character) for character in _ASCII if single.fullmatch(character)]
+    if reach != "all":
+        beyond = _case_partners() if reach == "case" else _beyond_ascii()
+        codes += sorted({ord(character) for character in single.findall(beyond)})
     runs: list[list[int]] = []
     for code in codes:
         if runs and runs[-1][1] == code - 1:
             runs[-1][1] = code
         else:
             runs.append([code, code])
-    return "[" + "".join(rf"\x{{{a:02x}}}" if a == b else rf"\x{{{a:02x}}}-\x{{{b:02x}}}" for a, b in runs) + _NOT_ASCII + "]"
+    members = "".join(rf"\x{{{a:02x}}}" if a == b else rf"\x{{{a:02x}}}-\x{{{b:02x}}}" for a, b in runs)
+    return "[" + members + (_NOT_ASCII if reach == "all" else "") + "]" if members or reach == "all" else _NOTHING
+
+
+@cache
+def _beyond_ascii() -> str:
+    """Every character outside ASCII (but the surrogates, which no text holds), as one text to search."""
+    codes = np.concatenate([np.arange(0x80, 0xD800), np.arange(0xE000, 0x110000)]).astype("<u4")
+    return codes.tobytes().decode("utf-32-le")
+
+
+@cache
+def _case_partners() -> str:
+    """The characters outside ASCII that Python's IGNORECASE matches with one of ASCII (the Kelvin sign with k, the
+    long s with s, İ and ı with i): all that a construct of ASCII characters can match beyond ASCII."""
+    return "".join(re.findall(r"(?i)[\x00-\x7f]", _beyond_ascii()))

@@ -6,6 +6,9 @@ import random
 import re
 
 import duckdb
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 import pytest
 
 from eval_pipeline.config import DEFAULT_NO_DATA_PATTERNS
@@ -85,15 +88,37 @@ def test_every_text_python_matches_passes_the_screen(flags):
 
 
 def test_pages_without_a_match_are_ruled_out():
-    """Fetched pages under the default `no_data` patterns, in words that come near a match ("no.", "0-rows", "réel"): RE2
-    settles them; Python's `re` reads only the rest."""
+    """Fetched pages under the default `no_data` patterns, in words that come near a match ("no.", "0-rows", "réel"), and
+    pages in other scripts: RE2 settles them; Python's `re` reads only the rest."""
     no_data = _no_data(tuple(DEFAULT_NO_DATA_PATTERNS))
     draw = random.Random(3)
     words = ["the", "order", "no.", "data", "rows,", "found.", "réel", "none", "{", "}", "nothing", "zero-results", "0-rows"]
-    pages = [" ".join(draw.choices(words, k=2_000)) for _ in range(50)] + ["No data returned", "[]", "n\u00f6 data"]
+    russian = ["заказ", "возврат", "счёт", "отправлен", "нет", "данных", "не", "найдено", "0"]
+    japanese = ["注文", "返金", "請求書", "発送済み", "データなし", "見つかりません"]
+    pages = [" ".join(draw.choices(script, k=2_000)) for script in (words, russian, japanese) for _ in range(20)]
+    pages += ["No data returned", "[]", "n\u00f6 data", "\u212a", "ze\u0280o rows"]
     passed = _passed(pages, screen(no_data))
-    assert [index for index, through in enumerate(passed) if through] == [50, 51, 52]  # an "ö" for an "o" passes
-    assert [bool(no_data.search(page)) for page in pages[50:]] == [True, True, False]
+    assert [index for index, through in enumerate(passed) if through] == [60, 61]
+    assert [bool(no_data.search(page)) for page in pages[60:]] == [True, True, False, False, False]
+
+
+@pytest.mark.parametrize("flags", [0, re.IGNORECASE, re.IGNORECASE | re.DOTALL, re.ASCII | re.IGNORECASE])
+def test_each_character_of_the_screen_holds_every_character_python_matches_it_with(flags):
+    """Over every code point: a character or class of the screen lets through each one Python's `re` matches it with,
+    and, but for a negated one, no other."""
+    every = "".join(chr(code) for code in [*range(0xD800), *range(0xE000, 0x110000)])
+    characters = pa.array(list(every))
+    for source in [*"azAZ09 _-KSIik", "é", "\u212a", "ſ", "İ", r"\s", r"\w", r"\d", r"[\s\d]", r"[a-f]", r"[é-ÿ]", r"[^a-z]",
+                   r"\S", r"\W", r"\D", "."]:  # fmt: skip
+        compiled = re.compile(source, flags)
+        loose = screen(compiled)
+        held = pc.match_substring_regex(characters, f"^{loose}$").to_numpy(zero_copy_only=False)
+        codes = np.array([ord(character) for character in compiled.findall(every)], dtype=np.int64)
+        python_held = np.zeros(len(characters), dtype=bool)
+        python_held[np.where(codes >= 0xE000, codes - 0x800, codes)] = True  # `every` skips the surrogates
+        assert not (python_held & ~held).any(), (source, flags)
+        if not (source.startswith("[^") or source in (r"\S", r"\W", r"\D", ".")):
+            assert (held == python_held).all(), (source, flags, np.flatnonzero(held != python_held)[:5])
 
 
 def test_a_pattern_re2_cannot_hold_lets_every_text_through():
