@@ -13,7 +13,7 @@ import pytest
 
 from eval_pipeline.config import DEFAULT_NO_DATA_PATTERNS
 from eval_pipeline.scoring.checks.no_data import _no_data
-from eval_pipeline.scoring.regex_screen import screen
+from eval_pipeline.scoring.regex_screen import _case_partners, screen
 
 # Where Python's `re` and RE2 read a pattern apart: Unicode classes and case folding (the Kelvin sign is a `k`, the
 # long s an `s`, a no-break space is `\s`), `$` before a final newline, word boundaries next to letters outside ASCII,
@@ -126,3 +126,13 @@ def test_a_pattern_re2_cannot_hold_lets_every_text_through():
     heavy = re.compile(r"(?:(?:[a-z]{1000}){1000})|no data", re.IGNORECASE)
     assert screen(heavy) == ""
     assert _passed(["No data", "data", ""], screen(heavy)) == [True, True, True]
+
+
+def test_an_ascii_character_reaches_beyond_ascii_only_its_case_partners():
+    """What a literal or class of ASCII characters is asked about beyond ASCII (`_case_partners`) holds every
+    character Python's IGNORECASE matches any ASCII character with."""
+    beyond = "".join(chr(code) for code in [*range(0x80, 0xD800), *range(0xE000, 0x110000)])
+    partners = set(_case_partners())
+    for code in range(0x80):
+        assert set(re.findall(re.escape(chr(code)), beyond, re.IGNORECASE)) <= partners, chr(code)
+    assert partners == {"\u0130", "\u0131", "\u017f", "\u212a"}  # İ, ı, the long s, the Kelvin sign
