@@ -28,6 +28,7 @@ _ASCII = [chr(code) for code in range(128)]
 _NOT_ASCII = r"\x{80}-\x{10ffff}"
 _NOTHING = r"[^\x{0}-\x{10ffff}]"
 _RE2_MAX_REPEAT = 1_000  # RE2 refuses a count above it
+_NEGATED_CATEGORIES = (sre.CATEGORY_NOT_DIGIT, sre.CATEGORY_NOT_SPACE, sre.CATEGORY_NOT_WORD)
 _CATEGORIES = {
     sre.CATEGORY_DIGIT: r"\d", sre.CATEGORY_NOT_DIGIT: r"\D", sre.CATEGORY_SPACE: r"\s",
     sre.CATEGORY_NOT_SPACE: r"\S", sre.CATEGORY_WORD: r"\w", sre.CATEGORY_NOT_WORD: r"\W",
@@ -61,7 +62,7 @@ def _sequence(items: Any, flags: int) -> str:  # the parser's `SubPattern`, or a
 
 def _item(op: object, argument: Any, flags: int) -> str:
     if op in (sre.LITERAL, sre.NOT_LITERAL, sre.ANY, sre.IN):
-        return _character(_source(op, argument), flags, _reach(op, argument))
+        return _character(*_construct(op, argument), flags)
     if op is sre.BRANCH:
         _, branches = argument
         return "(?:" + "|".join(_sequence(branch, flags) for branch in branches) + ")"
@@ -102,49 +103,40 @@ def _count(least: int, most: int) -> str:
     return f"{{{least},{most}}}"
 
 
-def _source(op: object, argument: Any) -> str:
-    """One character's construct as Python pattern text again."""
+# What a character's construct is asked about outside ASCII, narrowest first: "case" (it holds ASCII characters only:
+# those a case-insensitive match can reach, `_case_partners`), "scan" (a category, or a character outside ASCII: every
+# one) or "all" (a negated one: any of them passes, as asking would list most of Unicode)
+_REACHES = ("case", "scan", "all")
+
+
+def _construct(op: object, argument: Any) -> tuple[str, str]:
+    """One character's construct as Python pattern text again, and what it is asked about outside ASCII (`_REACHES`)."""
     if op is sre.LITERAL:
-        return re.escape(chr(argument))
+        return re.escape(chr(argument)), "case" if argument < 0x80 else "scan"
     if op is sre.NOT_LITERAL:
-        return f"[^{re.escape(chr(argument))}]"
+        return f"[^{re.escape(chr(argument))}]", "all"
     if op is sre.ANY:
-        return "."
+        return ".", "all"
     members: list[str] = []
+    reaches = ["case"]
     for kind, value in argument:
         if kind is sre.NEGATE:
             members.insert(0, "^")
-        elif kind is sre.LITERAL:
-            members.append(re.escape(chr(value)))
-        elif kind is sre.RANGE:
-            members.append(f"{re.escape(chr(value[0]))}-{re.escape(chr(value[1]))}")
+            reaches.append("all")
+        elif kind is sre.LITERAL or kind is sre.RANGE:
+            low, high = (value, value) if kind is sre.LITERAL else value
+            members.append(re.escape(chr(low)) + (f"-{re.escape(chr(high))}" if kind is sre.RANGE else ""))
+            reaches.append("case" if high < 0x80 else "scan")
         elif kind is sre.CATEGORY and value in _CATEGORIES:
             members.append(_CATEGORIES[value])
+            reaches.append("all" if value in _NEGATED_CATEGORIES else "scan")
         else:
             raise _Untranslatable(kind)
-    return f"[{''.join(members)}]"
-
-
-_NEGATED_CATEGORIES = (sre.CATEGORY_NOT_DIGIT, sre.CATEGORY_NOT_SPACE, sre.CATEGORY_NOT_WORD)
-
-
-def _reach(op: object, argument: Any) -> str:
-    """Which characters outside ASCII a character's construct is asked about: "all" (a negated one: any of them
-    passes, as asking would list most of Unicode), "case" (ASCII characters only: those a case-insensitive match can
-    reach, `_case_partners`) or "scan" (every one: a category, or a character outside ASCII)."""
-    if op is sre.LITERAL:
-        return "case" if argument < 0x80 else "scan"
-    if op is not sre.IN:
-        return "all"
-    kinds = {kind for kind, _ in argument}
-    if sre.NEGATE in kinds or any(kind is sre.CATEGORY and value in _NEGATED_CATEGORIES for kind, value in argument):
-        return "all"
-    highest = max((value[1] if kind is sre.RANGE else value for kind, value in argument if kind is not sre.CATEGORY), default=0)
-    return "scan" if sre.CATEGORY in kinds or highest >= 0x80 else "case"
+    return f"[{''.join(members)}]", max(reaches, key=_REACHES.index)
 
 
 @cache
-def _character(source: str, flags: int, reach: str) -> str:
+def _character(source: str, reach: str, flags: int) -> str:
     """An RE2 class of the characters Python's `re` matches `source` with, under `flags`: those of ASCII and those
     beyond it that `reach` says to ask about, or every one beyond it."""
     single = re.compile(source, flags & ~re.VERBOSE)
