@@ -11,6 +11,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from eval_pipeline.episodes.model import StepType
 from eval_pipeline.scoring.assessments import Reading
 from eval_pipeline.scoring.trajectory import Summaries
 from eval_pipeline.warehouse.connection import Warehouse, frame_of, replace_partition
@@ -38,6 +39,8 @@ _STEPS = """
 SELECT episode_id, step_index, step_type, tool_name, input, output, error, agent, offered_tools
 FROM episode_steps WHERE partition_date = $day AND ($agent IS NULL OR agent_id = $agent)
 """
+# A tool call's or result's step: where a tool's output and failure are recorded
+_TOOL_STEP = f"step_type IN ('{StepType.TOOL_CALL.value}', '{StepType.TOOL_RESULT.value}')"
 # Only the steps of the episodes the checks asked to read (`check_chosen`, when read through `Summaries`)
 _CHOSEN_STEPS = _STEPS + "AND episode_id IN (SELECT episode_id FROM check_chosen WHERE steps)"
 
@@ -70,7 +73,7 @@ _STEP_COUNTS = f"""
 SELECT episode_id,
        count(*) FILTER (step_type = 'llm_call') AS llm_calls,
        count(*) FILTER (step_type = 'tool_call') AS tool_calls,
-       count(*) FILTER (step_type IN ('tool_call', 'tool_result') AND coalesce(error, '') <> '') AS failed_tool_steps,
+       count(*) FILTER ({_TOOL_STEP} AND coalesce(error, '') <> '') AS failed_tool_steps,
        count(*) FILTER (step_type = 'error' OR coalesce(error, '') <> '') AS errored_steps
 FROM ({_STEPS}) GROUP BY episode_id
 """
@@ -115,7 +118,7 @@ ORDER BY c.episode_id
 # 13 s to read, of its checks' 25 s.
 _SCREENED_OUTPUTS = f"""
 SELECT episode_id, output FROM ({_STEPS})
-WHERE step_type IN ('tool_call', 'tool_result') AND output IS NOT NULL AND regexp_matches(output, $matching)
+WHERE {_TOOL_STEP} AND output IS NOT NULL AND regexp_matches(output, $matching)
 """
 _OUTPUT_BYTES = "SELECT coalesce(avg(strlen(output)), 0) FROM {outputs} WHERE part = $part"
 _TOOL_OUTPUTS = """
