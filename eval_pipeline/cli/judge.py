@@ -49,16 +49,23 @@ def _run(args: argparse.Namespace, settings: Settings) -> int:
         outcome = judge_examples(gateway, args.examples, rubrics)
     except ExamplesError as exc:
         raise UsageError(str(exc)) from None
-    args.output.write_text(jsonout.dumps(outcome, indented=True) + "\n")
-    usage, skipped = gateway.usage, outcome["skipped"]
+    args.output.write_text(jsonout.dumps(outcome.document(), indented=True) + "\n")
+    usage, skipped = gateway.usage, outcome.skipped
     print(
-        f"judged {len(outcome['results'])} examples on {' and '.join(r.name for r in rubrics)} ({usage.calls} calls, "
+        f"judged {len(outcome.results)} examples on {' and '.join(r.name for r in rubrics)} ({usage.calls} calls, "
         f"{usage.reasks} re-asks, {len(usage.failures)} failed); skipped {len(skipped)} -> {args.output}"
     )
     for entry in skipped:
         print(f"  skipped #{entry['index']}{' ' + entry['id'] if 'id' in entry else ''}: {entry['reason']}")
-    if usage.failures and not outcome["results"]:
+    if usage.failures and not outcome.results:
         print(f"eval-pipeline: error: every judge call failed, e.g. {usage.failures[0]}", file=sys.stderr)
+        return EXIT_INFRA
+    if outcome.judge_failed:  # as `run` exits on judge verdicts the gateway failed: no verdict is no clean run
+        print(
+            f"eval-pipeline: error: the judge failed on {outcome.judge_failed} of "
+            f"{len(outcome.results) + outcome.judge_failed} examples after its retries (skipped above, not judged)",
+            file=sys.stderr,
+        )
         return EXIT_INFRA
     return EXIT_OK
 

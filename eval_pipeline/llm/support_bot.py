@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -56,11 +57,25 @@ def read_examples(path: Path) -> tuple[list[tuple[int, str, str, str]], list[dic
     return usable, skipped
 
 
-def judge_examples(gateway: Gateway, path: Path, rubrics: list[Rubric] | None = None) -> dict[str, Any]:
-    """`{"results": [{id, relevance: {score, reasoning}, tone: {...}}], "skipped": [{index, id?, reason}]}`.
+@dataclass(frozen=True)
+class JudgedExamples:
+    """`results`: `[{id, relevance: {score, reasoning}, tone: {...}}]`; `skipped`: `[{index, id?, reason}]`."""
+
+    results: list[dict[str, Any]]
+    skipped: list[dict[str, Any]]
+    judge_failed: int  # skipped because the judge failed on them after its retries: no verdict, so no clean run
+
+    def document(self) -> dict[str, Any]:
+        """What the results file holds."""
+        return {"results": self.results, "skipped": self.skipped}
+
+
+def judge_examples(gateway: Gateway, path: Path, rubrics: list[Rubric] | None = None) -> JudgedExamples:
+    """The examples of `path` judged on `rubrics`.
 
     An example is a result only when every rubric judged it; one the judge failed on (after the
-    gateway's retries and one re-ask) is skipped with each failing rubric's reason, never a null score.
+    gateway's retries and one re-ask) is skipped with each failing rubric's reason, never a null score;
+    so is one a call budget left unjudged, and an unusable one (with why).
     """
     rubrics = rubrics or [RELEVANCE, TONE]  # the built-ins RUBRICS names
     usable, skipped = read_examples(path)
@@ -71,14 +86,17 @@ def judge_examples(gateway: Gateway, path: Path, rubrics: list[Rubric] | None = 
     judged = judge_partition(gateway, candidates, rubrics, lambda keys: {})
     verdicts: dict[str, dict[str, Any]] = {example_id: {"id": example_id} for _, example_id, _, _ in usable}
     failures: dict[str, list[str]] = {}
+    failed: set[str] = set()
     for row in judged.rubrics.itertuples():
         if row.status == "judged":
             verdicts[str(row.episode_id)][str(row.rubric)] = {"score": int(row.score), "reasoning": row.reasoning}
         else:
+            if row.status == "failed":
+                failed.add(str(row.episode_id))
             failures.setdefault(str(row.episode_id), []).append(
                 f"{row.rubric}: {str(row.reasoning).removeprefix('judge failed: ')}"
             )
     results = [verdicts[example_id] for _, example_id, _, _ in usable if example_id not in failures]
     skipped += [{"index": index, "id": example_id, "reason": "; ".join(failures[example_id])}
                 for index, example_id, _, _ in usable if example_id in failures]  # fmt: skip
-    return {"results": results, "skipped": sorted(skipped, key=lambda entry: entry["index"])}
+    return JudgedExamples(results, sorted(skipped, key=lambda entry: entry["index"]), len(failed))

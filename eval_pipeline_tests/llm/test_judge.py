@@ -39,11 +39,11 @@ def examples_file(tmp_path):
 
 def test_both_rubrics_for_every_usable_example_and_reasons_for_the_rest(fake_openai, examples_file):
     outcome = judge_examples(gateway(fake_openai), examples_file)
-    assert [r["id"] for r in outcome["results"]] == ["t1", "t2"]
-    first = outcome["results"][0]
+    assert [r["id"] for r in outcome.results] == ["t1", "t2"]
+    first = outcome.results[0]
     assert first["relevance"]["score"] == deterministic_score(EXAMPLES[0]["response"])
     assert first["tone"]["reasoning"].startswith("deterministic")
-    assert outcome["skipped"] == [
+    assert outcome.skipped == [
         {"index": 2, "reason": "missing or empty: id"},
         {"index": 3, "reason": "missing or empty: response"},
         {"index": 4, "reason": "duplicate id t2"},
@@ -58,8 +58,8 @@ def test_rate_limits_and_server_errors_are_retried(fake_openai, examples_file):
     fake_openai.fail_next = [(429, "0"), (500, None), (503, "0")]
     judge = gateway(fake_openai)
     outcome = judge_examples(judge, examples_file)
-    assert all(r["relevance"]["score"] and r["tone"]["score"] for r in outcome["results"])
-    assert len(fake_openai.requests) == 4 + 3 and judge.usage.failures == []
+    assert all(r["relevance"]["score"] and r["tone"]["score"] for r in outcome.results)
+    assert len(fake_openai.requests) == 4 + 3 and judge.usage.failures == [] and outcome.judge_failed == 0
 
 
 def test_invalid_json_is_asked_again_once_then_recorded(fake_openai, examples_file):
@@ -67,22 +67,23 @@ def test_invalid_json_is_asked_again_once_then_recorded(fake_openai, examples_fi
     judge = gateway(fake_openai, concurrency=1)
     outcome = judge_examples(judge, examples_file)
     assert judge.usage.reasks == 1 and judge.usage.failures == []
-    assert all(r["relevance"]["score"] for r in outcome["results"])
+    assert all(r["relevance"]["score"] for r in outcome.results)
 
     fake_openai.invalid_json_next = 100  # the re-asks are prose too: recorded failures, not a crash
     judge = gateway(fake_openai)
     outcome = judge_examples(judge, examples_file)
     assert (judge.usage.calls, judge.usage.reasks, len(judge.usage.failures)) == (8, 4, 4)
-    assert outcome["results"] == []  # never a null score: an example the judge failed on is skipped, saying why
+    assert outcome.results == []  # never a null score: an example the judge failed on is skipped, saying why
+    assert outcome.judge_failed == 2
     invalid = "invalid JSON from judge-1 twice: Expecting value: line 1 column 1 (char 0)"
-    assert outcome["skipped"][0] == {"index": 0, "id": "t1", "reason": f"relevance: {invalid}; tone: {invalid}"}
+    assert outcome.skipped[0] == {"index": 0, "id": "t1", "reason": f"relevance: {invalid}; tone: {invalid}"}
     assert SECRET_KEY not in repr(judge)
 
 
 def test_servers_without_json_schema_get_json_mode(fake_openai, examples_file):
     fake_openai.reject_json_schema = True
     outcome = judge_examples(gateway(fake_openai), examples_file)
-    assert all(r["tone"]["score"] for r in outcome["results"])
+    assert all(r["tone"]["score"] for r in outcome.results)
     assert {r["body"]["response_format"]["type"] for r in fake_openai.requests} == {"json_schema", "json_object"}
 
 
@@ -145,7 +146,9 @@ def test_unusable_examples_and_failed_judgements_are_skipped_with_reasons_shown(
                         ("EVAL_CONFIG", str(tmp_path / "eval.toml"))):  # fmt: skip
         monkeypatch.setenv(name, value)
     fake_openai.fail_when = lambda body: "Cancel my plan" in json.dumps(body)  # this example's calls always fail
-    assert main(["judge", str(path), "--output", str(tmp_path / "out.json")]) == 0
+    # as `run` exits 3 on judge verdicts the gateway failed after its retries, once they are written; unusable
+    # examples are bad input, listed, and decide nothing
+    assert main(["judge", str(path), "--output", str(tmp_path / "out.json")]) == 3
     written = json.loads((tmp_path / "out.json").read_text())
     assert [r["id"] for r in written["results"]] == ["ok"]
     assert [(s["index"], s["reason"].split(":")[0]) for s in written["skipped"]] == [
@@ -153,8 +156,11 @@ def test_unusable_examples_and_failed_judgements_are_skipped_with_reasons_shown(
         (1, "ticket must be a string, not dict"),
         (3, "relevance"),
     ]
-    shown = capsys.readouterr().out
-    assert "skipped #0: id must be a string, not int" in shown and "skipped #3 flaky: relevance:" in shown
+    printed = capsys.readouterr()
+    assert "skipped #0: id must be a string, not int" in printed.out and "skipped #3 flaky: relevance:" in printed.out
+    assert printed.err.strip().splitlines()[-1] == (
+        "eval-pipeline: error: the judge failed on 1 of 2 examples after its retries (skipped above, not judged)"
+    )
     prompts = [m["content"] for r in fake_openai.requests for m in r["body"]["messages"]]
     assert any("house style" in prompt for prompt in prompts)  # the reworded rubric is what the judge was asked
 
