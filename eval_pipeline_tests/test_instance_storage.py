@@ -64,3 +64,17 @@ def test_a_run_builds_an_engine_per_database_file_not_per_event(sample_root, mon
         events = len(instance.all_logs(run.run_id))
     # the runs, schedules and index files, and the run's own event file: each engine built once
     assert len(built) == len(set(built)) <= 4 and events > 100
+
+
+def test_the_events_of_a_run_are_committed_to_write_ahead_logs_without_waiting_on_the_disk(sample_root):
+    """Each of a run's some 440 events is a commit: with SQLite's default `synchronous=FULL`, each waited on an fsync."""
+    assert main(["run", "--date", SAMPLE_DAYS[0].isoformat(), "--fail-on", "never"]) == 0
+    engines = list(instance_storage._ENGINES._engines.items())
+    assert any("runs.db" in url for url, _ in engines) and any(url.endswith(".db") and "/runs/" in url for url, _ in engines)
+    for url, engine in engines:
+        with engine.connect() as connection:
+            modes = (
+                connection.exec_driver_sql("PRAGMA journal_mode").scalar(),
+                connection.exec_driver_sql("PRAGMA synchronous").scalar(),
+            )
+        assert modes == ("wal", 1), url  # 1: NORMAL, which SQLite holds safe in WAL mode (a power cut loses the last commits)
