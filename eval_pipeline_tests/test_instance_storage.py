@@ -69,7 +69,7 @@ def test_a_run_builds_an_engine_per_database_file_not_per_event(sample_root, mon
 def test_the_events_of_a_run_are_committed_to_write_ahead_logs_without_waiting_on_the_disk(sample_root):
     """Each of a run's some 440 events is a commit: with SQLite's default `synchronous=FULL`, each waited on an fsync."""
     assert main(["run", "--date", SAMPLE_DAYS[0].isoformat(), "--fail-on", "never"]) == 0
-    engines = list(instance_storage._ENGINES._engines.items())
+    engines = [(url, kept.engine) for url, kept in instance_storage._ENGINES._kept.items()]
     assert any("runs.db" in url for url, _ in engines) and any(url.endswith(".db") and "/runs/" in url for url, _ in engines)
     for url, engine in engines:
         with engine.connect() as connection:
@@ -78,3 +78,23 @@ def test_the_events_of_a_run_are_committed_to_write_ahead_logs_without_waiting_o
                 connection.exec_driver_sql("PRAGMA synchronous").scalar(),
             )
         assert modes == ("wal", 1), url  # 1: NORMAL, which SQLite holds safe in WAL mode (a power cut loses the last commits)
+
+
+def _held(home: Path) -> list[str]:
+    """The database files under `home` this process holds open between uses."""
+    return [url for url, kept in instance_storage._ENGINES._kept.items() if kept.holder is not None and str(home) in url]
+
+
+def test_a_runs_files_are_let_go_when_its_instance_is_disposed_and_before_a_wipe_deletes_them(sample_root):
+    home, day = sample_root / "dagster_home", SAMPLE_DAYS[0].isoformat()
+    assert main(["run", "--date", day, "--fail-on", "never"]) == 0
+    assert _held(home) == []  # the run's instance was disposed
+    assert not list(home.rglob("*.db-wal"))  # each file's last connection folded its log into it
+    with dg.DagsterInstance.get() as instance:
+        assert isinstance(instance, instance_storage.Instance)
+        (run,) = instance.get_runs()
+        assert len(instance.all_logs(run.run_id)) > 100
+        assert any(f"{run.run_id}.db" in url for url in _held(home))  # read twice: held between the reads
+        instance.wipe()
+        assert not [path.name for path in (home / "history" / "runs").glob("*.db*") if not path.name.startswith("index.")]
+        assert instance.get_runs() == [] and instance.all_logs(run.run_id) == []
