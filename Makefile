@@ -4,7 +4,7 @@ PYTHON ?= python3
 BIN := $(VENV)/bin
 export DAGSTER_HOME ?= $(CURDIR)/data/dagster_home
 
-.PHONY: install autogen demo test lint browser postgres ui bench clean
+.PHONY: install autogen demo test lint browser postgres node ui bench clean
 
 install: $(VENV)/.installed
 
@@ -30,7 +30,7 @@ $(AUTOGEN_VENV)/.installed: constraints-autogen.txt
 demo: install
 	$(BIN)/eval-pipeline demo
 
-test: install autogen lint browser postgres
+test: install autogen lint browser postgres node
 	$(BIN)/python -m pytest -q --durations=25
 
 # The UI test opens the asset graph in headless Chromium; install Debian's when missing and we can.
@@ -38,6 +38,12 @@ browser:
 	@command -v chromium >/dev/null 2>&1 || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1 \
 		&& (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium) >/dev/null 2>&1; } \
 		|| echo "chromium is not installed: the browser check will be skipped"
+
+# The users'-files tests run JavaScript writers as teams run them; install Debian's Node.js when missing and we can.
+node:
+	@command -v node >/dev/null 2>&1 || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1 \
+		&& (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nodejs) >/dev/null 2>&1; } \
+		|| echo "Node.js is not installed: the JavaScript writers' test will be skipped"
 
 # The instance-storage tests start a throwaway server of their own from Debian's postgresql (these machines have
 # it); install it when missing and we can.

@@ -2,6 +2,8 @@
 
 import gzip
 import json
+import shutil
+import subprocess
 import threading
 from datetime import UTC, date, datetime
 
@@ -14,6 +16,9 @@ from eval_pipeline_tests.air import episode
 from eval_pipeline_tests.episodes.test_plaited import CAPTURE, TRIALS
 
 pytestmark = pytest.mark.slow
+needs_node = pytest.mark.skipif(
+    shutil.which("node") is None, reason="Debian's nodejs is not installed (make test installs it as root)"
+)
 
 DAY = "2026-11-05"
 
@@ -321,3 +326,70 @@ def test_a_results_file_a_teams_runner_wrote_in_cp1252_is_refused_naming_the_byt
         f"eval-pipeline: error: results file {path}:2: not UTF-8: byte 0xee at byte {at} of the record "
         "(text is read as UTF-8, or UTF-16 with its byte-order mark)"
     )
+
+
+# Three JavaScript writers, each cutting an answer for its log with `slice`, which cuts "🎉" between the two halves of
+# its UTF-16 surrogate pair: a team's exporter of our episodes (JSONL and an indented array, `JSON.stringify` writing
+# the half left as the escape `\ud83c`), plaited's harness writing a CaptureResult line the same way, and an exporter
+# that writes its lines by hand as UTF-16 with a byte-order mark (Buffer's `utf16le` keeps the half as it is).
+_CUT_WRITERS = """
+const fs = require("fs");
+const [episodes, capture] = JSON.parse(fs.readFileSync(process.argv[2], "utf8"));
+const cut = (text) => text.slice(0, text.indexOf("🎉") + 1);
+const dir = process.argv[3];
+const exported = episodes.map((e, n) => n === 1 ? {...e, steps: e.steps.map((s, i) =>
+    i === 2 ? {...s, output_summary: cut(s.output_summary)} : s)} : e);
+fs.writeFileSync(`${dir}/export.jsonl`, exported.map((e) => JSON.stringify(e)).join("\\n") + "\\n");
+fs.writeFileSync(`${dir}/export.json`, JSON.stringify(exported.map((e) => ({...e, episode_id: `arr-${e.episode_id}`})), null, 2));
+const runs = [{...capture, id: "whole"}, {...capture, id: "cut", output: cut("Fixed 🎉 and committed.")}];
+fs.writeFileSync(`${dir}/claude-headless.jsonl`, runs.map((r) => JSON.stringify(r)).join("\\n") + "\\n");
+const byHand = ["Done 🎉.", cut("Done 🎉.")].map((answer, n) => `{"episode_id": "hand-${n}", "agent_id": "triage-bot", ` +
+    `"status": "success", "started_at": "${episodes[0].started_at}", "metadata": {"task_id": "hand/${n}"}, ` +
+    `"steps": [{"step_index": 0, "step_type": "llm_call", "output_summary": "${answer}"}]}`);
+fs.writeFileSync(`${dir}/by-hand.jsonl`, Buffer.from("\\ufeff" + byHand.join("\\r\\n") + "\\r\\n", "utf16le"));
+"""
+
+
+@needs_node
+def test_answers_javascript_cut_between_the_halves_of_a_surrogate_pair_are_quarantined_naming_the_field(project_env, capsys):
+    """Each such record was quarantined as "invalid JSON" though it is JSON (Python and JavaScript read it): DuckDB
+    refuses the half, and said nothing more. A plaited record was converted first, its reason naming our field. The
+    record written by hand in UTF-16 was loaded with U+FFFD in place of the half. Now each is quarantined naming the
+    user's own field, and the records around it load."""
+    source = project_env / "episodes"
+    source.mkdir()
+    inputs = project_env / "inputs.json"
+    answers = ["Routed to billing.", "Routed 🎉 to billing.", "Routed 🎉 to billing."]
+    exported = [episode(f"ep-{n}", f"triage/{n}", "Where?", "route_ticket", "{}", a) for n, a in enumerate(answers)]
+    inputs.write_text(json.dumps([exported, CAPTURE]))
+    (project_env / "writers.js").write_text(_CUT_WRITERS)
+    subprocess.run(["node", str(project_env / "writers.js"), str(inputs), str(source)], check=True)
+
+    assert main(["run", "--date", DAY, "--fail-on", "never"]) == 0
+    assert "4 quarantined" in capsys.readouterr().out
+    assert rows(project_env, "SELECT episode_id, final_output FROM episodes ORDER BY 1") == [
+        ("arr-ep-0", "Routed to billing."), ("arr-ep-2", "Routed 🎉 to billing."),
+        ("claude-headless:whole", "Fixed and committed."), ("ep-0", "Routed to billing."), ("ep-2", "Routed 🎉 to billing."),
+        ("hand-0", "Done 🎉."),
+    ]  # fmt: skip
+    alone = (
+        "holds half of a UTF-16 surrogate pair alone (\\u{}), no character: a text cut between the two halves "
+        "(as JavaScript's slice cuts one)"
+    )
+    surrogate = (
+        "not text: half of a UTF-16 surrogate pair, U+D83C, alone at character {} of the record "
+        "(text is read as UTF-8, or UTF-16 with its byte-order mark)"
+    )
+    array = (source / "export.json").read_text().splitlines()
+    opening = array.index('    "episode_id": "arr-ep-1",')  # the record opens on the line before: its 1-based number
+    hand = (source / "by-hand.jsonl").read_bytes().decode("utf-16", "surrogatepass").splitlines()[1]
+    quarantined = rows(project_env, "SELECT locator, reason, raw FROM quarantine ORDER BY 1")
+    assert [(locator, reason) for locator, reason, _ in quarantined] == [
+        (f"{source / 'by-hand.jsonl'}:2", surrogate.format(hand.index("\ud83c"))),
+        (f"{source / 'claude-headless.jsonl'}:2", "output " + alone.format("d83c")),
+        (f"{source / 'export.json'}:{opening}", "steps[2].output_summary " + alone.format("d83c")),
+        (f"{source / 'export.jsonl'}:2", "steps[2].output_summary " + alone.format("d83c")),
+    ]
+    claude_line = (source / "claude-headless.jsonl").read_text().splitlines()[1]
+    assert quarantined[1][2] == claude_line  # the user's record as written, not what the adapter would have made of it
+    assert quarantined[3][2] == (source / "export.jsonl").read_text().splitlines()[1]

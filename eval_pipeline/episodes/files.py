@@ -38,6 +38,7 @@ from eval_pipeline.episodes.records import (
     latest_day,
     record_days,
     started_day,
+    unpaired_surrogate,
 )
 from eval_pipeline.errors import InfrastructureError
 
@@ -60,18 +61,34 @@ class UnreadableSource(InfrastructureError):
 _NOT_DECODED = re.compile("[\udc80-\udcff]")
 
 
+_READ_AS = "(text is read as UTF-8, or UTF-16 with its byte-order mark)"
+
+
 def undecodable(data: bytes) -> str | None:
     """Why a record's bytes are no text (None when they are UTF-8): a file written in another encoding (Python on
     Windows writes its ANSI code page, cp1252, unless told otherwise) is quarantined record by record, not read with its
-    letters replaced."""
+    letters replaced. So is a record holding half of a UTF-16 surrogate pair (`_unpaired_kept`)."""
     try:
         data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        return (
-            f"not UTF-8: byte 0x{data[exc.start]:02x} at byte {exc.start} of the record "
-            "(text is read as UTF-8, or UTF-16 with its byte-order mark)"
-        )
+        unpaired = _surrogate(data, exc.start)
+        if unpaired is not None:
+            characters = len(data[: exc.start].decode("utf-8"))
+            return (
+                f"not text: half of a UTF-16 surrogate pair, U+{unpaired:04X}, alone at character {characters} of "
+                f"the record {_READ_AS}"
+            )
+        return f"not UTF-8: byte 0x{data[exc.start]:02x} at byte {exc.start} of the record {_READ_AS}"
     return None
+
+
+def _surrogate(data: bytes, at: int) -> int | None:
+    """The surrogate whose code point is written as UTF-8 at `at` (three bytes, the first 0xED), if one is."""
+    try:
+        found = data[at : at + 3].decode("utf-8", "surrogatepass")
+    except UnicodeDecodeError:
+        return None
+    return ord(found) if len(found) == 1 and 0xD800 <= ord(found) <= 0xDFFF else None
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,13 +122,31 @@ class _Inflated(gzip.GzipFile):
             raise UnreadableSource(f"episode file {self.name} is damaged gzip: {exc}") from None
 
 
+def _unpaired_kept(error: UnicodeError) -> tuple[str, int]:
+    """How UTF-16 is decoded where it is not UTF-16: half of a surrogate pair alone (a string cut between the two, as
+    JavaScript's `slice` cuts one, then written as `utf16le`) is kept, and so is written to UTF-8 as bytes no UTF-8
+    decoder accepts: its record is quarantined naming it (`undecodable`), never read with U+FFFD in its place. A file
+    cut within a code unit ends in U+FFFD: its last record is cut short anyway."""
+    if not isinstance(error, UnicodeDecodeError):
+        raise error
+    unit = error.object[error.start : error.start + 2]
+    code = int.from_bytes(unit, "little" if error.encoding.endswith("le") else "big")
+    if len(unit) == 2 and 0xD800 <= code <= 0xDFFF:
+        return chr(code), error.start + 2
+    return "\ufffd", error.end
+
+
+codecs.register_error("eval_pipeline.unpaired_kept", _unpaired_kept)
+
+
 class _Utf8(io.RawIOBase):
     """UTF-16 text (as Windows PowerShell's `>` and `Out-File` write it) read as UTF-8 bytes, decoded as it is read;
     it rewinds to its start only, all `iter_file_records` asks."""
 
     def __init__(self, path: Path):
         self.source = path.open("rb")
-        self.decoder = codecs.getincrementaldecoder("utf-16")(errors="replace")  # its byte-order mark tells the order
+        # its byte-order mark tells the order
+        self.decoder = codecs.getincrementaldecoder("utf-16")(errors="eval_pipeline.unpaired_kept")
         self.pending = b""
 
     def readable(self) -> bool:
@@ -131,7 +166,7 @@ class _Utf8(io.RawIOBase):
     def readinto(self, buffer: Any) -> int:
         while not self.pending:
             data = self.source.read(_CHUNK)
-            self.pending = self.decoder.decode(data, final=not data).encode()
+            self.pending = self.decoder.decode(data, final=not data).encode("utf-8", "surrogatepass")
             if not data:
                 break
         size = min(len(buffer), len(self.pending))
@@ -555,8 +590,11 @@ class FileSource:
 
     @staticmethod
     def _raw_records(path: Path, fallback: date) -> Generator[RawRecord]:
+        """The file's records one by one; one that is no text is rejected here, before an adapter converts it, so that
+        its reason names its own field (`unpaired_surrogate`)."""
         return (
-            RawRecord(str(path), f"{path}:{r.line}", r.raw, fallback, rejected=r.undecodable) for r in iter_file_records(path)
+            RawRecord(str(path), f"{path}:{r.line}", r.raw, fallback, rejected=r.undecodable or unpaired_surrogate(r.raw))
+            for r in iter_file_records(path)
         )
 
     def _file_records(

@@ -7,6 +7,7 @@ canonicalizes them a whole partition at a time, and quarantines what fails with 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from typing import TYPE_CHECKING
@@ -103,3 +104,42 @@ def started_day(value: str, latest: date) -> date | None:
 def record_episode_id(raw: str) -> str | None:
     match = _EPISODE_ID.search(raw)
     return match.group(1) if match else None
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")  # in a string JSON was read into: half of a pair alone (pairs are joined)
+_ESCAPED_SURROGATE = re.compile(r"\\u[dD][89a-fA-F]")  # what JSON text needs to hold one: most records have none
+
+
+def unpaired_surrogate(raw: str) -> str | None:
+    """Why a record DuckDB cannot parse is no text, when that is why: one of its strings escapes half of a UTF-16
+    surrogate pair alone (`"\\ud83c"`), as JavaScript's `JSON.stringify` writes a string `slice` cut between the two
+    halves of an emoji. It is JSON (Python's parser reads it), but no character: rejected, naming the field."""
+    import json
+
+    if _ESCAPED_SURROGATE.search(raw) is None:
+        return None
+    try:
+        value = json.loads(raw)
+    except ValueError:
+        return None
+    for path, text in _strings(value, "the record"):
+        found = _SURROGATE.search(text)
+        if found:
+            return (
+                f"{path} holds half of a UTF-16 surrogate pair alone (\\u{ord(found.group()):04x}), no character: a text "
+                "cut between the two halves (as JavaScript's slice cuts one)"
+            )
+    return None
+
+
+def _strings(value: object, path: str) -> Iterator[tuple[str, str]]:
+    """Each string of a JSON value and where it is (`steps[0].output_summary`), keys too, in document order."""
+    if isinstance(value, str):
+        yield path, value
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            yield f"a key of {path}", key
+            yield from _strings(item, key if path == "the record" else f"{path}.{key}")
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            yield from _strings(item, f"{path}[{index}]")

@@ -26,7 +26,15 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from eval_pipeline.episodes.model import DERIVED_TASK_PREFIX, EpisodeStatus, StepType
-from eval_pipeline.episodes.records import EARLIEST_DAY, ISO_TIMESTAMP, RawRecord, RawRecords, RecordLines, latest_day
+from eval_pipeline.episodes.records import (
+    EARLIEST_DAY,
+    ISO_TIMESTAMP,
+    RawRecord,
+    RawRecords,
+    RecordLines,
+    latest_day,
+    unpaired_surrogate,
+)
 from eval_pipeline.read_ahead import pipelined, read_ahead
 from eval_pipeline.warehouse.connection import Warehouse, clear_partition, second_cursor
 from eval_pipeline.warehouse.rows import one_row
@@ -292,6 +300,8 @@ _TAG_REASONS = "\n        ".join(
     ]
 )
 
+_INVALID_JSON = "invalid JSON"  # said more exactly where it can be (`_named_unpaired`)
+
 # Parses one staged batch; only the day's records are kept, of every agent even when a load is scoped to one: a later
 # record of another agent with the same id supersedes the agent's as it does in a load of the whole day.
 _PARSE = f"""
@@ -317,7 +327,7 @@ SELECT
     e.metadata,
     CASE
         WHEN rejected IS NOT NULL THEN rejected
-        WHEN e IS NULL THEN 'invalid JSON'
+        WHEN e IS NULL THEN '{_INVALID_JSON}'
         {_TEXT_REASONS}
         WHEN coalesce(e.episode_id, '') = '' THEN  -- what is no object has no episode_id: one more parse, for these only
             CASE WHEN json_type(raw) <> 'OBJECT' THEN 'not a JSON object' ELSE 'missing episode_id' END
@@ -577,10 +587,24 @@ def _parse(scratch: duckdb.DuckDBPyConnection, staged: pa.Table, params: dict) -
         name: scratch.sql(f"{sql} LIMIT 0" if none.get(name) else sql).to_arrow_table() for name, sql in _BATCH_ROWS.items()
     }
     scratch.unregister("_batch")
+    parsed["batch_rejected"] = _named_unpaired(parsed["batch_rejected"])
     if parsed["batch_superseded"].num_rows:
         scratch.execute(_FORGET_SUPERSEDED)
     scratch.execute(_KEEP)
     return parsed
+
+
+def _named_unpaired(rejected: pa.Table) -> pa.Table:
+    """`rejected`, each record called invalid JSON that is JSON with half of a surrogate pair alone saying so instead
+    (`unpaired_surrogate`): DuckDB's parser refuses it without saying why. Only the few rejected records are read."""
+    reasons = rejected["reason"].to_pylist()
+    if _INVALID_JSON not in reasons:
+        return rejected
+    named = [
+        (unpaired_surrogate(raw) or reason) if reason == _INVALID_JSON else reason
+        for reason, raw in zip(reasons, rejected["raw"].to_pylist(), strict=True)
+    ]
+    return rejected.set_column(rejected.schema.get_field_index("reason"), "reason", pa.array(named, pa.string()))
 
 
 @dataclass
