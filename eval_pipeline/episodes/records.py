@@ -6,6 +6,7 @@ canonicalizes them a whole partition at a time, and quarantines what fails with 
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -114,8 +115,6 @@ def unpaired_surrogate(raw: str) -> str | None:
     """Why a record DuckDB cannot parse is no text, when that is why: one of its strings escapes half of a UTF-16
     surrogate pair alone (`"\\ud83c"`), as JavaScript's `JSON.stringify` writes a string `slice` cut between the two
     halves of an emoji. It is JSON (Python's parser reads it), but no character: rejected, naming the field."""
-    import json
-
     if _ESCAPED_SURROGATE.search(raw) is None:
         return None
     try:
