@@ -32,6 +32,7 @@ from eval_pipeline.episodes.adapters import ADAPTERS, CANONICAL, Adapter, detect
 from eval_pipeline.episodes.adapters.base import priced
 from eval_pipeline.episodes.records import (
     STARTED_AT_BYTES,
+    SURROGATES,
     RawRecord,
     RawRecords,
     RecordLines,
@@ -88,7 +89,7 @@ def _surrogate(data: bytes, at: int) -> int | None:
         found = data[at : at + 3].decode("utf-8", "surrogatepass")
     except UnicodeDecodeError:
         return None
-    return ord(found) if len(found) == 1 and 0xD800 <= ord(found) <= 0xDFFF else None
+    return ord(found) if len(found) == 1 and ord(found) in SURROGATES else None
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,7 +132,7 @@ def _unpaired_kept(error: UnicodeError) -> tuple[str, int]:
         raise error
     unit = error.object[error.start : error.start + 2]
     code = int.from_bytes(unit, "little" if error.encoding.endswith("le") else "big")
-    if len(unit) == 2 and 0xD800 <= code <= 0xDFFF:
+    if len(unit) == 2 and code in SURROGATES:
         return chr(code), error.start + 2
     return "\ufffd", error.end
 

@@ -107,7 +107,9 @@ def record_episode_id(raw: str) -> str | None:
     return match.group(1) if match else None
 
 
-_SURROGATE = re.compile("[\ud800-\udfff]")  # in a string JSON was read into: half of a pair alone (pairs are joined)
+SURROGATES = range(0xD800, 0xE000)  # UTF-16's halves of a pair: no character alone
+# in a string JSON was read into: half of a pair alone (pairs are joined)
+_SURROGATE = re.compile(f"[{chr(SURROGATES.start)}-{chr(SURROGATES.stop - 1)}]")
 _ESCAPED_SURROGATE = re.compile(r"\\u[dD][89a-fA-F]")  # what JSON text needs to hold one: most records have none
 
 
