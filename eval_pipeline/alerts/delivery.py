@@ -13,7 +13,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from eval_pipeline import jsonout
-from eval_pipeline.alerts.messages import MessageLinks, group_key, slack_message
+from eval_pipeline.alerts.messages import MessageLinks, message_groups, slack_message
 from eval_pipeline.alerts.outbox import Alert, DeliveryReport, Outbox
 from eval_pipeline.durable import append_lines
 from eval_pipeline.retry import Backoff, RetriesExhausted, with_retries
@@ -119,7 +119,8 @@ def deliver_pending(
     backoff: Backoff = WEBHOOK_BACKOFF,
     deadlines: Deadlines = WEBHOOK_DEADLINES,
 ) -> DeliveryReport:
-    """Send every undelivered alert once: per agent and day (findings) or per failed run, within the deadlines."""
+    """Send every undelivered alert once, within the deadlines: a message per agent and day (or per day, for a fleet:
+    `message_groups`) or per failed run."""
     patterns = tuple(secret_patterns)
     ends = time.monotonic() + deadlines.per_delivery_seconds
 
@@ -134,7 +135,7 @@ def deliver_pending(
         log.info("alert (no EVAL_ALERT_WEBHOOK_URL set): %s", payload["text"])
         append_lines(outbox.directory / FALLBACK_FILE, [jsonout.dumps({"at": datetime.now(UTC).isoformat(), **payload}) + "\n"])
 
-    return outbox.deliver(send, group_key)
+    return outbox.deliver(send, message_groups)
 
 
 def destination(outbox: Outbox, webhook_url: str | None) -> str:

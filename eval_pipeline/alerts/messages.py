@@ -1,9 +1,12 @@
-"""Alerts as Slack-compatible webhook messages: one per agent and day, or one per failed run."""
+"""Alerts as Slack-compatible webhook messages: one per agent and day (one per day for a fleet), or one per failed run."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
+from functools import partial
+from itertools import islice
 from typing import Any
 
 import pandas as pd
@@ -17,6 +20,9 @@ from eval_pipeline.warehouse.viewer import Filters
 
 FINDING_FIELDS = [column for column in FINDING_COLUMNS if column != "config_version"]
 LISTED_PER_MESSAGE = 20  # beyond these (or what fits), a message counts the rest
+# A day's findings of more agents than these travel as one message: a fleet of 2,000 agents had 541 messages a night,
+# and Slack's incoming webhooks take about one a second
+DIGEST_AGENTS = 10
 SECTION_CHARACTERS = 2900  # of a message's body: Slack refuses a section over 3,000
 MESSAGE_CHARACTERS = 300  # of a finding's message, in its line
 SEVERITY_ICON = {"critical": ":red_circle:", "warning": ":large_yellow_circle:"}
@@ -48,11 +54,24 @@ def run_failure_alert(run_id: str, job_name: str, partitions: str, error: str) -
             "partitions": partitions, "message": error}  # fmt: skip
 
 
-def group_key(alert: Alert) -> tuple:
-    """Findings travel per agent and day; each failed run alone."""
+def _per_agent(alert: Alert) -> tuple:
     if alert["kind"] == "finding":
-        return ("finding", alert["agent_id"], str(alert["partition_date"]))
+        return ("finding", str(alert["partition_date"]), alert["agent_id"])
     return ("run", alert["run_id"])
+
+
+def message_groups(alerts: list[Alert]) -> list[list[Alert]]:
+    """What travels as one message, in the order the alerts came: a day's findings per agent, or all of that day's in
+    one digest when they are of more than DIGEST_AGENTS agents; each failed run alone."""
+    groups: dict[tuple, list[Alert]] = {}
+    for alert in alerts:
+        groups.setdefault(_per_agent(alert), []).append(alert)
+    agents_of_day = Counter(key[1] for key in groups if key[0] == "finding")
+    messages: dict[tuple, list[Alert]] = {}
+    for key, group in groups.items():
+        digest = key[0] == "finding" and agents_of_day[key[1]] > DIGEST_AGENTS
+        messages.setdefault(("digest", key[1]) if digest else key, []).extend(group)
+    return list(messages.values())
 
 
 def _number(value: Any, dimension: str) -> str:
@@ -65,12 +84,42 @@ def _clipped(text: str, characters: int) -> str:
     return text if len(text) <= characters else text[: characters - 1] + "…"
 
 
-def _rest(count: int) -> str:
-    return f"… and {count} more in the day's report"
+def _rest(count: int, of: str = "") -> str:
+    return f"… and {count} more{of} in the day's report"
+
+
+def _fitted(header: str, entries: Iterator[str], count: int, rest: Callable[[int], str], link: str) -> list[str]:
+    """`header`, as many of the `count` `entries` as fit the section (LISTED_PER_MESSAGE at most), then how many are
+    left out and `link`: those two always fit."""
+    lines = [header]
+    room = SECTION_CHARACTERS - len(header) - len(link) - len(rest(count)) - 3
+    for entry in islice(entries, LISTED_PER_MESSAGE):
+        room -= len(entry) + 1
+        if room < 0:
+            break
+        lines.append(entry)
+    if len(lines) - 1 < count:
+        lines.append(rest(count - (len(lines) - 1)))
+    return [*lines, link]
+
+
+def _counted(alerts: list[Alert]) -> str:
+    """How many regressions `alerts` are, and the day's of their agents when others of it went out before."""
+    critical = sum(a["severity"] == "critical" for a in alerts)
+    warning = len(alerts) - critical
+    counted = f"{critical} critical, {warning} warning regression(s)"
+    of_agents = {a["agent_id"]: (a.get("day_critical"), a.get("day_warning")) for a in alerts}
+    if any(None in counts for counts in of_agents.values()):  # alerts put in before they were counted
+        return counted
+    day = tuple(sum(counts) for counts in zip(*of_agents.values(), strict=True))
+    if day == (critical, warning):
+        return counted
+    return f"{critical} new critical, {warning} new warning regression(s); {day[0]} critical, {day[1]} warning in all"
 
 
 def slack_message(alerts: list[Alert], links: MessageLinks, secret_patterns: Iterable[str]) -> dict[str, Any]:
-    """A message Slack's incoming webhooks accept (`text` + `blocks`), plus the alert ids for deduplication.
+    """A message Slack's incoming webhooks accept (`text` + `blocks`), plus the alert ids for deduplication: a failed
+    run, an agent's findings of a day, or a day's findings of many agents (`message_groups`), agent by agent.
 
     Every value from the data is redacted and escaped as Slack asks (`&`, `<`, `>`), so an id cannot
     `<!channel>`, mention a user or hide a link; only the message's own link is markup, and the section is verbatim,
@@ -82,6 +131,19 @@ def slack_message(alerts: list[Alert], links: MessageLinks, secret_patterns: Ite
         text = _clipped(text, characters) if characters else text
         return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
+    def finding_line(a: Alert) -> str:
+        where = shown(a["episode_id"]) if a["episode_id"] else "all episodes"
+        return (
+            f"{SEVERITY_ICON.get(a['severity'], '')} *{a['severity'].upper()}* {shown(a['dimension'])} on {where}: "
+            f"value {_number(a['value'], a['dimension'])} vs threshold {_number(a['threshold'], a['dimension'])}, "
+            f"baseline {_number(a['baseline_value'], a['dimension'])}. {shown(a['message'], MESSAGE_CHARACTERS)}"
+        )
+
+    def agent_line(agent: str, severities: Counter[str], dimensions: Counter[str]) -> str:
+        icon = SEVERITY_ICON["critical" if severities["critical"] else "warning"]
+        most = ", ".join(shown(dimension) for dimension, _ in dimensions.most_common(3))
+        return f"{icon} *{shown(agent)}*: {severities['critical']} critical, {severities['warning']} warning ({most})"
+
     first = alerts[0]
     run_link = f"{links.ui_base_url.rstrip('/')}/runs/{first['run_id']}"
     if first["kind"] == "run_failure":
@@ -92,36 +154,27 @@ def slack_message(alerts: list[Alert], links: MessageLinks, secret_patterns: Ite
         link = f"<{run_link}|Open the run>"
         lines = [_clipped(text, SECTION_CHARACTERS - len(link) - 1), link]  # the link survives a long error
     else:
-        critical = sum(a["severity"] == "critical" for a in alerts)
-        counted = f"{critical} critical, {len(alerts) - critical} warning regression(s)"
-        day = (first.get("day_critical"), first.get("day_warning"))  # None in alerts put in before they were counted
-        if None not in day and day != (critical, len(alerts) - critical):  # the day's others went out before
-            counted = (
-                f"{critical} new critical, {len(alerts) - critical} new warning regression(s); "
-                f"{day[0]} critical, {day[1]} warning in all"
-            )
-        text = f"eval_pipeline: {shown(first['agent_id'])} on {shown(first['partition_date'])}: {counted}"
-        agent = None if first["agent_id"] == SOURCE_AGENT else first["agent_id"]  # the source's: no episode is its own
-        viewer = day_url(links.viewer_base_url, pd.Timestamp(first["partition_date"]).date(), Filters(agent=agent))
+        severities: dict[str, Counter[str]] = {}
+        dimensions: dict[str, Counter[str]] = {}
+        for a in alerts:
+            severities.setdefault(a["agent_id"], Counter())[a["severity"]] += 1
+            dimensions.setdefault(a["agent_id"], Counter())[a["dimension"]] += 1
+        day = pd.Timestamp(first["partition_date"]).date()
+        entries: Iterator[str]
+        if len(severities) == 1:
+            text = f"eval_pipeline: {shown(first['agent_id'])} on {shown(first['partition_date'])}: {_counted(alerts)}"
+            agent = None if first["agent_id"] == SOURCE_AGENT else first["agent_id"]  # the source's: no episode is its own
+            ordered = sorted(alerts, key=lambda a: (a["severity"] != "critical", a["dimension"], a["episode_id"] or ""))
+            entries, count, rest = map(finding_line, ordered), len(ordered), _rest
+        else:
+            text = f"eval_pipeline: {len(severities)} agents on {shown(first['partition_date'])}: {_counted(alerts)}"
+            agent = None
+            worst = sorted(severities, key=lambda a: (-severities[a]["critical"], -severities[a]["warning"], a))
+            entries = (agent_line(a, severities[a], dimensions[a]) for a in worst)
+            count, rest = len(worst), partial(_rest, of=" agents")
+        viewer = day_url(links.viewer_base_url, day, Filters(agent=agent))
         link = f"<{viewer}|Open the day's episodes in the viewer> · <{run_link}|Open the run in Dagster>"
-        lines = [f"*{text}*"]
-        # the count of the rest and the links always fit: the lines listed are what room is left
-        room = SECTION_CHARACTERS - len(lines[0]) - len(link) - len(_rest(len(alerts))) - 3
-        ordered = sorted(alerts, key=lambda a: (a["severity"] != "critical", a["dimension"], a["episode_id"] or ""))
-        for a in ordered[:LISTED_PER_MESSAGE]:
-            where = shown(a["episode_id"]) if a["episode_id"] else "all episodes"
-            line = (
-                f"{SEVERITY_ICON.get(a['severity'], '')} *{a['severity'].upper()}* {shown(a['dimension'])} on {where}: "
-                f"value {_number(a['value'], a['dimension'])} vs threshold {_number(a['threshold'], a['dimension'])}, "
-                f"baseline {_number(a['baseline_value'], a['dimension'])}. {shown(a['message'], MESSAGE_CHARACTERS)}"
-            )
-            room -= len(line) + 1
-            if room < 0:
-                break
-            lines.append(line)
-        if len(lines) - 1 < len(ordered):
-            lines.append(_rest(len(ordered) - (len(lines) - 1)))
-        lines.append(link)
+        lines = _fitted(f"*{text}*", entries, count, rest, link)
     body = "\n".join(lines)
     return {
         "text": text,

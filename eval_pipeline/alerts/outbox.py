@@ -28,6 +28,7 @@ from eval_pipeline.redaction import redact, redact_tree
 
 OUTBOX_WAIT_SECONDS = 60.0  # for another deliverer (the sensor, another run) to finish
 Alert = dict[str, Any]  # a finding (or a failed run) as JSON: "alert_id" names it for the ledger
+Grouping = Callable[[list[Alert]], list[list[Alert]]]  # which alerts travel together, as one message
 
 
 class DeliveryBusy(InfrastructureError):
@@ -50,7 +51,7 @@ class Outbox(Protocol):
 
     def pending(self) -> list[Alert]: ...
 
-    def deliver(self, send: Callable[[list[Alert]], None], group_key: Callable[[Alert], Any]) -> DeliveryReport: ...
+    def deliver(self, send: Callable[[list[Alert]], None], grouped: Grouping) -> DeliveryReport: ...
 
 
 def first_of_each(alerts: Iterable[Alert], delivered: set[str]) -> list[Alert]:
@@ -67,16 +68,13 @@ def first_of_each(alerts: Iterable[Alert], delivered: set[str]) -> list[Alert]:
 def send_in_groups(
     pending: list[Alert],
     send: Callable[[list[Alert]], None],
-    group_key: Callable[[Alert], Any],
+    grouped: Grouping,
     record: Callable[[list[Alert]], None],
 ) -> DeliveryReport:
-    """Send `pending` one group at a time; `record` each group once `send` returns. A group whose send fails is kept
-    for the next attempt, and its error reported."""
-    groups: dict[Any, list[Alert]] = {}
-    for alert in pending:
-        groups.setdefault(group_key(alert), []).append(alert)
+    """Send `pending` one group (`grouped`) at a time; `record` each group once `send` returns. A group whose send
+    fails is kept for the next attempt, and its error reported."""
     delivered, errors = 0, []
-    for group in groups.values():
+    for group in grouped(pending):
         try:
             send(group)
         except Exception as exc:  # kept for the next attempt, and reported
@@ -119,7 +117,7 @@ class AlertOutbox:
         batches = sorted(self.pending_dir.glob("*.json"), key=lambda p: p.stat().st_mtime_ns)
         return first_of_each((alert for path in batches for alert in json.loads(path.read_text())), self.delivered_ids())
 
-    def deliver(self, send: Callable[[list[Alert]], None], group_key: Callable[[Alert], Any]) -> DeliveryReport:
+    def deliver(self, send: Callable[[list[Alert]], None], grouped: Grouping) -> DeliveryReport:
         """Send pending alerts one group at a time; record each group once `send` returns.
 
         One deliverer at a time (the lock), so the sensor and a CLI run never both send a group.
@@ -130,7 +128,7 @@ class AlertOutbox:
         except Timeout:
             raise DeliveryBusy(f"another deliverer held the outbox {self.directory} for {self._lock.timeout:g} s") from None
         try:
-            report = send_in_groups(self.pending(), send, group_key, self._record)
+            report = send_in_groups(self.pending(), send, grouped, self._record)
             self._drop_delivered_batches()
             return report
         finally:

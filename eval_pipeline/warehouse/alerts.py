@@ -17,7 +17,6 @@ import uuid
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
 
 import duckdb
 
@@ -28,6 +27,7 @@ from eval_pipeline.alerts.outbox import (
     AlertOutbox,
     DeliveryBusy,
     DeliveryReport,
+    Grouping,
     Outbox,
     first_of_each,
     send_in_groups,
@@ -82,11 +82,11 @@ class WarehouseOutbox:
             ).fetchall()
         return first_of_each((json.loads(alert) for (alert,) in rows), delivered=set())
 
-    def deliver(self, send: Callable[[list[Alert]], None], group_key: Callable[[Alert], Any]) -> DeliveryReport:
+    def deliver(self, send: Callable[[list[Alert]], None], grouped: Grouping) -> DeliveryReport:
         """Send pending alerts one group at a time; record each group once `send` returns. One deliverer at a time,
         on any host (the lease)."""
         with self._lease():
-            report = send_in_groups(self.pending(), send, group_key, self._record)
+            report = send_in_groups(self.pending(), send, grouped, self._record)
             self._write("dropping delivered alert batches", (_DROP_DELIVERED_BATCHES, {}))
             return report
 

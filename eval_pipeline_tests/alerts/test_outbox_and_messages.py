@@ -5,7 +5,7 @@ from collections.abc import Callable
 import pytest
 
 from eval_pipeline.alerts.delivery import deliver_pending
-from eval_pipeline.alerts.messages import MessageLinks, group_key, run_failure_alert, slack_message
+from eval_pipeline.alerts.messages import DIGEST_AGENTS, MessageLinks, message_groups, run_failure_alert, slack_message
 from eval_pipeline.alerts.outbox import AlertOutbox, Outbox
 from eval_pipeline.retry import Backoff
 from eval_pipeline.warehouse.alerts import WarehouseOutbox, open_outbox
@@ -55,11 +55,11 @@ def test_each_alert_is_sent_once_and_a_failure_keeps_it(outbox_of):
             raise ConnectionError("webhook down")
         sent.extend(a["alert_id"] for a in alerts)
 
-    first = outbox.deliver(flaky, group_key)
+    first = outbox.deliver(flaky, message_groups)
     assert (first.delivered, first.pending, first.errors) == (1, 1, ["webhook down"])
-    second = outbox.deliver(flaky, group_key)
+    second = outbox.deliver(flaky, message_groups)
     assert (second.delivered, second.pending) == (1, 0)
-    assert outbox.deliver(flaky, group_key).delivered == 0  # nothing is repeated
+    assert outbox.deliver(flaky, message_groups).delivered == 0  # nothing is repeated
     assert sorted(sent) == ["f1", "f2"]
     assert stored(outbox) == []  # delivered batches are cleared
 
@@ -67,7 +67,7 @@ def test_each_alert_is_sent_once_and_a_failure_keeps_it(outbox_of):
 def test_a_rerun_replaces_the_days_batch_and_delivered_ids_stay_delivered(outbox_of):
     outbox = outbox_of()
     outbox.enqueue([finding("f1")], "day", [])
-    outbox.deliver(lambda alerts: None, group_key)
+    outbox.deliver(lambda alerts: None, message_groups)
     outbox.enqueue([finding("f1"), finding("f3")], "day", [])  # the re-run finds f1 again, and f3
     assert [a["alert_id"] for a in outbox.pending()] == ["f3"]
     outbox.enqueue([], "day", [])  # a re-run that finds nothing withdraws what was not sent yet
@@ -164,9 +164,29 @@ def test_a_source_health_alert_links_the_whole_day():
     assert "<http://viewer.example:8765/days/2026-11-02|Open the day's episodes in the viewer>" in body
 
 
+def test_a_days_findings_of_many_agents_are_one_message_that_says_what_is_new_and_escapes_agent_ids():
+    """A re-run of a fleet's day found one more regression per agent: the digest counts the new ones and the day's."""
+    agents = ["<!channel>", *(f"bot-{n:02d}" for n in range(DIGEST_AGENTS))]
+    new = [finding(f"f-{agent}", agent=agent, day_critical=2, day_warning=1) for agent in agents]
+    other_day = finding("f-other", agent="bot-00", day="2026-11-03")
+    failure = run_failure_alert("run-9", "evaluate_partition", "2026-11-02", "boom")
+    assert message_groups([*new, failure, other_day]) == [new, [failure], [other_day]]
+    assert message_groups(new[:DIGEST_AGENTS]) == [[alert] for alert in new[:DIGEST_AGENTS]]  # a few agents: one each
+    message = slack_message(new, LINKS, [])
+    assert message["text"] == (
+        "eval_pipeline: 11 agents on 2026-11-02: 11 new critical, 0 new warning regression(s); 22 critical, 11 warning in all"
+    )
+    body = message["blocks"][0]["text"]["text"]
+    assert ":red_circle: *&lt;!channel&gt;*: 1 critical, 0 warning (cost_delta)" in body and "<!channel>" not in body
+    assert "<http://viewer.example:8765/days/2026-11-02|Open the day's episodes in the viewer>" in body
+
+
 def test_run_failures_travel_alone():
     failure = run_failure_alert("run-9", "evaluate_partition", "2026-11-02", "episode store unreachable")
-    assert group_key(failure) == ("run", "run-9")
+    assert message_groups([failure, failure | {"alert_id": "run-failed:run-8", "run_id": "run-8"}]) == [
+        [failure],
+        [failure | {"alert_id": "run-failed:run-8", "run_id": "run-8"}],
+    ]
     assert "run failed" in slack_message([failure], LINKS, [])["text"]
 
 
@@ -212,7 +232,7 @@ def test_two_deliverers_never_send_the_same_alert(outbox_of):
         time.sleep(0.2)
         sent.extend(a["alert_id"] for a in alerts)
 
-    threads = [threading.Thread(target=outbox_of().deliver, args=(slow_send, group_key)) for _ in range(2)]
+    threads = [threading.Thread(target=outbox_of().deliver, args=(slow_send, message_groups)) for _ in range(2)]
     for thread in threads:
         thread.start()
     for thread in threads:
