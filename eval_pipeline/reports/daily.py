@@ -436,7 +436,29 @@ def agreement_rows(labels: LabelSummary) -> list[list[Any]]:
     ]  # fmt: skip
 
 
-def render_markdown(report: Report) -> str:
+SUMMARY_ROWS = 20  # of each table in the report's summary (the Dagster UI's): a fleet's full tables ran to 600 KB a night
+
+
+def summary_markdown(report: Report) -> str:
+    """The report as the Dagster UI shows it on each day's materialization, which the instance keeps for good: every
+    section but the worst episodes, each table's first SUMMARY_ROWS rows (the agents with the most alerts first) and a
+    count of the rest."""
+    return render_markdown(report, SUMMARY_ROWS)
+
+
+def render_markdown(report: Report, rows_shown: int | None = None) -> str:
+    """The report as Markdown; with `rows_shown`, its summary (`summary_markdown`)."""
+
+    def capped(rows: list, rest: str) -> tuple[list, list[str]]:
+        """`rows` as shown, and the lines counting those left out (none in the whole report)."""
+        if rows_shown is None or len(rows) <= rows_shown:
+            return rows, []
+        return rows[:rows_shown], ["", f"… and {len(rows) - rows_shown} more {rest} in the report."]
+
+    def table_of(headers: list[str], rows: list[list], rest: str = "rows") -> list[str]:
+        kept, left_out = capped(rows, rest)
+        return [*table(headers, kept), *left_out]
+
     s = report["summary"]
     lines = [f"# Eval report {report['partition_date']}", ""]
     lines += table(
@@ -458,7 +480,10 @@ def render_markdown(report: Report) -> str:
     ]
     lines += [f"> {plain(note)}" for note in report["notes"]] + ([""] if report["notes"] else [])
     lines += ["## Agents", ""]
-    lines += table(
+    agents = report["agents"]
+    if rows_shown is not None:  # the worst first: stable, so by name among equals
+        agents = sorted(agents, key=lambda a: (-a["critical_alerts"], -a["warning_alerts"]))
+    lines += table_of(
         ["Agent", "Episodes", "Pass Rate", "Avg Score", "Cost Δ", "Latency Δ", "Critical", "Warning"],
         [
             [
@@ -471,12 +496,13 @@ def render_markdown(report: Report) -> str:
                 a["critical_alerts"],
                 a["warning_alerts"],
             ]
-            for a in report["agents"]
+            for a in agents
         ],
+        "agents",
     )
     if judge := report["judge"]:
         lines += ["", "## LLM Judge", ""]
-        lines += table(
+        lines += table_of(
             ["Rubric", "Judged", "Mean Score (1-5)", "Failed", "Skipped", "From Cache"],
             [[j["rubric"], j["judged"], j["mean_score"], j["failed"], j["skipped"], j["cached"]] for j in judge["rubrics"]],
         )
@@ -491,13 +517,13 @@ def render_markdown(report: Report) -> str:
             )
     if labels := report["labels"]:
         lines += ["", "## Human Labels", "", _labels_line(labels), ""]
-        lines += table(
+        lines += table_of(
             ["Machine Verdict", "Pairs", "Both Pass", "Both Fail", "Only Machine Pass", "Only Person Pass", "Observed", "Kappa"],
             agreement_rows(labels),
         )
     if report["categories"] and any(c["category"] != "(none)" for c in report["categories"]):
         lines += ["", "## Categories", ""]
-        lines += table(
+        lines += table_of(
             ["Category", "Episodes", "Pass Rate", "Avg Score", "Avg Correctness", "Avg Safety", "Failed On"],
             [
                 [
@@ -512,20 +538,20 @@ def render_markdown(report: Report) -> str:
         )
     if balance := report["balance"]:
         lines += ["", "## Case Set Balance", ""]
-        lines += table(
+        lines += table_of(
             ["Category", "Cases", "Share"], [[c["category"], c["cases"], f"{c['share']:.0%}"] for c in balance["categories"]]
         )
         lines += ["", plain(_balance_line(balance))]
     trials = report["trials"]
     if any(row["k"] > 1 for row in trials["pass_at_k"]):
         lines += ["", "## Repeated Trials", ""]
-        lines += table(
+        lines += table_of(
             ["Agent", "k", "pass@k", "pass^k", "Tasks"],
             [[r["agent_id"], r["k"], r["pass_at_k"], r["pass_hat_k"], r["n_tasks"]] for r in trials["pass_at_k"]],
         )
         lines += ["", "Flaky tasks (some trials pass, others fail; flakiness = mean over k of pass@k − pass^k):", ""]
         lines += (
-            table(
+            table_of(
                 ["Agent", "Task", "Trials", "Passed", "Flakiness"],
                 [[t["agent_id"], t["task_id"], t["trials"], t["passes"], t["flakiness"]] for t in trials["flaky_tasks"]],
             )
@@ -544,7 +570,7 @@ def render_markdown(report: Report) -> str:
             "Per agent, only where the effect crosses its threshold and clears the noise:",
             "",
         ]
-        lines += table(
+        lines += table_of(
             ["Severity", "Agent", "Dimension", "Value", "95% CI", "p", "Limit"],
             [
                 [f["severity"].upper(), f["agent_id"], f["dimension"], figure(f["value"], f["unit"]),
@@ -563,7 +589,7 @@ def render_markdown(report: Report) -> str:
         "",
     ]
     if regressions:
-        lines += table(
+        lines += table_of(
             ["Severity", "Agent", "Task", "Dimension", "Trials", "Value", "Limit", "Baseline", "Message"],
             [
                 [g["severity"].upper() + (" (new)" if g["lifecycle"] == "new" else f" (since {g['since']})"), g["agent_id"],
@@ -576,11 +602,14 @@ def render_markdown(report: Report) -> str:
         lines.append("No regressions.")
     if report["resolved"]:
         lines += ["", "Resolved since yesterday:", ""]
+        resolved, left_out = capped(report["resolved"], "resolved")
         lines += [
             plain(f"- {r['severity'].upper()} {r['agent_id']} {r['task_id'] or '(all episodes)'} {r['dimension']} ")
             + f"(since {r['since']})"
-            for r in report["resolved"]
-        ]
+            for r in resolved
+        ] + left_out
+    if rows_shown is not None:
+        return "\n".join(lines) + "\n"
     lines += ["", f"## Episode Scores (worst {len(report['episodes'])})", ""]
     lines += table(
         ["Episode", "Agent", "Verdict", "Score", *(column_title(d) for d in dimensions()), "Grade", "Issues"],

@@ -50,7 +50,7 @@ from eval_pipeline.regression.lifecycle import with_lifecycle
 from eval_pipeline.regression.source_health import TRAILING_DAYS
 from eval_pipeline.regression.trials import agent_pass_at_k, task_trials
 from eval_pipeline.replay.live import LIVE_REPLAY_COLUMNS, recordings_from_steps, replay_all
-from eval_pipeline.reports.daily import TREND_DAYS, build_report, write_report_files
+from eval_pipeline.reports.daily import TREND_DAYS, build_report, summary_markdown, write_report_files
 from eval_pipeline.reports.document import RunContext
 from eval_pipeline.reports.markdown import Link, table
 from eval_pipeline.rewards.functions import RewardBook
@@ -680,7 +680,7 @@ def eval_report(
                 "html_path": dg.MetadataValue.path(str(paths["html"])),
                 "markdown_path": dg.MetadataValue.path(str(paths["md"])),
                 "json_path": dg.MetadataValue.path(str(paths["json"])),
-                "summary": dg.MetadataValue.md(paths["md"].read_text().split("## Episode Scores")[0]),
+                "summary": dg.MetadataValue.md(summary_markdown(content)),
                 "dagster/row_count": 1,
             }
         }
