@@ -23,6 +23,9 @@ LISTED_PER_MESSAGE = 20  # beyond these (or what fits), a message counts the res
 # A day's findings of more agents than these travel as one message: a fleet of 2,000 agents had 541 messages a night,
 # and Slack's incoming webhooks take about one a second
 DIGEST_AGENTS = 10
+# Findings a digest carries at most (their ids ride along: about 50 KB): a day of more goes out in as many digests, each
+# agent's findings in one
+DIGEST_FINDINGS = 2_000
 SECTION_CHARACTERS = 2900  # of a message's body: Slack refuses a section over 3,000
 MESSAGE_CHARACTERS = 300  # of a finding's message, in its line
 SEVERITY_ICON = {"critical": ":red_circle:", "warning": ":large_yellow_circle:"}
@@ -61,16 +64,24 @@ def _per_agent(alert: Alert) -> tuple:
 
 
 def message_groups(alerts: list[Alert]) -> list[list[Alert]]:
-    """What travels as one message, in the order the alerts came: a day's findings per agent, or all of that day's in
-    one digest when they are of more than DIGEST_AGENTS agents; each failed run alone."""
+    """What travels as one message, in the order the alerts came: a day's findings per agent, or, when they are of
+    more than DIGEST_AGENTS agents, all of that day's in one digest (in several of about DIGEST_FINDINGS findings,
+    when they are more); each failed run alone."""
     groups: dict[tuple, list[Alert]] = {}
     for alert in alerts:
         groups.setdefault(_per_agent(alert), []).append(alert)
     agents_of_day = Counter(key[1] for key in groups if key[0] == "finding")
     messages: dict[tuple, list[Alert]] = {}
+    digests: Counter[str] = Counter()  # per day, the digest being filled
     for key, group in groups.items():
-        digest = key[0] == "finding" and agents_of_day[key[1]] > DIGEST_AGENTS
-        messages.setdefault(("digest", key[1]) if digest else key, []).extend(group)
+        if key[0] != "finding" or agents_of_day[key[1]] <= DIGEST_AGENTS:
+            messages[key] = group
+            continue
+        digest = ("digest", key[1], digests[key[1]])
+        if digest in messages and len(messages[digest]) + len(group) > DIGEST_FINDINGS:
+            digests[key[1]] += 1
+            digest = ("digest", key[1], digests[key[1]])
+        messages.setdefault(digest, []).extend(group)
     return list(messages.values())
 
 

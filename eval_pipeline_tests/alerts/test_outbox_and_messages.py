@@ -4,6 +4,7 @@ from collections.abc import Callable
 
 import pytest
 
+from eval_pipeline.alerts import messages
 from eval_pipeline.alerts.delivery import deliver_pending
 from eval_pipeline.alerts.messages import DIGEST_AGENTS, MessageLinks, message_groups, run_failure_alert, slack_message
 from eval_pipeline.alerts.outbox import AlertOutbox, Outbox
@@ -179,6 +180,16 @@ def test_a_days_findings_of_many_agents_are_one_message_that_says_what_is_new_an
     body = message["blocks"][0]["text"]["text"]
     assert ":red_circle: *&lt;!channel&gt;*: 1 critical, 0 warning (cost_delta)" in body and "<!channel>" not in body
     assert "<http://viewer.example:8765/days/2026-11-02|Open the day's episodes in the viewer>" in body
+
+
+def test_a_digest_carries_about_digest_findings_and_each_agents_findings_in_one_message(monkeypatch):
+    """A million-episode day of 20 agents had 40,000 findings: one digest would carry 40,000 ids (about 1 MB)."""
+    monkeypatch.setattr(messages, "DIGEST_FINDINGS", 4)
+    agents = [f"bot-{n:02d}" for n in range(DIGEST_AGENTS + 1)]
+    alerts = [finding(f"f-{agent}-{n}", agent=agent) for agent in agents for n in range(4 if agent == "bot-01" else 1)]
+    groups = message_groups(alerts)
+    assert [len(group) for group in groups] == [1, 4, 4, 4, 1]  # bot-01's four go together, after bot-00's one
+    assert [a["alert_id"] for group in groups for a in group] == [a["alert_id"] for a in alerts]
 
 
 def test_run_failures_travel_alone():
