@@ -6,10 +6,13 @@ A platform team runs 2,000 agents; a model update raised the cost of 534 of them
 summary in the Dagster UI (which the instance keeps for good) was 600 KB of Markdown, every table whole, written
 twice (the materialization and its log line). Now a day's findings of more than DIGEST_AGENTS agents travel as one
 message naming the worst agents, fewer still one per agent, and the summary shows each table's first SUMMARY_ROWS
-rows, the agents with the most alerts first; the report files keep every row.
+rows, the agents with the most alerts first; the report files keep every row. The HTML report's trend charts drew
+a line and a legend per agent (3 MB of the 5 MB page, unreadable): they now draw the CHARTED_AGENTS with the most
+alerts.
 """
 
 import json
+import re
 from datetime import date, timedelta
 
 import dagster as dg
@@ -17,6 +20,7 @@ import dagster as dg
 from eval_pipeline.alerts.messages import DIGEST_AGENTS
 from eval_pipeline.cli import main
 from eval_pipeline.reports.daily import SUMMARY_ROWS
+from eval_pipeline.reports.html import CHARTED_AGENTS
 from eval_pipeline_tests.fake_store import make_episode
 
 FIRST = date(2026, 11, 1)
@@ -97,6 +101,12 @@ def test_a_night_that_regressed_a_fleet_is_one_message_and_a_bounded_summary_and
     assert "## Regression Alerts" in summary and "## Episode Scores" not in summary
     report = (project_env / "reports" / f"eval-report-{second}.md").read_text()
     assert sorted(agent_rows(report.split("## Agents")[1].split("##")[0])) == AGENTS  # the report keeps every agent
+    page = (project_env / "reports" / f"eval-report-{second}.html").read_text()
+    charted = re.findall(r'class="legend">(fleet-\d+)<', page)  # each of the four trend charts' legend
+    assert charted == 4 * sorted(SLOWER + AGENTS[: CHARTED_AGENTS - len(SLOWER)])
+    assert f"{CHARTED_AGENTS} of {len(AGENTS)} agents drawn: those with the most alerts today." in page
+    trend = json.loads((project_env / "reports" / f"eval-report-{second}.json").read_text())["trend"]
+    assert sorted(trend["agents"]) == AGENTS  # every agent's series, for whoever draws more
     few_summary, few_report = ui_summary(project_env, third), (project_env / "reports" / f"eval-report-{third}.md").read_text()
     assert agent_rows(few_summary)[:2] == AGENTS[:2] and len(agent_rows(few_summary)) == SUMMARY_ROWS
     regressions, resolved = few_report.split("## Regression Alerts")[1].split("Resolved since yesterday:")

@@ -20,7 +20,17 @@ from eval_pipeline.regression.agreement import Agreement, LabelSummary, label_su
 from eval_pipeline.regression.findings import VerdictCounts
 from eval_pipeline.regression.lifecycle import resolved
 from eval_pipeline.reports.calibration import calibration_sample, render_calibration
-from eval_pipeline.reports.document import Regression, Report, ReportData, RunContext, Summary, Trend, Trials, Verdicts
+from eval_pipeline.reports.document import (
+    Regression,
+    Report,
+    ReportData,
+    RunContext,
+    Summary,
+    Trend,
+    Trials,
+    Verdicts,
+    most_alerted_first,
+)
 from eval_pipeline.reports.html import aggregate_alerts, render_html
 from eval_pipeline.reports.markdown import (
     Link,
@@ -480,9 +490,7 @@ def render_markdown(report: Report, rows_shown: int | None = None) -> str:
     ]
     lines += [f"> {plain(note)}" for note in report["notes"]] + ([""] if report["notes"] else [])
     lines += ["## Agents", ""]
-    agents = report["agents"]
-    if rows_shown is not None:  # the worst first: stable, so by name among equals
-        agents = sorted(agents, key=lambda a: (-a["critical_alerts"], -a["warning_alerts"]))
+    agents = report["agents"] if rows_shown is None else most_alerted_first(report["agents"])
     lines += table_of(
         ["Agent", "Episodes", "Pass Rate", "Avg Score", "Cost Δ", "Latency Δ", "Critical", "Warning"],
         [

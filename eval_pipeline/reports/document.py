@@ -24,6 +24,12 @@ WORST_EPISODES = 50  # episodes the report shows one by one, worst first
 UNTASKED_NAMED = 20  # episodes without a task id named in the report's note
 
 
+def most_alerted_first(agents: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The report's agent rows, those with the most critical, then warning alerts first (by name among equals): what a
+    part that shows only some of a fleet's agents shows."""
+    return sorted(agents, key=lambda a: (-a["critical_alerts"], -a["warning_alerts"], a["agent_id"]))
+
+
 def baseline_measures() -> list[str]:
     """The `scores` column of each percent change's baseline measure (ms, $): what a regression shows its baseline in."""
     return [d.measure.baseline_column() for d in dimensions() if d.measure is not None]

@@ -12,7 +12,7 @@ from typing import Any
 
 from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
 
-from eval_pipeline.reports.document import Regression, Report
+from eval_pipeline.reports.document import Regression, Report, most_alerted_first
 from eval_pipeline.reports.markdown import (
     ci_cell,
     dimension_cell,
@@ -24,10 +24,13 @@ from eval_pipeline.reports.markdown import (
     trials_cell,
     verdict_line,
 )
-from eval_pipeline.reports.svg import histogram, line_chart
+from eval_pipeline.reports.svg import PALETTE, histogram, line_chart
 from eval_pipeline.scoring.dimensions import Unit, dimensions, finding_units
 
 WORST_SHOWN = 20
+# Agents a trend chart draws, those with the most alerts first: as many lines as colours to tell them apart (a fleet of
+# 2,000 agents drew 2,000 lines and legends, 3 MB of a 5 MB report)
+CHARTED_AGENTS = len(PALETTE)
 
 
 @cache
@@ -108,7 +111,9 @@ def render_html(
     label_rows: list[list[Any]] | None = None,
 ) -> str:
     trend = report["trend"]
-    per = lambda metric: {agent: series[metric] for agent, series in trend["agents"].items()}  # noqa: E731
+    charted = [a["agent_id"] for a in most_alerted_first(report["agents"]) if a["agent_id"] in trend["agents"]]
+    charted = charted[:CHARTED_AGENTS]
+    per = lambda metric: {agent: trend["agents"][agent][metric] for agent in charted}  # noqa: E731
     charts = {
         "pass_rate": line_chart(trend["days"], per("pass_rate"), label=rate, title="Pass rate per agent", domain=(0, 1)),
         "score": line_chart(
@@ -129,6 +134,8 @@ def render_html(
             cards=_cards(report),
             verdict_line=f"{verdict_line(report['summary'])} {left_out_line(report['summary'])}",
             charts=charts,
+            charted=len(charted),
+            trended=len(trend["agents"]),
             aggregate=aggregate,
             new_count=sum(g["lifecycle"] == "new" for g in report["regressions"]),
             judge_costs=judge_costs,
