@@ -13,7 +13,7 @@ from eval_pipeline.cli import main
 from eval_pipeline.episodes.model import derived_task_id
 from eval_pipeline.warehouse.connection import Warehouse
 from eval_pipeline_tests.air import episode
-from eval_pipeline_tests.episodes.test_plaited import CAPTURE, TRIALS
+from eval_pipeline_tests.episodes.test_plaited import CAPTURE, START, TRIALS
 
 pytestmark = pytest.mark.slow
 needs_node = pytest.mark.skipif(
@@ -237,6 +237,24 @@ def test_plaited_results_whose_prompts_metadata_says_status_or_agent_id_are_read
     assert rows(project_env, "SELECT locator, reason FROM quarantine") == []
     episodes = rows(project_env, "SELECT episode_id, agent_id, status, metadata ->> '$.status' FROM episodes")
     assert episodes == [("results:fix-typo", "results", "success", "needs-review")]  # the file's name is its agent
+
+
+def test_a_plaited_record_refused_after_its_conversion_is_quarantined_as_plaited_wrote_it(project_env):
+    """A CI runner whose clock said 2031 ran plaited's harness: its CaptureResult converts, then is refused as a broken
+    clock. Its quarantine row held our converted episode as `raw`, a record the user never wrote; now it holds their
+    line, and the record after it loads."""
+    source = project_env / "episodes"
+    source.mkdir()
+    years = 5 * 365 * 24 * 3600 * 1000
+    broken = {**CAPTURE, "id": "fix-clock", "timing": {**CAPTURE["timing"], "start": START + years, "end": START + years + 4000}}
+    lines = [json.dumps(broken), json.dumps(CAPTURE)]
+    (source / "results.jsonl").write_text("\n".join(lines) + "\n")
+
+    assert main(["run", "--date", DAY, "--fail-on", "never"]) == 0
+    ((locator, reason, raw),) = rows(project_env, "SELECT locator, reason, raw FROM quarantine")
+    assert locator == f"{source / 'results.jsonl'}:1" and reason.endswith("(tomorrow): a broken clock")
+    assert raw == lines[0]
+    assert rows(project_env, "SELECT episode_id FROM episodes") == [("results:fix-typo",)]
 
 
 def test_json_arrays_appended_night_after_night_all_load(project_env):

@@ -59,6 +59,7 @@ class RawRecord:
     fallback_day: date | None  # partition for a record whose own day cannot be read
     rejected: str | None = None  # why an adapter could not convert it: quarantined with this reason
     source_records: int = 1  # records of the source it was made from (an adapter's run of many lines): what health counts
+    given: str | None = None  # the source's own text where an adapter made `raw` of it one for one: what quarantine keeps
 
 
 @dataclass(frozen=True, slots=True)

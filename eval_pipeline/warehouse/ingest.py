@@ -67,6 +67,7 @@ _UNNUMBERED = pa.schema(
         ("fallback_day", pa.date32()),
         ("rejected", pa.string()),
         ("source_records", pa.int32()),
+        ("given", pa.string()),  # the source's own text where an adapter made `raw` of it: what quarantine keeps
     ]
 )
 
@@ -437,13 +438,14 @@ FROM (SELECT episode_id, partition_date, agent_id, unnest(ordered) AS s FROM _ca
 
 # What one parsed batch hands to the day's transaction, read on the scratch connection (see `load_episodes`): the
 # agent's rows, when scoped.
+_GIVEN_RAW = "coalesce(b.given, b.raw) AS raw"  # of a staged record `b`: what quarantine keeps of it, the source's own text
 _BATCH_ROWS = {  # keyed by the parameters of `_write_batch`
-    "batch_rejected": "SELECT p.source, p.locator, p.reason, b.raw, p.agent_id FROM _parsed p JOIN _batch b USING (seq) "
+    "batch_rejected": f"SELECT p.source, p.locator, p.reason, {_GIVEN_RAW}, p.agent_id FROM _parsed p JOIN _batch b USING (seq) "
     f"WHERE p.reason IS NOT NULL AND {_of_the_scoped_agent('p.agent_id')}",
     # valid records that lost to a later record of the batch
     # (found first, then their raw text: joined the other way round, every valid record's text was read, 29 ms a batch
     # of 10,000 against 17)
-    "batch_losers": f"""SELECT l.episode_id, l.seq, l.source, l.locator, b.raw, l.agent_id
+    "batch_losers": f"""SELECT l.episode_id, l.seq, l.source, l.locator, {_GIVEN_RAW}, l.agent_id
                  FROM (SELECT p.episode_id, p.seq, p.source, p.locator, p.agent_id
                        FROM _parsed p JOIN _canonical c USING (episode_id)
                        WHERE p.reason IS NULL AND p.locator <> c.locator AND {_of_the_scoped_agent("p.agent_id")}) l
@@ -526,6 +528,7 @@ def _unnumbered(records: Iterable[RawRecords]) -> Iterator[pa.Table]:
                         pa.repeat(pa.scalar(block.fallback_day, pa.date32()), rows),
                         pa.nulls(rows, pa.string()) if block.rejected is None else block.rejected,
                         pa.repeat(pa.scalar(1, pa.int32()), rows),
+                        pa.nulls(rows, pa.string()),
                     ],
                     schema=_UNNUMBERED,
                 )
@@ -539,6 +542,7 @@ def _unnumbered(records: Iterable[RawRecords]) -> Iterator[pa.Table]:
                 pa.array([r.fallback_day for r in chunk], pa.date32()),
                 pa.array([r.rejected for r in chunk], pa.string()),
                 pa.array([r.source_records for r in chunk], pa.int32()),
+                pa.array([r.given for r in chunk], pa.string()),
             ]
             yield pa.table(columns, schema=_UNNUMBERED)
 
@@ -729,7 +733,10 @@ def _fill_superseded(con: duckdb.DuckDBPyConnection, records: Callable[[], Itera
     for staged in _staged(records()):
         found = staged.filter(pc.is_in(staged["seq"], value_set=wanted))  # read by its name (see `_write_batch`)
         if found.num_rows:
-            con.execute("UPDATE _superseded s SET raw = f.raw FROM found f WHERE s.seq = f.seq AND s.locator = f.locator")
+            con.execute(
+                f"UPDATE _superseded s SET raw = b.raw FROM (SELECT seq, locator, {_GIVEN_RAW} FROM found b) b "
+                "WHERE s.seq = b.seq AND s.locator = b.locator"
+            )
 
 
 def load_episodes(

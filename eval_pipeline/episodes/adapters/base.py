@@ -137,7 +137,7 @@ def one_by_one(name: str, to_episode: Callable[[dict, str, date], dict]) -> Call
             except ValueError as exc:  # not JSON, the adapter's Rejected, a validation error, or a value it could not read
                 yield rejection(record, day, name, exc)
             else:
-                yield RawRecord(record.source, record.locator, json.dumps(episode), day)
+                yield RawRecord(record.source, record.locator, json.dumps(episode), day, given=record.raw)
 
     return convert
 

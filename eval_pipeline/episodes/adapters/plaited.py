@@ -227,7 +227,7 @@ def convert(records: Iterator[RawRecord], agent_id: str, day: date, **options: A
             continue
         for number, episode in enumerate(episodes):
             locator = f"{record.locator} trial {number + 1}" if trials else record.locator
-            yield RawRecord(record.source, locator, json.dumps(episode), day)
+            yield RawRecord(record.source, locator, json.dumps(episode), day, given=record.raw)
 
 
 def _epoch_ms(timestamp: str | datetime) -> float:
