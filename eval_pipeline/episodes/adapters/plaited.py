@@ -225,9 +225,11 @@ def convert(records: Iterator[RawRecord], agent_id: str, day: date, **options: A
         except ValueError as exc:
             yield rejection(record, day, NAME, exc)
             continue
+        if not trials:  # the line is the capture's own; a TrialResult's holds all its trials, each an episode
+            yield RawRecord(record.source, record.locator, json.dumps(episodes[0]), day, given=record.raw)
+            continue
         for number, episode in enumerate(episodes):
-            locator = f"{record.locator} trial {number + 1}" if trials else record.locator
-            yield RawRecord(record.source, locator, json.dumps(episode), day, given=record.raw)
+            yield RawRecord(record.source, f"{record.locator} trial {number + 1}", json.dumps(episode), day)
 
 
 def _epoch_ms(timestamp: str | datetime) -> float:
