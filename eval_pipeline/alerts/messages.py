@@ -13,7 +13,7 @@ import pandas as pd
 
 from eval_pipeline.alerts.outbox import Alert
 from eval_pipeline.redaction import redact
-from eval_pipeline.regression.findings import FINDING_COLUMNS
+from eval_pipeline.regression.findings import FINDING_COLUMNS, alert_order
 from eval_pipeline.regression.source_health import SOURCE_AGENT
 from eval_pipeline.viewer.links import day_url
 from eval_pipeline.warehouse.viewer import Filters
@@ -180,7 +180,7 @@ def slack_message(alerts: list[Alert], links: MessageLinks, secret_patterns: Ite
         else:
             text = f"eval_pipeline: {len(severities)} agents on {shown(first['partition_date'])}: {_counted(alerts)}"
             agent = None
-            worst = sorted(severities, key=lambda a: (-severities[a]["critical"], -severities[a]["warning"], a))
+            worst = sorted(severities, key=lambda a: alert_order(a, severities[a]["critical"], severities[a]["warning"]))
             entries = (agent_line(a, severities[a], dimensions[a]) for a in worst)
             count, rest = len(worst), partial(_rest, of=" agents")
         viewer = day_url(links.viewer_base_url, day, Filters(agent=agent))

@@ -44,6 +44,12 @@ FINDING_COLUMNS = [
 CASE_FINDING = "case"  # the dimension of a failed case's finding
 
 
+def alert_order(agent_id: str, critical: int, warning: int) -> tuple[int, int, str]:
+    """Where an agent stands wherever only some of a fleet's agents are shown (an alert digest, the report's summary
+    and charts): the most critical findings first, then warning ones, then by name."""
+    return (-critical, -warning, agent_id)
+
+
 def finding_id(day: date, agent_id: str, episode_id: str | None, dimension: str, severity: str) -> str:
     key = f"{day.isoformat()}|{agent_id}|{episode_id or 'aggregate'}|{dimension}|{severity}"
     return hashlib.sha256(key.encode()).hexdigest()[:20]

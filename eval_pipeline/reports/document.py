@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 
 from eval_pipeline.regression.agreement import LabelSummary
+from eval_pipeline.regression.findings import alert_order
 from eval_pipeline.reports.calibration import CalibrationSample
 from eval_pipeline.scoring.dimensions import dimensions
 
@@ -25,9 +26,8 @@ UNTASKED_NAMED = 20  # episodes without a task id named in the report's note
 
 
 def most_alerted_first(agents: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The report's agent rows, those with the most critical, then warning alerts first (by name among equals): what a
-    part that shows only some of a fleet's agents shows."""
-    return sorted(agents, key=lambda a: (-a["critical_alerts"], -a["warning_alerts"], a["agent_id"]))
+    """The report's agent rows in `alert_order`: what a part that shows only some of a fleet's agents shows."""
+    return sorted(agents, key=lambda a: alert_order(a["agent_id"], a["critical_alerts"], a["warning_alerts"]))
 
 
 def baseline_measures() -> list[str]:

@@ -111,8 +111,7 @@ def render_html(
     label_rows: list[list[Any]] | None = None,
 ) -> str:
     trend = report["trend"]
-    charted = [a["agent_id"] for a in most_alerted_first(report["agents"]) if a["agent_id"] in trend["agents"]]
-    charted = charted[:CHARTED_AGENTS]
+    charted = [a["agent_id"] for a in most_alerted_first(report["agents"]) if a["agent_id"] in trend["agents"]][:CHARTED_AGENTS]
     per = lambda metric: {agent: trend["agents"][agent][metric] for agent in charted}  # noqa: E731
     charts = {
         "pass_rate": line_chart(trend["days"], per("pass_rate"), label=rate, title="Pass rate per agent", domain=(0, 1)),
