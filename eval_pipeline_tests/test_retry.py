@@ -3,12 +3,22 @@
 from __future__ import annotations
 
 import random
+import time
+from datetime import UTC, datetime, timedelta
+from email.utils import format_datetime
 
 import httpx
 import pytest
 
 from eval_pipeline import retry
-from eval_pipeline.retry import RETRYABLE_STATUS, Backoff, RetriesExhausted, retry_after_seconds, with_retries
+from eval_pipeline.retry import (
+    RETRYABLE_STATUS,
+    Backoff,
+    RetriesExhausted,
+    RetryAfterTooLong,
+    retry_after_seconds,
+    with_retries,
+)
 
 BACKOFF = Backoff(attempts=4, base_seconds=0.5, max_seconds=20.0)
 
@@ -73,16 +83,32 @@ def test_retry_after_is_a_floor(monkeypatch):
     assert BACKOFF.delay(3, retry_after=1.0) == 4.0  # a larger jittered wait wins
 
 
-def test_retry_after_is_capped_at_the_max(monkeypatch):
-    monkeypatch.setattr(retry.random, "uniform", lambda low, high: low)
-    assert BACKOFF.delay(0, retry_after=3600.0) == BACKOFF.max_seconds
+def test_a_retry_after_past_the_max_ends_the_retries_without_asking_again(sleeps):
+    call = Forever(lambda: status_error(429, {"Retry-After": "3600"}))
+    with pytest.raises(RetryAfterTooLong) as caught:
+        with_retries("GET x", call, BACKOFF, sleep=sleeps.append)
+    assert call.calls == 1 and sleeps == []
+    assert str(caught.value) == "GET x answered HTTP 429 with Retry-After 3600 s, past what we may wait"
+    assert isinstance(caught.value, RetriesExhausted) and caught.value.last_error == "HTTP 429"
 
 
-def test_retry_after_seconds_reads_numbers_only():
+def test_a_retry_after_past_the_deadline_ends_the_retries_without_asking_again(sleeps):
+    call = Forever(lambda: status_error(503, {"Retry-After": "5"}))  # within the max of 20 s, not within the 1 s left
+    with pytest.raises(RetryAfterTooLong, match="Retry-After 5 s"):
+        with_retries("GET x", call, BACKOFF, sleep=sleeps.append, deadline=time.monotonic() + 1)
+    assert call.calls == 1 and sleeps == []
+
+
+def test_retry_after_seconds_reads_both_forms_http_allows():
     assert retry_after_seconds(httpx.Response(503, headers={"Retry-After": "7"})) == 7.0
     assert retry_after_seconds(httpx.Response(503, headers={"Retry-After": "0.5"})) == 0.5
     assert retry_after_seconds(httpx.Response(503)) is None
-    assert retry_after_seconds(httpx.Response(503, headers={"Retry-After": "Wed, 21 Oct 2026 07:28:00 GMT"})) is None
+    in_a_minute = format_datetime(datetime.now(UTC) + timedelta(seconds=61), usegmt=True)
+    assert 58 <= retry_after_seconds(httpx.Response(429, headers={"Retry-After": in_a_minute})) <= 61
+    assert retry_after_seconds(httpx.Response(503, headers={"Retry-After": "Wed, 21 Oct 2015 07:28:00 GMT"})) == 0.0  # past
+    assert retry_after_seconds(httpx.Response(503, headers={"Retry-After": "-3"})) == 0.0
+    for unreadable in ["soon", "inf", "nan", ""]:
+        assert retry_after_seconds(httpx.Response(503, headers={"Retry-After": unreadable})) is None
 
 
 # -- with_retries ------------------------------------------------------------------------------

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -15,6 +16,8 @@ class WebhookReceiver:
         self.attempts = 0
         self.fail_next = 0  # answer this many POSTs with `fail_status`
         self.fail_status = 500
+        self.retry_after: Callable[[], str] | None = None  # the Retry-After header of a failing answer, made as it is sent
+        self.arrivals: list[float] = []  # time.monotonic() of each POST
         self.on_post: Callable[[], None] | None = None  # called as a POST arrives, before it is answered
         receiver = self
 
@@ -25,15 +28,17 @@ class WebhookReceiver:
             def do_POST(self) -> None:
                 body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
                 receiver.attempts += 1
+                receiver.arrivals.append(time.monotonic())
                 if receiver.on_post:
                     receiver.on_post()
                 if receiver.fail_next > 0:
                     receiver.fail_next -= 1
-                    status = receiver.fail_status
+                    self.send_response(receiver.fail_status)
+                    if receiver.retry_after:
+                        self.send_header("Retry-After", receiver.retry_after())
                 else:
                     receiver.messages.append(json.loads(body))
-                    status = 200
-                self.send_response(status)
+                    self.send_response(200)
                 self.send_header("Content-Length", "2")
                 self.end_headers()
                 self.wfile.write(b"ok")

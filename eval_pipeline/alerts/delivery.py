@@ -14,12 +14,12 @@ from pathlib import Path
 
 from eval_pipeline import jsonout
 from eval_pipeline.alerts.messages import MessageLinks, message_groups, slack_message
-from eval_pipeline.alerts.outbox import Alert, DeliveryReport, Outbox
+from eval_pipeline.alerts.outbox import Alert, DeliveryReport, Outbox, StopDelivery
 from eval_pipeline.durable import append_lines
-from eval_pipeline.retry import Backoff, RetriesExhausted, with_retries
+from eval_pipeline.retry import Backoff, RetriesExhausted, RetryAfterTooLong, with_retries
 
 log = logging.getLogger(__name__)
-WEBHOOK_BACKOFF = Backoff(attempts=3, base_seconds=0.5, max_seconds=5.0)
+WEBHOOK_BACKOFF = Backoff(attempts=3, base_seconds=0.5, max_seconds=20.0)  # a Retry-After is waited out up to the POST's deadline
 
 
 @dataclass(frozen=True)
@@ -37,6 +37,15 @@ FALLBACK_FILE = "alerts.jsonl"  # in the outbox directory, when no webhook is co
 
 class WebhookError(Exception):
     """A POST that failed for good, said with the webhook's host only: its URL carries a token."""
+
+
+class WebhookHoldsOff(WebhookError, StopDelivery):
+    """The webhook rate-limits us for longer than this delivery may wait (Slack's 429 and Retry-After): posting the
+    next message would be refused too, and a webhook that keeps posting past its limit gets disabled."""
+
+
+class DeliveryOutOfTime(WebhookError, StopDelivery):
+    """The delivery's own deadline passed before this message was posted."""
 
 
 def webhook_host(url: str) -> str:
@@ -77,8 +86,15 @@ def post_webhook(
 
     host = webhook_host(url)
     posting = _posting_to_webhook.set(True)
+    deadline = time.monotonic() + deadline_seconds
     try:
-        _within(deadline_seconds, lambda: with_retries(f"alert webhook POST to {host}", call, backoff), client.close)
+        _within(
+            deadline_seconds,
+            lambda: with_retries(f"alert webhook POST to {host}", call, backoff, deadline=deadline),
+            client.close,
+        )
+    except RetryAfterTooLong as exc:
+        raise WebhookHoldsOff(f"{exc}; what is pending waits for the next delivery") from None
     except TimeoutError:
         raise WebhookError(f"alert webhook POST to {host} took longer than {deadline_seconds:g} s; kept for later") from None
     except httpx.HTTPStatusError as exc:  # its message holds the URL
@@ -129,7 +145,7 @@ def deliver_pending(
         if webhook_url:
             left = ends - time.monotonic()
             if left <= 0:
-                raise WebhookError(f"delivery took its {deadlines.per_delivery_seconds:g} s; kept for the next delivery")
+                raise DeliveryOutOfTime(f"delivery took its {deadlines.per_delivery_seconds:g} s; kept for the next delivery")
             post_webhook(webhook_url, payload, backoff, min(deadlines.per_post_seconds, left))
             return
         log.info("alert (no EVAL_ALERT_WEBHOOK_URL set): %s", payload["text"])

@@ -35,6 +35,11 @@ class DeliveryBusy(InfrastructureError):
     """Another deliverer held the outbox for the whole wait: what is pending stays for the next delivery."""
 
 
+class StopDelivery(Exception):
+    """A send failed in a way every later send of this delivery would too (the webhook asks us to hold off, the
+    delivery's time is up): the groups after it stay pending, untried, for the next delivery."""
+
+
 @dataclass(frozen=True)
 class DeliveryReport:
     delivered: int
@@ -72,11 +77,14 @@ def send_in_groups(
     record: Callable[[list[Alert]], None],
 ) -> DeliveryReport:
     """Send `pending` one group (`grouped`) at a time; `record` each group once `send` returns. A group whose send
-    fails is kept for the next attempt, and its error reported."""
+    fails is kept for the next attempt, and its error reported; after a StopDelivery, so are all the rest."""
     delivered, errors = 0, []
     for group in grouped(pending):
         try:
             send(group)
+        except StopDelivery as exc:
+            errors.append(str(exc))
+            break
         except Exception as exc:  # kept for the next attempt, and reported
             errors.append(str(exc))
             continue

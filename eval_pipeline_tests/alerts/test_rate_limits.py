@@ -1,0 +1,48 @@
+"""A webhook that rate-limits us (Slack answers HTTP 429 with Retry-After) is asked again only once its wait is over,
+and, when the wait is longer than the delivery may take, not at all in this delivery: asking sooner is only refused
+again, and Slack disables a webhook that keeps sending past its limit.
+
+Before: Retry-After was capped at our 5 s and its HTTP-date form ignored, so each message was posted three times
+into a 429 and a limited delivery went on posting every message until its deadline.
+"""
+
+from datetime import UTC, datetime, timedelta
+from email.utils import format_datetime
+
+from eval_pipeline.alerts.delivery import Deadlines, deliver_pending
+from eval_pipeline.alerts.outbox import AlertOutbox
+from eval_pipeline_tests.alerts.test_outbox_and_messages import LINKS, finding
+
+THREE_AGENTS = [finding("f1"), finding("f2", agent="billing-bot"), finding("f3", agent="research-agent")]
+
+
+def test_a_429_is_asked_again_after_its_retry_after_given_as_an_http_date(tmp_path, webhook):
+    outbox = AlertOutbox(tmp_path)
+    outbox.enqueue(THREE_AGENTS, "day", [])
+    webhook.fail_next, webhook.fail_status = 1, 429
+    webhook.retry_after = lambda: format_datetime(datetime.now(UTC) + timedelta(seconds=3), usegmt=True)
+
+    report = deliver_pending(outbox, webhook.url, LINKS, [])
+
+    assert (report.delivered, report.pending, report.errors) == (3, 0, [])
+    assert sorted(webhook.finding_ids) == ["f1", "f2", "f3"] and webhook.attempts == 4
+    assert webhook.arrivals[1] - webhook.arrivals[0] >= 2.0  # the date is to the second: 2-3 s after the 429
+
+
+def test_a_retry_after_longer_than_the_delivery_may_wait_stops_it_after_one_post_and_keeps_every_alert(tmp_path, webhook):
+    outbox = AlertOutbox(tmp_path)
+    outbox.enqueue(THREE_AGENTS, "day", [])
+    webhook.fail_next, webhook.fail_status, webhook.retry_after = 99, 429, lambda: "120"
+
+    limited = deliver_pending(outbox, webhook.url, LINKS, [], deadlines=Deadlines(per_post_seconds=10, per_delivery_seconds=15))
+
+    assert webhook.attempts == 1  # not the other two messages, not a second try of the first
+    assert (limited.delivered, limited.pending) == (0, 3) and len(outbox.pending()) == 3
+    assert limited.errors == [
+        "alert webhook POST to 127.0.0.1 answered HTTP 429 with Retry-After 120 s, past what we may wait; "
+        "what is pending waits for the next delivery"
+    ]
+
+    webhook.fail_next = 0  # the minute is over
+    later = deliver_pending(outbox, webhook.url, LINKS, [])
+    assert (later.delivered, later.pending, later.errors) == (3, 0, []) and sorted(webhook.finding_ids) == ["f1", "f2", "f3"]
