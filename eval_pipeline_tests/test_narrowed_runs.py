@@ -95,6 +95,41 @@ def test_one_agents_rerun_leaves_the_days_report_the_whole_days(project_env, cap
     assert day_outputs(project_env, days[1]) == whole
 
 
+def test_one_agents_rerun_writes_that_agents_report_to_output_as_its_exit_code_and_junit_count(project_env, capsys):
+    """The alpha team gates its deploys on `run --date 2026-11-02 --agent alpha --output alpha.json --junit alpha.xml`:
+    exit 0 and a JUnit suite of 1 passed test, but alpha.json said "total_episodes": 2, "failed": 1, "critical_alerts": 1
+    and listed beta, whose cost had tripled: the CI step that reads the file failed the deploy the exit code passed.
+    What `--output` writes is what the run evaluated, as `--junit` and the exit code count it: alpha's part of the day,
+    saying so (`summary.agent_id`); the day's own report stays the whole day's."""
+    import xml.etree.ElementTree as ET
+
+    days = ["2026-11-01", "2026-11-02"]
+    two_agents_nights(project_env, days, lambda n: 0.0025 * (1 + 2 * n))
+    assert main(["run", "--date", days[0]]) == 0
+    assert main(["run", "--date", days[1]]) == 1
+    whole = day_outputs(project_env, days[1])
+    output, junit = project_env / "alpha.json", project_env / "alpha.xml"
+
+    code = main(["run", "--date", days[1], "--agent", "alpha", "--output", str(output), "--junit", str(junit)])
+
+    report = json.loads(output.read_text())
+    suite = ET.parse(junit).getroot()
+    summary = report["summary"]
+    assert code == 0
+    assert (suite.get("tests"), suite.get("failures")) == ("1", "0")
+    assert (summary["total_episodes"], summary["passed"], summary["failed"], summary["critical_alerts"]) == (1, 1, 0, 0)
+    assert summary["agent_id"] == "alpha" and [agent["agent_id"] for agent in report["agents"]] == ["alpha"]
+    assert report["alerts"] == [] and list(report["trend"]["agents"]) == ["alpha"]
+    assert day_outputs(project_env, days[1]) == whole  # the day's report, row and UI: still both agents
+
+    code = main(["run", "--start", days[0], "--end", days[1], "--agent", "beta", "--output", str(output)])
+    reports = json.loads(output.read_text())
+    assert code == 1
+    assert [(r["partition_date"], r["summary"]["agent_id"], r["summary"]["failed"], r["summary"]["critical_alerts"])
+            for r in reports] == [(days[0], "beta", 0, 0), (days[1], "beta", 1, 1)]  # fmt: skip
+    assert [alert["agent_id"] for alert in reports[1]["alerts"]] == ["beta"]
+
+
 def test_a_night_run_with_limit_leaves_the_tasks_it_left_out_to_the_sources_history(project_env, capsys):
     """The user tried the pipeline on the first episode of a night (`run --date 2026-11-01 --limit 1`, as with
     eval-harness), then ran the next night whole: the parcel task's tripled cost had no verdict, exit 0, "1 without a

@@ -95,11 +95,17 @@ def _run(args: argparse.Namespace, settings: Settings) -> int:
         checks=args.checks,
         no_cache=args.no_cache,
     )
-    evaluate(settings, request)
-    if args.output:
+    done = evaluate(settings, request)
+    if args.output:  # what the run evaluated, as its exit code and --junit count it: under --agent, the agent's part
+        from eval_pipeline.reports.daily import agent_report_path
         from eval_pipeline.warehouse.report_files import report_files
 
-        reports = [json.loads(Path(files.json_path).read_text()) for files in report_files(settings.warehouse(), selected)]
+        paths = (
+            [agent_report_path(settings.reports_dir, done.run_id, day) for day in selected]
+            if args.agent
+            else [Path(files.json_path) for files in report_files(settings.warehouse(), selected)]
+        )
+        reports = [json.loads(path.read_text()) for path in paths]
         emit(jsonout.dumps(reports[0] if len(selected) == 1 else reports, indented=True) + "\n", args.output)
     if args.junit:
         from eval_pipeline.config import load_config
@@ -224,7 +230,7 @@ def case_set(settings: Settings, config: EvalConfig) -> list[CaseSpec]:
     return load_case_set(beside_config(settings.config_path, path)) if path else []
 
 
-def evaluate(settings: Settings, request: RunRequest) -> None:
+def evaluate(settings: Settings, request: RunRequest) -> RunDone:
     """Run the whole graph for the days; print each case of the case set and each category, when there is
     one, then one line per day, then where to look."""
     from eval_pipeline.reports.markdown import left_out_line, verdict_line
@@ -273,6 +279,7 @@ def evaluate(settings: Settings, request: RunRequest) -> None:
             f"{span(request.days)} (llm_calls_retried in the run's replays and judgements metadata)",
             file=sys.stderr,
         )
+    return done
 
 
 def _agent_line(files: ReportFiles, agent_id: str) -> str:

@@ -105,7 +105,7 @@ def build_report(data: ReportData, context: RunContext) -> Report:
             "failed": data.failed_replays,
         },
         "judge_failed": int((data.judgements["status"] == "failed").sum() + (data.pairwise["status"] == "failed").sum()),
-        "agent_id": None,
+        "agent_id": data.agent_id,
         "without_task_id": scores.without_task_id,
     }
     agents = []
@@ -640,13 +640,24 @@ def write_report_files(report: Report, directory: Path) -> dict[str, Path]:
     directory.mkdir(parents=True, exist_ok=True)
     stem = directory / f"eval-report-{report['partition_date']}"
     paths = {"json": stem.with_suffix(".json"), "md": stem.with_suffix(".md"), "html": stem.with_suffix(".html")}
-    paths["json"].write_text(jsonout.dumps(report, indented=True) + "\n")
+    write_report_json(report, paths["json"])
     paths["md"].write_text(render_markdown(report))
     paths["html"].write_text(report_html(report))
     if report["calibration"]["trials"]:
         paths["calibration"] = directory / CALIBRATION_FILE.format(day=report["partition_date"])
         paths["calibration"].write_text(render_calibration(report["partition_date"], report["calibration"]))
     return paths
+
+
+def write_report_json(report: Report, path: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(jsonout.dumps(report, indented=True) + "\n")
+
+
+def agent_report_path(directory: Path, run_id: str, day: date) -> Path:
+    """Where a `run --agent` leaves its agent's part of each day (JSON) for `run --output`: under the run's id, so two
+    runs of different agents never write one file, and the day's own report stays the whole day's."""
+    return directory / "runs" / run_id / f"eval-report-{day.isoformat()}.json"
 
 
 def report_html(report: Report) -> str:

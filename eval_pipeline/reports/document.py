@@ -85,6 +85,7 @@ class ReportData:
     failed_replays: int = 0  # of those, failed by the gateway after its retries: no candidate run, so no verdict
     # agents whose runs of the day were read in part (`partial_days`): (agent, `run --model`, `run --limit`)
     read_in_part: Sequence[tuple[str, str | None, int | None]] = ()
+    agent_id: str | None = None  # the report is of this agent's part of the day alone (`run --agent --output`)
 
 
 @dataclass(frozen=True)
@@ -132,7 +133,7 @@ class Summary(Verdicts):
     superseded: int  # episodes of earlier case-set runs a later run of their agent replaced in the day's count
     replays: ReplayCounts
     judge_failed: int  # judge verdicts (rubric and pairwise) the gateway failed after its retries
-    agent_id: str | None  # None: a report covers every agent of the day (one `run --agent` once wrote named its agent)
+    agent_id: str | None  # None: the report covers every agent of the day; else it is that agent's part (`run --agent --output`)
     without_task_id: int  # episodes recorded without `metadata.task_id` (their task derived, the note names them)
 
 

@@ -72,9 +72,14 @@ def record_label(warehouse: Warehouse, label: Label, on_retry: Callable[[float],
             time.sleep(delay)
 
 
-def day_labels(con: duckdb.DuckDBPyConnection, day: date) -> pd.DataFrame:
-    """The day's `labels` rows, oldest first."""
-    return frame_of(con.execute("SELECT * FROM labels WHERE partition_date = $day ORDER BY labelled_at", {"day": day}))
+def day_labels(con: duckdb.DuckDBPyConnection, day: date, agent_id: str | None = None) -> pd.DataFrame:
+    """The day's `labels` rows (of `agent_id` alone, when given), oldest first."""
+    return frame_of(
+        con.execute(
+            "SELECT * FROM labels WHERE partition_date = $day AND ($agent IS NULL OR agent_id = $agent) ORDER BY labelled_at",
+            {"day": day, "agent": agent_id},
+        )
+    )
 
 
 def review_pool(con: duckdb.DuckDBPyConnection, day: date) -> tuple[pd.DataFrame, pd.DataFrame]:

@@ -25,47 +25,49 @@ from eval_pipeline.warehouse.replays import replay_failed
 from eval_pipeline.warehouse.rows import one_row
 
 
-def report_inputs(warehouse: Warehouse, day: date, trend_days: int) -> ReportData:
+def report_inputs(warehouse: Warehouse, day: date, trend_days: int, agent_id: str | None = None) -> ReportData:
     """Everything the day's report shows, of every agent whichever a run evaluated last (`run --agent` replaces one
-    agent's rows: the day is still the whole day); `agent_daily` over the `trend_days` partitions ending on `day`."""
+    agent's rows: the day is still the whole day), or of `agent_id` alone (what `run --agent --output` evaluated);
+    `agent_daily` over the `trend_days` partitions ending on `day`."""
     with warehouse.connect(read_only=True) as con:
-        params: dict[str, object] = {"day": day}
-        labels = day_labels(con, day)
-        findings = frame_of(con.execute("SELECT * FROM findings WHERE partition_date = $day", params))
+        params: dict[str, object] = {"day": day, "agent": agent_id}
+        labels = day_labels(con, day, agent_id)
+        findings = frame_of(con.execute(f"SELECT * FROM findings WHERE {_DAY_OF_AGENT}", params))
         found = findings["episode_id"].dropna().unique().tolist()
         scores = day_scores(con, f"({_DAY_SCORES})", f"({_DAY_ISSUES})", params, found, labels["episode_id"].tolist())
         trend = frame_of(
             con.execute(
-                "SELECT * FROM agent_daily WHERE partition_date BETWEEN $first AND $day ORDER BY ALL",
+                f"SELECT * FROM agent_daily WHERE partition_date BETWEEN $first AND $day AND {_OF_AGENT} ORDER BY ALL",
                 {**params, "first": day - timedelta(days=trend_days - 1)},
             )
         )
         previous = con.execute("SELECT summary FROM reports WHERE partition_date = $day - 1", {"day": day}).fetchone()
-        previous_summary = json.loads(previous[0]) if previous and previous[0] else None
+        previous_summary = json.loads(previous[0]) if previous and previous[0] and agent_id is None else None
         if previous_summary is not None and previous_summary.get("agent_id") is not None:
             previous_summary = None  # one agent's, as `run --agent` once wrote them: no yardstick
-        previous_findings = frame_of(con.execute("SELECT * FROM findings WHERE partition_date = $day - 1", params))
-        superseded = "SELECT episode_id FROM scores WHERE partition_date = $day AND superseded"
+        previous_findings = frame_of(
+            con.execute(f"SELECT * FROM findings WHERE partition_date = $day - 1 AND {_OF_AGENT}", params)
+        )
+        superseded = f"SELECT episode_id FROM scores WHERE {_DAY_OF_AGENT} AND superseded"
         statuses = con.execute(
-            f"SELECT status, count(*) FROM episodes WHERE partition_date = $day "
-            f"AND episode_id NOT IN ({superseded}) GROUP BY ALL",
+            f"SELECT status, count(*) FROM episodes WHERE {_DAY_OF_AGENT} AND episode_id NOT IN ({superseded}) GROUP BY ALL",
             params,
         ).fetchall()
         superseded_count = one_row(con, f"SELECT count(*) FROM ({superseded})", params)[0]
-        quarantined = one_row(con, "SELECT count(*) FROM quarantine WHERE partition_date = $day", params)[0]
+        quarantined = one_row(con, f"SELECT count(*) FROM quarantine WHERE {_DAY_OF_AGENT}", params)[0]
         live, reused, failed_replays = one_row(
             con,
             f"SELECT count(*), count(*) FILTER (WHERE cached), count(*) FILTER (WHERE {replay_failed()}) FROM replays "
-            "WHERE partition_date = $day AND mode = 'live'",
+            f"WHERE {_DAY_OF_AGENT} AND mode = 'live'",
             params,
         )
-        judgements = frame_of(con.execute("SELECT * FROM judgements WHERE partition_date = $day", params))
-        pairwise = frame_of(con.execute("SELECT * FROM pairwise_judgements WHERE partition_date = $day", params))
-        pass_at_k = frame_of(con.execute("SELECT * FROM pass_at_k WHERE partition_date = $day", params))
-        task_trials = frame_of(con.execute("SELECT * FROM task_trials WHERE partition_date = $day", params))
+        judgements = frame_of(con.execute(f"SELECT * FROM judgements WHERE {_DAY_OF_AGENT}", params))
+        pairwise = frame_of(con.execute(f"SELECT * FROM pairwise_judgements WHERE {_DAY_OF_AGENT}", params))
+        pass_at_k = frame_of(con.execute(f"SELECT * FROM pass_at_k WHERE {_DAY_OF_AGENT}", params))
+        task_trials = frame_of(con.execute(f"SELECT * FROM task_trials WHERE {_DAY_OF_AGENT}", params))
         failed_trials = frame_of(con.execute(_FAILED_TRIALS, params))
         read_in_part = con.execute(
-            "SELECT agent_id, model, episode_limit FROM partial_days WHERE partition_date = $day ORDER BY ALL", params
+            f"SELECT agent_id, model, episode_limit FROM partial_days WHERE {_DAY_OF_AGENT} ORDER BY ALL", params
         ).fetchall()
     return ReportData(
         day=day,
@@ -87,8 +89,12 @@ def report_inputs(warehouse: Warehouse, day: date, trend_days: int) -> ReportDat
         failed_replays=int(failed_replays),
         read_in_part=[(agent, model, limit) for agent, model, limit in read_in_part],
         labels=labels,
+        agent_id=agent_id,
     )
 
+
+_OF_AGENT = "($agent IS NULL OR agent_id = $agent)"  # every agent's rows, or `report_inputs`' agent's
+_DAY_OF_AGENT = f"partition_date = $day AND {_OF_AGENT}"
 
 # The day's current scores with the episode's category, its replayed answer and
 # where its baseline came from; the report reads the columns it counts of it once (`day_scores`).
@@ -102,10 +108,10 @@ LEFT JOIN (
 ) o
     ON o.episode_id = s.baseline_episode_id AND o.agent_id = s.agent_id AND o.task_id = s.task_id
         AND o.recorded_on IS NOT DISTINCT FROM s.baseline_partition_date
-WHERE s.partition_date = $day
+WHERE s.partition_date = $day AND ($agent IS NULL OR s.agent_id = $agent)
 """
-_DAY_ISSUES = """
-SELECT episode_id, "check", severity, detail FROM issues WHERE partition_date = $day
+_DAY_ISSUES = f"""
+SELECT episode_id, "check", severity, detail FROM issues WHERE {_DAY_OF_AGENT}
 """
 _VERDICT_COUNTS = """count(*) AS episodes, count(*) FILTER (passed) AS passed, count(*) FILTER (NOT passed) AS failed,
     count(*) FILTER (passed IS NULL) AS without_verdict, count(*) FILTER (baseline_episode_id IS NULL) AS without_baseline"""
@@ -220,7 +226,7 @@ SELECT s.episode_id, s.agent_id, s.task_id, e.trial, e.metadata->>'hint' AS hint
          WHERE a.episode_id = s.episode_id AND a.partition_date = s.partition_date AND NOT a.passed) AS reasoning
   FROM current_scores s JOIN episodes e USING (episode_id, partition_date)
   LEFT JOIN replays r USING (episode_id, partition_date)
- WHERE s.partition_date = $day AND s.case_passed = false
+ WHERE s.partition_date = $day AND ($agent IS NULL OR s.agent_id = $agent) AND s.case_passed = false
  ORDER BY s.episode_id
 """
 

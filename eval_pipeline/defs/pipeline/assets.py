@@ -7,7 +7,7 @@ its days in date order; each day's write is one transaction.
 
 import os
 from collections.abc import Callable, Iterator
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from datetime import date, timedelta
 from itertools import chain
 from pathlib import Path
@@ -50,7 +50,14 @@ from eval_pipeline.regression.lifecycle import with_lifecycle
 from eval_pipeline.regression.source_health import TRAILING_DAYS
 from eval_pipeline.regression.trials import agent_pass_at_k, task_trials
 from eval_pipeline.replay.live import LIVE_REPLAY_COLUMNS, recordings_from_steps, replay_all
-from eval_pipeline.reports.daily import TREND_DAYS, build_report, summary_markdown, write_report_files
+from eval_pipeline.reports.daily import (
+    TREND_DAYS,
+    agent_report_path,
+    build_report,
+    summary_markdown,
+    write_report_files,
+    write_report_json,
+)
 from eval_pipeline.reports.document import RunContext
 from eval_pipeline.reports.markdown import Link, table
 from eval_pipeline.rewards.functions import RewardBook
@@ -644,26 +651,31 @@ def eval_report(
     wait_for_earlier_days(context)
     cfg, wh = eval_config.load(), warehouse.get()
     notes = [f"Replay mode: {replay.mode}."] + ([f"{judge.off_because}."] if judge.off_because else [])
-    if config.agent_id:
-        notes.append(
-            f"This run evaluated agent {config.agent_id} again (run --agent); the other agents' figures are from the "
-            "runs that evaluated them last."
-        )
     case_set = eval_config.case_set(cfg)
+    run = RunContext(
+        run_id=context.run.run_id,
+        config_version=cfg.version,
+        notes=notes,
+        secret_patterns=tuple(cfg.policies.secret_patterns),
+        calibration_size=cfg.cases.calibration_sample,
+        balance=balance(case_set) if case_set is not None else None,
+        viewer_url=viewer.base_url,
+    )
+    day_context = agent_context = run
+    if config.agent_id:
+        again = f"This run evaluated agent {config.agent_id} again (run --agent)"
+        day_context = replace(
+            run, notes=[*notes, f"{again}; the other agents' figures are from the runs that evaluated them last."]
+        )
+        agent_context = replace(
+            run, notes=[*notes, f"{again}: this is its part of the day alone; the day's report covers every agent."]
+        )
 
     def report(day: date) -> DayMetadata:
-        content = build_report(
-            report_inputs(wh, day, TREND_DAYS),
-            RunContext(
-                run_id=context.run.run_id,
-                config_version=cfg.version,
-                notes=notes,
-                secret_patterns=tuple(cfg.policies.secret_patterns),
-                calibration_size=cfg.cases.calibration_sample,
-                balance=balance(case_set) if case_set is not None else None,
-                viewer_url=viewer.base_url,
-            ),
-        )
+        content = build_report(report_inputs(wh, day, TREND_DAYS), day_context)
+        if config.agent_id:  # what `run --agent --output` hands over: what the run evaluated, as its exit code counts it
+            of_agent = build_report(report_inputs(wh, day, TREND_DAYS, config.agent_id), agent_context)
+            write_report_json(of_agent, agent_report_path(Path(reports.directory), context.run.run_id, day))
         paths = write_report_files(content, Path(reports.directory))
         write_report_row(wh, day, paths, content)
         summary = content["summary"]
