@@ -99,7 +99,10 @@ class AlertOutbox:
         self.pending_dir = self.directory / "outbox"
         self.ledger = self.directory / "delivered.jsonl"
         wait = OUTBOX_WAIT_SECONDS if lock_timeout_seconds is None else lock_timeout_seconds
-        self._lock = FileLock(str(self.directory / ".lock"), timeout=wait)
+        self._lock = FileLock(str(self.directory / ".lock"), timeout=wait)  # one deliverer at a time
+        # one writer of the batch files at a time (a run's read-modify-write, a delivery dropping what it delivered),
+        # held for a moment only, so a run never waits on a delivery's POSTs
+        self._batches_lock = FileLock(str(self.directory / ".batches.lock"), timeout=wait)
 
     def enqueue(self, alerts: Iterable[Alert], name: str, secret_patterns: Iterable[str], agent: str | None = None) -> int:
         """Put alerts under `name` (e.g. a day); the same name again replaces them (with `agent`, only that agent's:
@@ -108,13 +111,14 @@ class AlertOutbox:
         batch = redact_tree([dict(alert) for alert in alerts], patterns)
         self.pending_dir.mkdir(parents=True, exist_ok=True)
         target = self.pending_dir / f"{urllib.parse.quote(name, safe='')}.json"  # an agent id may hold a `/`
-        kept = []
-        if agent is not None and target.exists():
-            kept = [a for a in json.loads(target.read_text()) if a.get("agent_id") != redact(agent, patterns)]
-        if not kept + batch:
-            target.unlink(missing_ok=True)
-        else:
-            replace_whole(target, jsonout.dumps(kept + batch))  # a reader sees all of the batch or none
+        with self._batches_lock:
+            kept = []
+            if agent is not None and target.exists():
+                kept = [a for a in json.loads(target.read_text()) if a.get("agent_id") != redact(agent, patterns)]
+            if not kept + batch:
+                target.unlink(missing_ok=True)
+            else:
+                replace_whole(target, jsonout.dumps(kept + batch))  # a reader sees all of the batch or none
         return len(batch)
 
     def delivered_ids(self) -> set[str]:
@@ -148,6 +152,7 @@ class AlertOutbox:
 
     def _drop_delivered_batches(self) -> None:
         delivered = self.delivered_ids()
-        for path in self.pending_dir.glob("*.json"):
-            if all(alert["alert_id"] in delivered for alert in json.loads(path.read_text())):
-                path.unlink()
+        with self._batches_lock:
+            for path in self.pending_dir.glob("*.json"):
+                if all(alert["alert_id"] in delivered for alert in json.loads(path.read_text())):
+                    path.unlink()

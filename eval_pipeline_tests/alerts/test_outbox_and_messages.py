@@ -1,3 +1,4 @@
+import json
 import threading
 import time
 from collections.abc import Callable
@@ -5,6 +6,7 @@ from collections.abc import Callable
 import pytest
 
 from eval_pipeline.alerts import messages
+from eval_pipeline.alerts import outbox as outbox_module
 from eval_pipeline.alerts.delivery import deliver_pending
 from eval_pipeline.alerts.messages import DIGEST_AGENTS, MessageLinks, message_groups, run_failure_alert, slack_message
 from eval_pipeline.alerts.outbox import AlertOutbox, Outbox
@@ -249,3 +251,68 @@ def test_two_deliverers_never_send_the_same_alert(outbox_of):
     for thread in threads:
         thread.join(10)
     assert sorted(sent) == ["f1", "f2"]
+
+
+def test_two_runs_of_one_day_enqueueing_at_once_lose_neither_agents_alerts(tmp_path, monkeypatch):
+    """CI started `run --agent alpha` and `run --agent beta` of one night together. Each puts its agent's findings in
+    the day's batch by reading the batch, leaving out its agent's older alerts and writing the rest with its new ones:
+    alpha read, beta read and wrote, then alpha wrote, and beta's new finding was gone, never delivered. A batch is
+    read and written by one run at a time."""
+    AlertOutbox(tmp_path).enqueue([finding("a-old", agent="alpha"), finding("b-old", agent="beta")], "day", [])
+    alpha_has_read, go_on = threading.Event(), threading.Event()
+    write = outbox_module.replace_whole
+
+    def alpha_pauses_before_writing(path, text):
+        if threading.current_thread().name == "alpha":
+            alpha_has_read.set()
+            go_on.wait(5)
+        write(path, text)
+
+    monkeypatch.setattr(outbox_module, "replace_whole", alpha_pauses_before_writing)
+
+    def run(agent: str) -> threading.Thread:
+        batch = [finding(f"{agent[0]}-new", agent=agent)]
+        thread = threading.Thread(name=agent, target=AlertOutbox(tmp_path).enqueue, args=(batch, "day", [], agent))
+        thread.start()
+        return thread
+
+    alpha = run("alpha")
+    assert alpha_has_read.wait(5)
+    beta = run("beta")
+    beta.join(0.5)  # done by now if nothing holds it back
+    go_on.set()
+    alpha.join(5)
+    beta.join(5)
+    assert sorted(alert["alert_id"] for alert in AlertOutbox(tmp_path).pending()) == ["a-new", "b-new"]
+
+
+def test_alerts_enqueued_while_a_delivery_drops_its_delivered_batches_stay_pending(tmp_path, monkeypatch):
+    """The sensor delivered the day's one finding, and as it dropped the batch it had all delivered (read it, found
+    every id in the ledger, deleted it), a rerun of the day wrote the batch anew with a second finding: the delete
+    took that one with it. A delivery drops a batch only as no run writes it."""
+    AlertOutbox(tmp_path).enqueue([finding("f1")], "day", [])
+    rerun_started, batches_read = threading.Event(), []
+    rerun = threading.Thread(target=AlertOutbox(tmp_path).enqueue, args=([finding("f1"), finding("f2")], "day", []))
+
+    class RerunAfterTheBatchIsRead:
+        dumps = staticmethod(json.dumps)
+
+        @staticmethod
+        def loads(text: str):
+            value = json.loads(text)
+            if threading.current_thread().name == "sensor" and isinstance(value, list):
+                batches_read.append(value)
+            if len(batches_read) == 2 and not rerun_started.is_set():  # read to deliver it, then to drop it
+                rerun_started.set()
+                rerun.start()
+                rerun.join(0.5)  # done by now if nothing holds it back
+            return value
+
+    monkeypatch.setattr(outbox_module, "json", RerunAfterTheBatchIsRead)
+    sensor = threading.Thread(name="sensor", target=AlertOutbox(tmp_path).deliver, args=(lambda alerts: None, message_groups))
+    sensor.start()
+    sensor.join(5)
+    rerun.join(5)
+    monkeypatch.undo()
+    assert rerun_started.is_set()
+    assert [alert["alert_id"] for alert in AlertOutbox(tmp_path).pending()] == ["f2"]
