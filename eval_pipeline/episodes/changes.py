@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import hashlib
 from datetime import date, timedelta
+from pathlib import Path
 from typing import TYPE_CHECKING
 
-from eval_pipeline.episodes.files import FileSource
+from eval_pipeline.episodes.files import FileSource, logged_name
 
 if TYPE_CHECKING:
     from eval_pipeline.episodes.store import EpisodeStore  # with httpx, imported for a store only
@@ -34,7 +35,7 @@ def day_fingerprints(source: FileSource | EpisodeStore, today: date, store_windo
     files_by_day: dict[date, list[str]] = {}
     for name, entry in source.refresh_index(today).files.items():
         for day in {*entry.days, entry.fallback_day}:
-            files_by_day.setdefault(day, []).append(f"{name}:{entry.day_changed(day)}")
+            files_by_day.setdefault(day, []).append(f"{logged_name(Path(name))}:{entry.day_changed(day)}")  # as before a rotation
     return {day.isoformat(): _digest(files) for day, files in files_by_day.items()}
 
 

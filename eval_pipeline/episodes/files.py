@@ -189,9 +189,16 @@ def _bytes(path: Path) -> gzip.GzipFile | io.BufferedReader:
     return io.BufferedReader(_Utf8(path)) if opening in (codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE) else path.open("rb")
 
 
-def _uncompressed_name(path: Path) -> Path:
-    """`results.jsonl` for `results.jsonl.gz`: what the file's name says of its records and its agent."""
-    return path.with_suffix("") if path.suffix == ".gz" else path
+# What a rotation appends to a log's name: a number (logging's RotatingFileHandler, logrotate), the day and time
+# (TimedRotatingFileHandler: `.2026-11-05`, `.2026-11-05_09-00-00`) or logrotate's `dateext` (`-20261105`, `-2026110509`)
+_ROTATED = re.compile(r"(\.\d+|\.\d{4}-\d{2}-\d{2}(_\d{2}(-\d{2}){0,2})?|-\d{8}(\d{2})?)$")
+
+
+def logged_name(path: Path) -> Path:
+    """`event.txt` for `event.txt.1`, `event.txt.2026-11-05`, `event.txt-20261105` or `event.txt.1.gz`: the name the
+    file was written under, before a rotation renamed or compressed it. It says what its records are and whose."""
+    name = path.name.removesuffix(".gz") or path.name
+    return path.with_name(_ROTATED.sub("", name) or name)
 
 
 def _opened(path: Path) -> io.TextIOWrapper:
@@ -308,7 +315,7 @@ def _appended_dated_lines(path: Path, before: dict[date, int], after: dict[date,
     """Whether the file of episode lines only gained whole lines past `size_before`, each a record of a day: it ended
     in a line end there and does now (no record torn then or now), and holds one more dated record per line it
     gained (a line of no day goes to the file's fallback day). Then its other days' records are as they were."""
-    if size_before == 0 or _uncompressed_name(path) != path:
+    if size_before == 0 or path.suffix == ".gz":
         return False
     with path.open("rb") as handle:
         handle.seek(size_before - 1)
@@ -394,6 +401,7 @@ def _iter_values(handle, in_array: bool) -> Iterator[FileRecord]:
 class IndexedFile(BaseModel):
     mtime_ns: int
     size: int
+    file_id: str | None = None  # `st_dev:st_ino`: the same file under a new name (a rotated log) keeps its entry
     days: dict[date, int]  # records per UTC day of started_at
     first_seen: date
     read_on: date | None = None  # a file of no dated record: the day the first run that read it put it on
@@ -448,10 +456,13 @@ class FileSource:
         self.adapters = adapters  # asked in order which reads a file (plug-ins, then the built-in ones)
 
     def _configured(self, path: Path, table: dict[str, str]) -> str | None:
-        """What the first glob of `table` the file matches (relative to the source) names, if any."""
+        """What the first glob of `table` the file matches (relative to the source), or the name it was logged under
+        matches (`logged_name`: a glob for `event.txt` holds for `event.txt.1`), names, if any."""
         relative = path.relative_to(self.root) if self.root.is_dir() else Path(path.name)
+        names = (relative, logged_name(relative))
         return next(
-            (named for pattern, named in table.items() if relative.match(pattern) or fnmatch(str(relative), pattern)), None
+            (named for pattern, named in table.items() if any(n.match(pattern) or fnmatch(str(n), pattern) for n in names)),
+            None,
         )
 
     def named_format(self, path: Path) -> str | None:
@@ -463,7 +474,7 @@ class FileSource:
 
     def agent_for(self, path: Path) -> str:
         """The agent of the file's records that name none: configured, else the file's name."""
-        return self._configured_agent(path) or _uncompressed_name(path).stem
+        return self._configured_agent(path) or logged_name(path).stem
 
     def adapter_for(self, path: Path, first_raw: str) -> Adapter | None:
         """The file's adapter: the first configured glob it matches, else detected from its first record."""
@@ -496,11 +507,17 @@ class FileSource:
             index = self._read_index()
             fresh: dict[str, IndexedFile] = {}
             current = index.version == INDEX_VERSION and index.adapters == [adapter.NAME for adapter in self.adapters]
+            renamed = {(entry.file_id, entry.mtime_ns, entry.size): entry for entry in index.files.values() if entry.file_id}
             for path in self.episode_files():
                 stat = path.stat()
+                file_id = f"{stat.st_dev}:{stat.st_ino}"
                 known = index.files.get(str(path))
+                if known and known.file_id not in (None, file_id):
+                    known = None  # a new file under the name (a log rolled over): the old one is under its new name
+                # a file renamed and unchanged (rotated) is the file it was: its days, and when each last changed
+                known = known or renamed.get((file_id, stat.st_mtime_ns, stat.st_size))
                 if known and current and (known.mtime_ns, known.size) == (stat.st_mtime_ns, stat.st_size):
-                    fresh[str(path)] = known
+                    fresh[str(path)] = known.model_copy(update={"file_id": file_id})
                     continue
                 first_seen, read_on = (known.first_seen, known.read_on) if known else (today, None)
                 counted, by_lines = self._days(path)
@@ -509,6 +526,7 @@ class FileSource:
                 fresh[str(path)] = IndexedFile(
                     mtime_ns=stat.st_mtime_ns,
                     size=stat.st_size,
+                    file_id=file_id,
                     days=days,
                     first_seen=first_seen,
                     read_on=read_on,
@@ -548,7 +566,7 @@ class FileSource:
     def _canonical(self, path: Path, first_raw: str) -> bool:
         """Read as canonical episodes: named so, called so (a bad first line of a `.jsonl` file loses only
         itself), or opening with JSON."""
-        if self.named_format(path) == CANONICAL or _uncompressed_name(path).suffix in EPISODE_FILE_SUFFIXES:
+        if self.named_format(path) == CANONICAL or logged_name(path).suffix in EPISODE_FILE_SUFFIXES:
             return True
         try:
             json.loads(first_raw)
