@@ -249,7 +249,7 @@ SELECT partition_date, agent_id, count(*) AS failed FROM (
     UNION ALL SELECT partition_date, agent_id FROM pairwise_judgements WHERE status = 'failed' AND {scope}
 ) GROUP BY ALL ORDER BY ALL
 """
-_SCOPE = "list_contains($days, partition_date) AND ($agent IS NULL OR agent_id = $agent)"
+_SCOPE = f"list_contains($days, partition_date) AND {_OF_AGENT}"
 
 
 def run_outcome(warehouse: Warehouse, days: list[date], agent_id: str | None = None) -> RunOutcome:

@@ -424,17 +424,26 @@ MIGRATIONS: list[str] = [
 ]
 
 
+_VERSION = "SELECT coalesce(max(version), 0) FROM schema_version"
+
+
 def migrate(con: duckdb.DuckDBPyConnection) -> int:
     """Apply pending migrations, each in a transaction with its version; return how many changes to the schema were
     made. One transaction for all failed: DuckDB 1.5.5 cannot commit one that updates a stored table and then alters it
-    ("Attempting to modify table baselines but another transaction has altered this table": migrations 11 and 17)."""
+    ("Attempting to modify table baselines but another transaction has altered this table": migrations 11 and 17).
+
+    Each is applied only if still pending within its transaction: on a lake, another first writer may have applied
+    it since the version was read (a commit during this one's transaction is a conflict, rerun by the caller)."""
     con.execute("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL, applied_at TIMESTAMPTZ NOT NULL)")
-    current = one_row(con, "SELECT coalesce(max(version), 0) FROM schema_version")[0]
+    current = applied = one_row(con, _VERSION)[0]
     for version in range(current + 1, len(MIGRATIONS) + 1):
         with atomically(con):
+            if one_row(con, _VERSION)[0] >= version:
+                continue
             con.execute(MIGRATIONS[version - 1])
             con.execute("INSERT INTO schema_version VALUES (?, now())", [version])
-    return max(0, len(MIGRATIONS) - current) + _dimension_columns(con)
+            applied += 1
+    return applied - current + _dimension_columns(con)
 
 
 def _dimension_columns(con: duckdb.DuckDBPyConnection) -> int:
@@ -443,8 +452,8 @@ def _dimension_columns(con: duckdb.DuckDBPyConnection) -> int:
     existing = {row[0] for row in con.execute("SELECT column_name FROM duckdb_columns() WHERE table_name = 'scores' "
                                               "AND database_name = current_database()").fetchall()}  # fmt: skip
     missing = [dimension.column for dimension in dimensions() if dimension.column not in existing]
-    for column in missing:
-        con.execute(f'ALTER TABLE scores ADD COLUMN "{column}" DOUBLE')
+    for column in missing:  # IF NOT EXISTS: on a lake, another first writer may add it meanwhile
+        con.execute(f'ALTER TABLE scores ADD COLUMN IF NOT EXISTS "{column}" DOUBLE')
     return len(missing)
 
 

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from eval_pipeline.settings import Settings, SettingsError
+from eval_pipeline.warehouse import schema
 from eval_pipeline.warehouse.connection import Warehouse
 from eval_pipeline.warehouse.lake import ConflictBackoff, ConflictRetriesExhausted, Lake, with_conflict_retries
 from eval_pipeline.warehouse.s3 import S3Access
@@ -87,6 +88,30 @@ def test_a_writer_that_keeps_losing_fails_loudly_with_nothing_written(lake):
     assert len(attempts) == 3
     with warehouse.connect(read_only=True) as con:
         assert con.execute("SELECT partition_date, summary ->> '$' FROM reports").fetchall() == [(DAY, "theirs 3")]
+
+
+def test_two_first_writers_of_a_new_lake_bring_its_schema_up_to_date_at_once(lake, monkeypatch):
+    """A backfill from the UI started a new lake's days at once, and each run brings the lake's schema up to date
+    first. One read the schema's version, the other then applied every migration, and the first failed its day:
+    "Catalog Error: Column with name baseline_partition_date already exists!" (exit 3). A migration is applied only
+    where, within its own transaction, it is still pending."""
+    this_run, other_run = Warehouse(LOCAL, lake=lake), Warehouse(LOCAL, lake=lake)
+    read, overtaken = schema.one_row, []
+
+    def the_other_run_migrates_after_this_read(con, sql, *args):
+        row = read(con, sql, *args)
+        if "max(version)" in sql and not overtaken:
+            overtaken.append(row[0])
+            other_run.rerun_on_conflict("the other run", lambda: None)  # the whole schema, committed
+        return row
+
+    monkeypatch.setattr(schema, "one_row", the_other_run_migrates_after_this_read)
+    this_run.rerun_on_conflict("this run", lambda: None)
+
+    assert overtaken == [0]
+    with this_run.connect(read_only=True) as con:
+        versions = con.execute("SELECT version FROM schema_version ORDER BY version").fetchall()
+    assert versions == [(version,) for version in range(1, len(schema.MIGRATIONS) + 1)]  # each applied once
 
 
 def test_the_settings_name_a_lake_and_never_show_its_password(tmp_path):

@@ -7,7 +7,7 @@ its days in date order; each day's write is one transaction.
 
 import os
 from collections.abc import Callable, Iterator
-from dataclasses import asdict, replace
+from dataclasses import asdict
 from datetime import date, timedelta
 from itertools import chain
 from pathlib import Path
@@ -652,24 +652,23 @@ def eval_report(
     cfg, wh = eval_config.load(), warehouse.get()
     notes = [f"Replay mode: {replay.mode}."] + ([f"{judge.off_because}."] if judge.off_because else [])
     case_set = eval_config.case_set(cfg)
-    run = RunContext(
-        run_id=context.run.run_id,
-        config_version=cfg.version,
-        notes=notes,
-        secret_patterns=tuple(cfg.policies.secret_patterns),
-        calibration_size=cfg.cases.calibration_sample,
-        balance=balance(case_set) if case_set is not None else None,
-        viewer_url=viewer.base_url,
-    )
-    day_context = agent_context = run
+
+    def run_context(*more_notes: str) -> RunContext:
+        return RunContext(
+            run_id=context.run.run_id,
+            config_version=cfg.version,
+            notes=[*notes, *more_notes],
+            secret_patterns=tuple(cfg.policies.secret_patterns),
+            calibration_size=cfg.cases.calibration_sample,
+            balance=balance(case_set) if case_set is not None else None,
+            viewer_url=viewer.base_url,
+        )
+
+    day_context = agent_context = run_context()
     if config.agent_id:
         again = f"This run evaluated agent {config.agent_id} again (run --agent)"
-        day_context = replace(
-            run, notes=[*notes, f"{again}; the other agents' figures are from the runs that evaluated them last."]
-        )
-        agent_context = replace(
-            run, notes=[*notes, f"{again}: this is its part of the day alone; the day's report covers every agent."]
-        )
+        day_context = run_context(f"{again}; the other agents' figures are from the runs that evaluated them last.")
+        agent_context = run_context(f"{again}: this is its part of the day alone; the day's report covers every agent.")
 
     def report(day: date) -> DayMetadata:
         content = build_report(report_inputs(wh, day, TREND_DAYS), day_context)
