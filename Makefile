@@ -31,7 +31,7 @@ demo: install
 	$(BIN)/eval-pipeline demo
 
 test: install autogen lint browser postgres node
-	$(BIN)/python -m pytest -q --durations=25
+	$(BIN)/python -m pytest -q -n auto --durations=25
 
 # The UI test opens the asset graph in headless Chromium; install Debian's when missing and we can.
 browser:
