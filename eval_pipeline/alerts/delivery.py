@@ -3,19 +3,20 @@
 from __future__ import annotations
 
 import contextvars
+import json
 import logging
 import threading
 import time
 from collections.abc import Callable, Iterable
 from contextvars import ContextVar
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from eval_pipeline import jsonout
 from eval_pipeline.alerts.messages import MessageLinks, message_groups, slack_message
 from eval_pipeline.alerts.outbox import Alert, DeliveryReport, Outbox, StopDelivery
-from eval_pipeline.durable import append_lines
+from eval_pipeline.durable import append_lines, replace_whole
 from eval_pipeline.retry import Backoff, RetriesExhausted, RetryAfterTooLong, with_retries
 
 log = logging.getLogger(__name__)
@@ -33,6 +34,7 @@ class Deadlines:
 
 WEBHOOK_DEADLINES = Deadlines()
 FALLBACK_FILE = "alerts.jsonl"  # in the outbox directory, when no webhook is configured
+HOLD_FILE = "webhook-hold.json"  # in the outbox directory: until when the webhook asked us not to post (its Retry-After)
 
 
 class WebhookError(Exception):
@@ -41,7 +43,12 @@ class WebhookError(Exception):
 
 class WebhookHoldsOff(WebhookError, StopDelivery):
     """The webhook rate-limits us for longer than this delivery may wait (Slack's 429 and Retry-After): posting the
-    next message would be refused too, and a webhook that keeps posting past its limit gets disabled."""
+    next message would be refused too, and a webhook that keeps posting past its limit gets disabled. Until `until`,
+    no delivery on this host posts (`HOLD_FILE`)."""
+
+    def __init__(self, message: str, until: datetime) -> None:
+        super().__init__(message)
+        self.until = until
 
 
 class DeliveryOutOfTime(WebhookError, StopDelivery):
@@ -94,7 +101,8 @@ def post_webhook(
             client.close,
         )
     except RetryAfterTooLong as exc:
-        raise WebhookHoldsOff(f"{exc}; what is pending waits for the next delivery") from None
+        until = datetime.now(UTC) + timedelta(seconds=exc.retry_after)
+        raise WebhookHoldsOff(f"{exc}; what is pending waits for the next delivery after {_clock(until)}", until) from None
     except TimeoutError:
         raise WebhookError(f"alert webhook POST to {host} took longer than {deadline_seconds:g} s; kept for later") from None
     except httpx.HTTPStatusError as exc:  # its message holds the URL
@@ -140,18 +148,41 @@ def deliver_pending(
     patterns = tuple(secret_patterns)
     ends = time.monotonic() + deadlines.per_delivery_seconds
 
+    hold = outbox.directory / HOLD_FILE
+
     def send(alerts: list[Alert]) -> None:
         payload = slack_message(alerts, links, patterns)
         if webhook_url:
+            if (until := _held_until(hold)) is not None:
+                raise WebhookHoldsOff(f"alert webhook asked us to hold off until {_clock(until)} (HTTP 429, Retry-After); "
+                                      "what is pending waits until then", until)  # fmt: skip
             left = ends - time.monotonic()
             if left <= 0:
                 raise DeliveryOutOfTime(f"delivery took its {deadlines.per_delivery_seconds:g} s; kept for the next delivery")
-            post_webhook(webhook_url, payload, backoff, min(deadlines.per_post_seconds, left))
+            try:
+                post_webhook(webhook_url, payload, backoff, min(deadlines.per_post_seconds, left))
+            except WebhookHoldsOff as held:  # the sensor's next tick, or the next run, must not post into the limit
+                hold.parent.mkdir(parents=True, exist_ok=True)
+                replace_whole(hold, jsonout.dumps({"until": held.until.isoformat()}))
+                raise
             return
         log.info("alert (no EVAL_ALERT_WEBHOOK_URL set): %s", payload["text"])
         append_lines(outbox.directory / FALLBACK_FILE, [jsonout.dumps({"at": datetime.now(UTC).isoformat(), **payload}) + "\n"])
 
     return outbox.deliver(send, message_groups)
+
+
+def _held_until(hold: Path) -> datetime | None:
+    """When the webhook's last Retry-After ends, if it has not yet; an unreadable hold file holds nothing."""
+    try:
+        until = datetime.fromisoformat(json.loads(hold.read_text())["until"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    return until if until.tzinfo and until > datetime.now(UTC) else None
+
+
+def _clock(moment: datetime) -> str:
+    return f"{moment:%Y-%m-%d %H:%M:%S} UTC"
 
 
 def destination(outbox: Outbox, webhook_url: str | None) -> str:

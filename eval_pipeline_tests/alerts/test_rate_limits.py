@@ -6,6 +6,7 @@ Before: Retry-After was capped at our 5 s and its HTTP-date form ignored, so eac
 into a 429 and a limited delivery went on posting every message until its deadline.
 """
 
+import time
 from datetime import UTC, datetime, timedelta
 from email.utils import format_datetime
 
@@ -38,11 +39,28 @@ def test_a_retry_after_longer_than_the_delivery_may_wait_stops_it_after_one_post
 
     assert webhook.attempts == 1  # not the other two messages, not a second try of the first
     assert (limited.delivered, limited.pending) == (0, 3) and len(outbox.pending()) == 3
-    assert limited.errors == [
+    (error,) = limited.errors
+    assert error.startswith(
         "alert webhook POST to 127.0.0.1 answered HTTP 429 with Retry-After 120 s, past what we may wait; "
-        "what is pending waits for the next delivery"
-    ]
+        "what is pending waits for the next delivery after 20"
+    )
 
-    webhook.fail_next = 0  # the minute is over
-    later = deliver_pending(outbox, webhook.url, LINKS, [])
-    assert (later.delivered, later.pending, later.errors) == (3, 0, []) and sorted(webhook.finding_ids) == ["f1", "f2", "f3"]
+
+def test_no_delivery_posts_again_until_the_webhooks_retry_after_has_passed(tmp_path, webhook):
+    """The alert sensor ticks every 30 s: with a Retry-After of 120 s, each tick would post once more into the limit.
+    The wait the webhook asked for holds every delivery on the host (the sensor's, a run's) until it has passed."""
+    outbox = AlertOutbox(tmp_path)
+    outbox.enqueue(THREE_AGENTS, "day", [])
+    webhook.fail_next, webhook.fail_status, webhook.retry_after = 1, 429, lambda: "2"
+    short = Deadlines(per_post_seconds=1, per_delivery_seconds=5)  # 2 s is past what a POST may wait here
+
+    limited = deliver_pending(outbox, webhook.url, LINKS, [], deadlines=short)
+    at_once = deliver_pending(AlertOutbox(tmp_path), webhook.url, LINKS, [], deadlines=short)  # the next tick, as a process
+
+    assert webhook.attempts == 1 and (limited.delivered, at_once.delivered, at_once.pending) == (0, 0, 3)
+    (held,) = at_once.errors
+    assert held.startswith("alert webhook asked us to hold off until 20") and "what is pending waits until then" in held
+    time.sleep(2.1)
+    later = deliver_pending(AlertOutbox(tmp_path), webhook.url, LINKS, [], deadlines=short)
+    assert (later.delivered, later.pending, later.errors) == (3, 0, []) and webhook.attempts == 4
+    assert sorted(webhook.finding_ids) == ["f1", "f2", "f3"]
