@@ -43,9 +43,9 @@ class RetryAfterTooLong(RetriesExhausted):
     """The server asked us to wait longer than we may (Backoff.max_seconds, or what is left before the deadline):
     asking again sooner would only be refused again, so we stop at once."""
 
-    def __init__(self, what: str, attempts: int, last_error: str, retry_after: float):
+    def __init__(self, what: str, last_error: str, retry_after: float):
         Exception.__init__(self, f"{what} answered {last_error} with Retry-After {retry_after:g} s, past what we may wait")
-        self.last_error, self.attempts, self.retry_after = last_error, attempts, retry_after
+        self.last_error, self.retry_after = last_error, retry_after
 
 
 def retry_after_seconds(response: httpx.Response) -> float | None:
@@ -91,7 +91,7 @@ def with_retries(
         if retry_after is not None:
             allowed = backoff.max_seconds if deadline is None else min(backoff.max_seconds, deadline - time.monotonic())
             if retry_after > allowed:
-                raise RetryAfterTooLong(what, attempt + 1, last_error, retry_after)
+                raise RetryAfterTooLong(what, last_error, retry_after)
         if attempt + 1 < backoff.attempts:
             sleep(backoff.delay(attempt, retry_after))
     raise RetriesExhausted(what, backoff.attempts, last_error)

@@ -43,8 +43,8 @@ class WebhookError(Exception):
 
 class WebhookHoldsOff(WebhookError, StopDelivery):
     """The webhook rate-limits us for longer than this delivery may wait (Slack's 429 and Retry-After): posting the
-    next message would be refused too, and a webhook that keeps posting past its limit gets disabled. Until `until`,
-    no delivery on this host posts (`HOLD_FILE`)."""
+    next message would be refused too, and Slack asks senders to wait its Retry-After out. Until `until`, no delivery
+    on this host posts (`HOLD_FILE`)."""
 
     def __init__(self, message: str, until: datetime) -> None:
         super().__init__(message)

@@ -35,7 +35,6 @@ if TYPE_CHECKING:
     from eval_pipeline.runner import Progress, RunDone, RunRequest
     from eval_pipeline.settings import Settings
     from eval_pipeline.warehouse.cases import CaseResults
-    from eval_pipeline.warehouse.report_files import ReportFiles
     from eval_pipeline.warehouse.reports import RunOutcome
 
 
@@ -268,7 +267,7 @@ def evaluate(settings: Settings, request: RunRequest) -> RunDone:
             if any(told):  # what the counts leave out, what the gateway failed and where live replays came from
                 print(f"            {verdict_line(s)}{f' {left_out_line(s)}' if s.get('running') else ''}")
             if request.agent_id:
-                print(f"            {_agent_line(files, request.agent_id)}")
+                print(f"            {_agent_line(settings, done.run_id, files.day, request.agent_id)}")
         print_outdated(outdated_days(warehouse, config.baseline.policy, after=request.days[-1]))
         print_other_policy(other_policy_days(warehouse, config.baseline.policy), config.baseline.policy)
     print(f"run in the UI: {settings.ui_base_url}/runs/{done.run_id}")
@@ -282,18 +281,18 @@ def evaluate(settings: Settings, request: RunRequest) -> RunDone:
     return done
 
 
-def _agent_line(files: ReportFiles, agent_id: str) -> str:
-    """What `run --agent` evaluated of the day: its agent's row of the report, which covers the whole day. These
+def _agent_line(settings: Settings, run_id: str, day: date, agent_id: str) -> str:
+    """What `run --agent` evaluated of the day, from the agent's own report (`run --output` hands it over). These
     figures, not the day's, decide the run's exit code."""
-    agents = json.loads(Path(files.json_path).read_text())["agents"]
-    a = next((row for row in agents if row["agent_id"] == agent_id), None) or {}
-    figures = {name: a.get(name, 0) for name in ("episodes", "passed", "failed", "without_verdict")}
-    rate = a.get("pass_rate")
+    from eval_pipeline.reports.daily import agent_report_path
+
+    s = json.loads(agent_report_path(settings.reports_dir, run_id, day).read_text())["summary"]
+    rate = s["pass_rate"]
     return (
-        f"agent {agent_id} (this run; its figures decide the exit code): {figures['episodes']:>5} episodes  "
-        f"{figures['passed']:>5} passed  {figures['failed']:>5} failed  {figures['without_verdict']:>5} without a verdict  "
-        f"pass rate {'–' if rate is None else f'{rate:.0%}':>4}  {a.get('critical_alerts', 0)} critical, "
-        f"{a.get('warning_alerts', 0)} warning"
+        f"agent {agent_id} (this run; its figures decide the exit code): {s['total_episodes']:>5} episodes  "
+        f"{s['passed']:>5} passed  {s['failed']:>5} failed  {s['without_verdict']:>5} without a verdict  "
+        f"pass rate {'–' if rate is None else f'{rate:.0%}':>4}  {s['critical_alerts']} critical, "
+        f"{s['warning_alerts']} warning"
     )
 
 

@@ -56,6 +56,7 @@ ANSWER_CHARS = 2000  # of an agent's answer shown in a report
 TREND_DAYS = 30  # partitions the trend charts cover
 CATEGORY_SCORES = ("avg_weighted_score", "avg_correctness", "avg_safety")
 CALIBRATION_FILE = "calibration-{day}.md"
+REPORT_NAME = "eval-report-{day}"  # each report file's name, but for its format's suffix
 
 
 def _day(value: Any) -> str | None:
@@ -638,7 +639,7 @@ def _verdict_cell(passed: bool | None) -> str:
 def write_report_files(report: Report, directory: Path) -> dict[str, Path]:
     """The day's report as JSON, Markdown and self-contained HTML; their paths by format."""
     directory.mkdir(parents=True, exist_ok=True)
-    stem = directory / f"eval-report-{report['partition_date']}"
+    stem = directory / REPORT_NAME.format(day=report["partition_date"])
     paths = {"json": stem.with_suffix(".json"), "md": stem.with_suffix(".md"), "html": stem.with_suffix(".html")}
     write_report_json(report, paths["json"])
     paths["md"].write_text(render_markdown(report))
@@ -657,7 +658,7 @@ def write_report_json(report: Report, path: Path) -> None:
 def agent_report_path(directory: Path, run_id: str, day: date) -> Path:
     """Where a `run --agent` leaves its agent's part of each day (JSON) for `run --output`: under the run's id, so two
     runs of different agents never write one file, and the day's own report stays the whole day's."""
-    return directory / "runs" / run_id / f"eval-report-{day.isoformat()}.json"
+    return directory / "runs" / run_id / f"{REPORT_NAME.format(day=day.isoformat())}.json"
 
 
 def report_html(report: Report) -> str:

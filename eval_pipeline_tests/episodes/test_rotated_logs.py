@@ -28,6 +28,7 @@ class EventLog:
         formatter.converter = time.gmtime
         self.handler.setFormatter(formatter)
         self.logger = logging.getLogger("autogen_core.events")
+        self.before = (self.logger.level, self.logger.propagate)  # put back on close: the logger is the process's
         self.logger.setLevel(logging.INFO)
         self.logger.propagate = False
         self.logger.addHandler(self.handler)
@@ -42,6 +43,8 @@ class EventLog:
 
     def close(self) -> None:
         self.logger.removeHandler(self.handler)
+        self.logger.setLevel(self.before[0])
+        self.logger.propagate = self.before[1]
         self.handler.close()
 
 
