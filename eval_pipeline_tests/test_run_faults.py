@@ -20,7 +20,7 @@ from dagster._daemon.monitoring.run_monitoring import monitor_started_run
 
 from eval_pipeline.cli import main
 from eval_pipeline.defs.alerting.sensors import run_failure_alerts
-from eval_pipeline.defs.pools import WAREHOUSE_POOL, create_pools
+from eval_pipeline.defs.pools import LLM_POOL, POOLS, WAREHOUSE_POOL, create_pools
 from eval_pipeline.defs.resources import resources_for
 from eval_pipeline.episodes.samples import SAMPLE_DAYS
 from eval_pipeline.run_health import LocalProcessRunLauncher, run_process
@@ -175,3 +175,26 @@ def test_a_pool_slot_an_ended_run_left_taken_does_not_block_the_next_run(sample_
     assert rerun.wait(timeout=300) in (0, 1), rerun.communicate()
     with instance_of(sample_root) as instance:
         assert canceled.run_id not in instance.event_log_storage.get_concurrency_info(WAREHOUSE_POOL).active_run_ids
+
+
+def test_a_run_after_dagster_run_wipe_runs_and_keeps_a_pools_own_limit(sample_root, tmp_path):
+    """`dagster run wipe` (Dagster's CLI: `instance.wipe()`) deletes the pools' slots of a SQLite instance but keeps
+    their limits, so the next run's steps waited for ever for a slot that no longer existed."""
+    first = start_run(sample_root, DAY)
+    assert first.wait(timeout=300) in (0, 1), first.communicate()
+    with instance_of(sample_root) as instance:
+        instance.event_log_storage.set_concurrency_slots(LLM_POOL, 2)  # `dagster instance concurrency set llm 2`
+    wiped = subprocess.run(
+        [str(Path(sys.executable).with_name("dagster")), "run", "wipe", "--force"],
+        env={**os.environ, **_paths(sample_root)}, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert wiped.returncode == 0, wiped.stderr
+    rerun = start_run(sample_root, DAY)
+    try:
+        assert rerun.wait(timeout=120) in (0, 1), rerun.communicate()
+    finally:
+        rerun.kill()
+    assert warehouse_rows(sample_root) == serial_reference(tmp_path, sample_root, [DAY])
+    with instance_of(sample_root) as instance:
+        slots = {pool: instance.event_log_storage.get_concurrency_info(pool).slot_count for pool in POOLS}
+    assert slots == {LLM_POOL: 2, WAREHOUSE_POOL: 1}

@@ -13,6 +13,7 @@ step of that pool, in any run, would wait for ever; the daemon frees such slots,
 from __future__ import annotations
 
 import dagster as dg
+from dagster._core.storage.event_log.base import PoolLimit
 from sqlalchemy.exc import DBAPIError
 
 LLM_POOL = "llm"  # steps that call a model (live `replays`, `judgements`): `dagster instance concurrency set llm N`
@@ -21,20 +22,36 @@ POOLS = (LLM_POOL, WAREHOUSE_POOL)
 
 
 def create_pools(instance: dg.DagsterInstance) -> None:
-    """Give each pool the instance's default limit unless it has its own, as Dagster's first claim would."""
+    """Give each pool the instance's default limit unless it has its own, as Dagster's first claim would, and as many
+    slots as its limit.
+
+    A pool can have its limit without its slots: Dagster's `wipe` of a SQLite instance (`dagster run wipe`) deletes
+    the slots and keeps the limits, and every step of the pool would then wait for ever for a slot.
+    """
     storage, default = instance.event_log_storage, instance.global_op_concurrency_default_limit
     if default is None:
         return
 
+    def limit_of(pool: str) -> PoolLimit | None:
+        return next((limit for limit in storage.get_pool_limits() if limit.name == pool), None)
+
     def settled(pool: str) -> bool:
-        limit = next((limit for limit in storage.get_pool_limits() if limit.name == pool), None)
-        return limit is not None and (not limit.from_default or limit.limit == default)
+        limit = limit_of(pool)
+        return (
+            limit is not None
+            and (not limit.from_default or limit.limit == default)
+            and storage.get_concurrency_info(pool).slot_count == limit.limit
+        )
 
     for pool in POOLS:
         if settled(pool):
             continue
+        own = limit_of(pool)
         try:
-            storage.initialize_concurrency_limit_to_default(pool)
+            if own is not None and not own.from_default:
+                storage.set_concurrency_slots(pool, own.limit)
+            else:
+                storage.initialize_concurrency_limit_to_default(pool)
         except DBAPIError:
             if not settled(pool):  # another process did not create it meanwhile: a real fault
                 raise
