@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextvars
-import json
 import logging
 import threading
 import time
@@ -11,12 +10,13 @@ from collections.abc import Callable, Iterable
 from contextvars import ContextVar
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from functools import cache
 from pathlib import Path
 
 from eval_pipeline import jsonout
 from eval_pipeline.alerts.messages import MessageLinks, message_groups, slack_message
 from eval_pipeline.alerts.outbox import Alert, DeliveryReport, Outbox, StopDelivery
-from eval_pipeline.durable import append_lines, replace_whole
+from eval_pipeline.durable import append_lines
 from eval_pipeline.retry import Backoff, RetriesExhausted, RetryAfterTooLong, with_retries
 
 log = logging.getLogger(__name__)
@@ -34,7 +34,6 @@ class Deadlines:
 
 WEBHOOK_DEADLINES = Deadlines()
 FALLBACK_FILE = "alerts.jsonl"  # in the outbox directory, when no webhook is configured
-HOLD_FILE = "webhook-hold.json"  # in the outbox directory: until when the webhook asked us not to post (its Retry-After)
 
 
 class WebhookError(Exception):
@@ -44,7 +43,7 @@ class WebhookError(Exception):
 class WebhookHoldsOff(WebhookError, StopDelivery):
     """The webhook rate-limits us for longer than this delivery may wait (Slack's 429 and Retry-After): posting the
     next message would be refused too, and Slack asks senders to wait its Retry-After out. Until `until`, no delivery
-    on this host posts (`HOLD_FILE`)."""
+    of the outbox posts (`Outbox.hold`)."""
 
     def __init__(self, message: str, until: datetime) -> None:
         super().__init__(message)
@@ -148,12 +147,14 @@ def deliver_pending(
     patterns = tuple(secret_patterns)
     ends = time.monotonic() + deadlines.per_delivery_seconds
 
-    hold = outbox.directory / HOLD_FILE
+    @cache
+    def held_until() -> datetime | None:  # read once, under the delivery's lock: a deliverer that sets a hold stops there
+        return outbox.held_until()
 
     def send(alerts: list[Alert]) -> None:
         payload = slack_message(alerts, links, patterns)
         if webhook_url:
-            if (until := _held_until(hold)) is not None:
+            if (until := held_until()) is not None:
                 raise WebhookHoldsOff(f"alert webhook asked us to hold off until {_clock(until)} (HTTP 429, Retry-After); "
                                       "what is pending waits until then", until)  # fmt: skip
             left = ends - time.monotonic()
@@ -161,24 +162,14 @@ def deliver_pending(
                 raise DeliveryOutOfTime(f"delivery took its {deadlines.per_delivery_seconds:g} s; kept for the next delivery")
             try:
                 post_webhook(webhook_url, payload, backoff, min(deadlines.per_post_seconds, left))
-            except WebhookHoldsOff as held:  # the sensor's next tick, or the next run, must not post into the limit
-                hold.parent.mkdir(parents=True, exist_ok=True)
-                replace_whole(hold, jsonout.dumps({"until": held.until.isoformat()}))
+            except WebhookHoldsOff as held:  # the sensor's next tick, the next run, another host must not post into the limit
+                outbox.hold(held.until)
                 raise
             return
         log.info("alert (no EVAL_ALERT_WEBHOOK_URL set): %s", payload["text"])
         append_lines(outbox.directory / FALLBACK_FILE, [jsonout.dumps({"at": datetime.now(UTC).isoformat(), **payload}) + "\n"])
 
     return outbox.deliver(send, message_groups)
-
-
-def _held_until(hold: Path) -> datetime | None:
-    """When the webhook's last Retry-After ends, if it has not yet; an unreadable hold file holds nothing."""
-    try:
-        until = datetime.fromisoformat(json.loads(hold.read_text())["until"])
-    except (OSError, ValueError, KeyError, TypeError):
-        return None
-    return until if until.tzinfo and until > datetime.now(UTC) else None
 
 
 def _clock(moment: datetime) -> str:

@@ -26,6 +26,7 @@ from eval_pipeline.durable import append_lines, complete_lines, replace_whole
 from eval_pipeline.errors import InfrastructureError
 from eval_pipeline.redaction import redact, redact_tree
 
+HOLD_FILE = "webhook-hold.json"  # in the outbox directory: until when the webhook asked us not to post (a lake: its tables)
 OUTBOX_WAIT_SECONDS = 60.0  # for another deliverer (the sensor, another run) to finish
 Alert = dict[str, Any]  # a finding (or a failed run) as JSON: "alert_id" names it for the ledger
 Grouping = Callable[[list[Alert]], list[list[Alert]]]  # which alerts travel together, as one message
@@ -57,6 +58,15 @@ class Outbox(Protocol):
     def pending(self) -> list[Alert]: ...
 
     def deliver(self, send: Callable[[list[Alert]], None], grouped: Grouping) -> DeliveryReport: ...
+
+    def held_until(self) -> datetime | None:
+        """Until when the webhook asked every deliverer of this outbox not to post (its Retry-After), if not passed."""
+        ...
+
+    def hold(self, until: datetime) -> None:
+        """Record the webhook's Retry-After for every deliverer of this outbox: the sensor's next tick, a run's, another
+        host's."""
+        ...
 
 
 def first_of_each(alerts: Iterable[Alert], delivered: set[str]) -> list[Alert]:
@@ -145,6 +155,18 @@ class AlertOutbox:
             return report
         finally:
             self._lock.release()
+
+    def held_until(self) -> datetime | None:
+        """An unreadable hold file holds nothing."""
+        try:
+            until = datetime.fromisoformat(json.loads((self.directory / HOLD_FILE).read_text())["until"])
+        except (OSError, ValueError, KeyError, TypeError):
+            return None
+        return until if until.tzinfo and until > datetime.now(UTC) else None
+
+    def hold(self, until: datetime) -> None:
+        self.directory.mkdir(parents=True, exist_ok=True)
+        replace_whole(self.directory / HOLD_FILE, jsonout.dumps({"until": until.isoformat()}))
 
     def _record(self, alerts: list[Alert]) -> None:
         now = datetime.now(UTC).isoformat()

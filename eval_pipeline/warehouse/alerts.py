@@ -16,6 +16,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
+from datetime import UTC, datetime
 from pathlib import Path
 
 import duckdb
@@ -90,6 +91,14 @@ class WarehouseOutbox:
             self._write("dropping delivered alert batches", (_DROP_DELIVERED_BATCHES, {}))
             return report
 
+    def held_until(self) -> datetime | None:
+        with self.warehouse.connect(read_only=True) as con:
+            row = con.execute("SELECT webhook_held_until FROM alert_delivery_lease WHERE webhook_held_until > now()").fetchone()
+        return None if row is None else row[0].astimezone(UTC)
+
+    def hold(self, until: datetime) -> None:
+        self._write("recording the webhook's hold", (_HOLD, {"until": until}))
+
     def _record(self, alerts: list[Alert]) -> None:
         ids = [alert["alert_id"] for alert in alerts]
         self._write("recording delivered alerts", ("INSERT INTO alerts_delivered SELECT unnest($ids), now()", {"ids": ids}))
@@ -132,6 +141,7 @@ AND ($agent::VARCHAR IS NULL OR json_extract_string(alert, '$.agent_id') = $agen
 _TAKE = """UPDATE alert_delivery_lease SET holder = $me, expires_at = now() + to_seconds($seconds)
 WHERE expires_at < now() OR holder = $me"""
 _FREE = "UPDATE alert_delivery_lease SET holder = NULL, expires_at = TIMESTAMPTZ '1970-01-01 00:00:00+00' WHERE holder = $me"
+_HOLD = "UPDATE alert_delivery_lease SET webhook_held_until = $until"
 _DROP_DELIVERED_BATCHES = """DELETE FROM alert_outbox WHERE batch IN (
     SELECT batch FROM alert_outbox LEFT JOIN alerts_delivered USING (alert_id)
     GROUP BY batch HAVING bool_and(alerts_delivered.alert_id IS NOT NULL))"""

@@ -421,6 +421,9 @@ MIGRATIONS: list[str] = [
         episode_limit BIGINT   -- run --limit
     );
     """,
+    # 20: until when the alert webhook asked every deliverer not to post (HTTP 429, Retry-After): each host of a lake
+    # waits it out, not only the one that was answered
+    "ALTER TABLE alert_delivery_lease ADD COLUMN webhook_held_until TIMESTAMPTZ;",
 ]
 
 

@@ -1,6 +1,6 @@
 """A webhook that rate-limits us (Slack answers HTTP 429 with Retry-After) is asked again only once its wait is over,
 and, when the wait is longer than the delivery may take, not at all in this delivery: asking sooner is only refused
-again, and Slack disables a webhook that keeps sending past its limit.
+again, and Slack asks senders to wait its Retry-After out.
 
 Before: Retry-After was capped at our 5 s and its HTTP-date form ignored, so each message was posted three times
 into a 429 and a limited delivery went on posting every message until its deadline.
@@ -12,7 +12,10 @@ from email.utils import format_datetime
 
 from eval_pipeline.alerts.delivery import Deadlines, deliver_pending
 from eval_pipeline.alerts.outbox import AlertOutbox
+from eval_pipeline.warehouse.alerts import WarehouseOutbox, open_outbox
+from eval_pipeline.warehouse.connection import Warehouse
 from eval_pipeline_tests.alerts.test_outbox_and_messages import LINKS, finding
+from eval_pipeline_tests.postgres import lake_on
 
 THREE_AGENTS = [finding("f1"), finding("f2", agent="billing-bot"), finding("f3", agent="research-agent")]
 
@@ -64,3 +67,30 @@ def test_no_delivery_posts_again_until_the_webhooks_retry_after_has_passed(tmp_p
     later = deliver_pending(AlertOutbox(tmp_path), webhook.url, LINKS, [], deadlines=short)
     assert (later.delivered, later.pending, later.errors) == (3, 0, []) and webhook.attempts == 4
     assert sorted(webhook.finding_ids) == ["f1", "f2", "f3"]
+
+
+def test_on_a_lake_the_webhooks_retry_after_holds_the_deliverers_of_every_host(tmp_path, webhook, postgres_server, postgres_db):
+    """A lake's deliverers take turns by its lease, on any host: a hold recorded on the host the webhook answered would
+    let the next host post into the limit."""
+    lake = lake_on(postgres_server, postgres_db, tmp_path)
+
+    def on_host(name: str) -> WarehouseOutbox:  # each host has its own directory; the lake's tables are shared
+        outbox = open_outbox(Warehouse(tmp_path / "eval.duckdb", lake=lake), tmp_path / name)
+        assert isinstance(outbox, WarehouseOutbox)
+        return outbox
+
+    on_host("host-a").enqueue(THREE_AGENTS, "day", [])
+    webhook.fail_next, webhook.fail_status, webhook.retry_after = 1, 429, lambda: "3"
+    short = Deadlines(per_post_seconds=1, per_delivery_seconds=5)
+
+    limited = deliver_pending(on_host("host-a"), webhook.url, LINKS, [], deadlines=short)
+    elsewhere = deliver_pending(on_host("host-b"), webhook.url, LINKS, [], deadlines=short)
+
+    assert webhook.attempts == 1 and (limited.delivered, elsewhere.delivered, elsewhere.pending) == (0, 0, 3)
+    (held,) = elsewhere.errors
+    assert held.startswith("alert webhook asked us to hold off until 20") and held.count(" UTC ") == 1
+    time.sleep(3.1)
+    later = deliver_pending(on_host("host-b"), webhook.url, LINKS, [], deadlines=short)
+    assert (later.delivered, later.pending, later.errors) == (3, 0, []) and webhook.attempts == 4
+    assert sorted(webhook.finding_ids) == ["f1", "f2", "f3"]
+    assert not list(tmp_path.glob("*/webhook-hold.json"))  # the lake's hold is in its tables, not on a host
