@@ -265,3 +265,33 @@ def test_an_episode_without_a_verdict_but_with_a_warning_is_a_skipped_test_case_
     assert (suite.get("tests"), suite.get("failures"), suite.get("skipped")) == ("1", "0", "1")
     (case,) = suite.iter("testcase")
     assert case.find("skipped") is not None and case.findtext("system-out").startswith("WARNING numeric_fabrication: ")
+
+
+def test_a_night_failed_by_a_warning_under_fail_on_warning_shows_that_warning_as_a_failing_test_case(project_env, capsys):
+    """A team gating CI with `--fail-on warning` (fabricated numbers are warnings to them) got a red job, exit 1, and a
+    JUnit file of 1 test, 0 failures: nothing in CI said what failed. Under the gate JUnit fails what the exit code
+    fails on; under the default one the same night passes, the warning shown in the test case's output."""
+    (project_env / "episodes").mkdir()
+    question, tool_output = "How big is the vector database market?", '{"market_size_usd": "5.5B", "year": 2025}'
+    runs = {"2026-11-04": "The market is worth $5.5B (2025).", DAY: "The market is worth $6.1B (2025)."}
+    for day, answer in runs.items():
+        record = episode(f"ep-{day}", "research/market-size", question, "web_search", tool_output, answer, day=day)
+        (project_env / "episodes" / f"{day}.jsonl").write_text(json.dumps(record) + "\n")
+    (project_env / "lenient.toml").write_text('[policies.finding_severity]\nnumeric_fabrication = "warning"\n')
+    gated, plain = project_env / "gated.xml", project_env / "plain.xml"
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv("EVAL_CONFIG", str(project_env / "lenient.toml"))
+        assert main(["run", "--date", "2026-11-04"]) == 0
+        assert main(["run", "--date", DAY, "--fail-on", "warning", "--junit", str(gated)]) == 1
+        assert main(["run", "--date", DAY, "--junit", str(plain)]) == 0
+    assert "1 passed      0 failed      0 without a verdict" in capsys.readouterr().out  # the episode's own verdict
+
+    suite = ET.parse(gated).getroot()
+    assert (suite.get("tests"), suite.get("failures"), suite.get("errors"), suite.get("skipped")) == ("1", "1", "0", "0")
+    failure = suite.find(".//testcase/failure")
+    assert failure.get("type") == "warning" and failure.get("message") == "warning numeric_fabrication (--fail-on warning)"
+    assert failure.text.startswith("WARNING numeric_fabrication: ")
+
+    suite = ET.parse(plain).getroot()
+    assert (suite.get("tests"), suite.get("failures")) == ("1", "0")
+    assert suite.find(".//testcase").findtext("system-out").startswith("WARNING numeric_fabrication: ")

@@ -2,9 +2,11 @@
 
 Every CI system renders JUnit natively. A suite per day. An episode that did not pass fails with
 its findings' messages; one without a verdict (no baseline, no case) is skipped, not passed, and
-one whose live replay the gateway failed is an error (the run's exit code 3); a passing
-episode's warnings go to its output. Per-agent and source findings are test cases of their own,
-critical ones failing; so are an agent's judge verdicts the gateway failed, one error a day.
+one whose live replay the gateway failed is an error (the run's exit code 3). A finding at or
+above the run's `--fail-on` fails its test case as it fails the exit code (under `--fail-on
+warning`, a passing episode's warning); below it, it goes to the case's output. Per-agent and
+source findings are test cases of their own, failing the same way; so are an agent's judge
+verdicts the gateway failed, one error a day.
 Every text is redacted, and what XML 1.0 forbids (most control characters) is dropped, so a
 hostile id can neither leak a secret nor make the file unreadable.
 """
@@ -18,17 +20,30 @@ from pathlib import Path
 
 import pandas as pd
 
+from eval_pipeline.config import SEVERITY_RANK
 from eval_pipeline.redaction import redact
 
 NO_VERDICT = "no baseline, case or recorded reward yet"
 NOT_IN_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
 
 
-def junit_xml(scores: pd.DataFrame, findings: pd.DataFrame, judge_failures: pd.DataFrame, secret_patterns: Iterable[str]) -> str:
+def junit_xml(
+    scores: pd.DataFrame,
+    findings: pd.DataFrame,
+    judge_failures: pd.DataFrame,
+    secret_patterns: Iterable[str],
+    fail_on: str = "critical",
+) -> str:
     """`scores`: partition_date, agent_id, task_id, episode_id, passed, verdict_reason (and `replay_error`, why a live
     replay without a verdict failed);
     `findings`: partition_date, agent_id, episode_id, dimension, severity, message;
-    `judge_failures`: partition_date, agent_id, failed (judge verdicts, rubric and pairwise)."""
+    `judge_failures`: partition_date, agent_id, failed (judge verdicts, rubric and pairwise);
+    `fail_on`: the run's `--fail-on` severity (`never`, which only keeps the exit code 0, reports as the default)."""
+    floor = SEVERITY_RANK.get(fail_on, SEVERITY_RANK["critical"])
+
+    def gating(severity: str) -> bool:
+        return SEVERITY_RANK.get(severity, 0) >= floor
+
     root = ET.Element("testsuites", name="eval_pipeline")
     totals = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
     for day, group in scores.groupby("partition_date", sort=True):
@@ -42,7 +57,14 @@ def junit_xml(scores: pd.DataFrame, findings: pd.DataFrame, judge_failures: pd.D
             found = messages.get_group(row.episode_id) if row.episode_id in messages.groups else None
             lines = [] if found is None else [f"{f.severity.upper()} {f.dimension}: {f.message}" for f in found.itertuples()]
             passed = None if pd.isna(row.passed) else bool(row.passed)
-            if passed is None:
+            gate = [] if found is None or passed is False else [f for f in found.itertuples() if gating(f.severity)]
+            if gate:  # the exit code fails on these, whatever the episode's verdict
+                worst = max((f.severity for f in gate), key=SEVERITY_RANK.__getitem__)
+                dimensions = ", ".join(dict.fromkeys(f.dimension for f in gate))
+                failure = ET.SubElement(case, "failure", message=f"{worst} {dimensions} (--fail-on {fail_on})", type=worst)
+                failure.text = "\n".join(lines)
+                counts["failures"] += 1
+            elif passed is None:
                 replay_error = getattr(row, "replay_error", None)
                 if isinstance(replay_error, str):
                     ET.SubElement(case, "error", message=f"no verdict: live replay failed: {replay_error}")
@@ -55,16 +77,16 @@ def junit_xml(scores: pd.DataFrame, findings: pd.DataFrame, judge_failures: pd.D
                 failure = ET.SubElement(case, "failure", message=row.verdict_reason, type="critical" if critical else "failed")
                 failure.text = "\n".join([row.verdict_reason, *lines])
                 counts["failures"] += 1
-            if lines and passed is not False:  # warnings on an episode that did not fail: shown, not failed
+            if lines and passed is not False and not gate:  # findings below the gate: shown, not failed
                 ET.SubElement(case, "system-out").text = "\n".join(lines)
         for f in of_the_day[of_the_day["episode_id"].isna()].itertuples():
             case = ET.SubElement(suite, "testcase", classname=f.agent_id, name=f"aggregate {f.dimension}")
             counts["tests"] += 1
-            if f.severity == "critical":
-                ET.SubElement(case, "failure", message=f.message, type="critical").text = f.message
+            if gating(f.severity):
+                ET.SubElement(case, "failure", message=f.message, type=f.severity).text = f.message
                 counts["failures"] += 1
             else:
-                ET.SubElement(case, "system-out").text = f"WARNING {f.message}"
+                ET.SubElement(case, "system-out").text = f"{f.severity.upper()} {f.message}"
         for j in judge_failures[judge_failures["partition_date"] == day].itertuples():
             case = ET.SubElement(suite, "testcase", classname=j.agent_id, name="judge verdicts")
             message = f"{j.failed} judge verdict{'s' if j.failed != 1 else ''} failed after retries: see judgements.reasoning"
@@ -83,7 +105,12 @@ def junit_xml(scores: pd.DataFrame, findings: pd.DataFrame, judge_failures: pd.D
 
 
 def write_junit(
-    path: Path, scores: pd.DataFrame, findings: pd.DataFrame, judge_failures: pd.DataFrame, secret_patterns: Iterable[str]
+    path: Path,
+    scores: pd.DataFrame,
+    findings: pd.DataFrame,
+    judge_failures: pd.DataFrame,
+    secret_patterns: Iterable[str],
+    fail_on: str = "critical",
 ) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(junit_xml(scores, findings, judge_failures, secret_patterns))
+    path.write_text(junit_xml(scores, findings, judge_failures, secret_patterns, fail_on))

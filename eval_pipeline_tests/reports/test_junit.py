@@ -33,3 +33,27 @@ def test_control_characters_are_dropped_and_secrets_redacted():
         and root.find(".//testcase[@name='aggregate pass_rate']/failure").get("message") == "internal …[redacted]"
     )
     assert root.find(".//testcase[@name='judge verdicts']").get("classname") == "bot"
+
+
+def test_a_per_agent_finding_fails_its_case_at_or_above_fail_on_and_never_reports_as_the_default():
+    day = pd.Timestamp(date(2026, 11, 2))
+    scores = pd.DataFrame(
+        [{"partition_date": day, "agent_id": "bot", "task_id": "t", "episode_id": "ep-1", "passed": True, "verdict_reason": ""}]
+    )
+    findings = pd.DataFrame(
+        [{"partition_date": day, "agent_id": "bot", "episode_id": None, "dimension": "pass_rate", "severity": "warning",
+          "message": "pass rate fell"}]
+    )  # fmt: skip
+    no_judge = pd.DataFrame(columns=["partition_date", "agent_id", "failed"])
+
+    def aggregate(fail_on: str) -> ET.Element:
+        root = ET.fromstring(junit_xml(scores, findings, no_judge, [], fail_on))
+        case = root.find(".//testcase[@name='aggregate pass_rate']")
+        assert case is not None and root.get("tests") == "2"
+        return case
+
+    gated = aggregate("warning")
+    assert (gated.find("failure").get("type"), gated.find("failure").get("message")) == ("warning", "pass rate fell")
+    for fail_on in ("critical", "never"):
+        shown = aggregate(fail_on)
+        assert shown.find("failure") is None and shown.findtext("system-out") == "WARNING pass rate fell"
