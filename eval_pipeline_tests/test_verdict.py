@@ -295,3 +295,25 @@ def test_a_night_failed_by_a_warning_under_fail_on_warning_shows_that_warning_as
     suite = ET.parse(plain).getroot()
     assert (suite.get("tests"), suite.get("failures")) == ("1", "0")
     assert suite.find(".//testcase").findtext("system-out").startswith("WARNING numeric_fabrication: ")
+
+
+def test_a_night_whose_file_never_came_fails_its_junit_as_it_fails_the_exit_code_and_the_report(project_env, capsys):
+    """The night's export did not arrive: `run --date D --junit results.xml` exited 1 and the report counted 1 critical
+    alert (the source's "0 episodes"), but the JUnit file held no test suite at all, 0 tests and 0 failures: CI's
+    test tab was green on a night nothing was evaluated. Each selected day is a suite, its source finding a case."""
+    write_samples(project_env / "episodes")
+    missing = "2026-11-04"
+    junit, output = project_env / "results.xml", project_env / "report.json"
+    assert main(["run", "--start", "2026-11-01", "--end", "2026-11-03"]) in (0, 1)
+    assert main(["run", "--date", missing, "--junit", str(junit), "--output", str(output)]) == 1
+    capsys.readouterr()
+    summary = json.loads(output.read_text())["summary"]
+    assert (summary["total_episodes"], summary["critical_alerts"]) == (0, 1)
+
+    root = ET.parse(junit).getroot()
+    (suite,) = root.iter("testsuite")
+    assert suite.get("name") == f"eval {missing}"
+    assert (root.get("tests"), root.get("failures"), suite.get("tests"), suite.get("failures")) == ("1", "1", "1", "1")
+    (case,) = suite.iter("testcase")
+    assert (case.get("classname"), case.get("name")) == ("(source)", "aggregate source_health")
+    assert case.find("failure").get("message").startswith(f"0 episodes for {missing}")

@@ -112,7 +112,7 @@ def _run(args: argparse.Namespace, settings: Settings) -> int:
         from eval_pipeline.warehouse.reports import junit_inputs
 
         patterns = load_config(settings.config_path).policies.secret_patterns
-        write_junit(args.junit, *junit_inputs(settings.warehouse(), selected, args.agent), patterns, args.fail_on)
+        write_junit(args.junit, selected, *junit_inputs(settings.warehouse(), selected, args.agent), patterns, args.fail_on)
         print(f"JUnit XML: {args.junit}")
     if args.fail_on == "never":
         return EXIT_OK

@@ -1,12 +1,12 @@
 """JUnit XML for CI: one test case per scored episode, failures carrying their finding messages.
 
-Every CI system renders JUnit natively. A suite per day. An episode that did not pass fails with
-its findings' messages; one without a verdict (no baseline, no case) is skipped, not passed, and
-one whose live replay the gateway failed is an error (the run's exit code 3). A finding at or
-above the run's `--fail-on` fails its test case as it fails the exit code (under `--fail-on
-warning`, a passing episode's warning); below it, it goes to the case's output. Per-agent and
-source findings are test cases of their own, failing the same way; so are an agent's judge
-verdicts the gateway failed, one error a day.
+Every CI system renders JUnit natively. A suite per day of the run, also for a day without
+episodes. An episode that did not pass fails with its findings' messages; one without a verdict
+(no baseline, no case) is skipped, not passed, and one whose live replay the gateway failed is an
+error (the run's exit code 3). A finding at or above the run's `--fail-on` fails its test case as
+it fails the exit code (under `--fail-on warning`, a passing episode's warning); below it, it goes
+to the case's output. Per-agent and source findings are test cases of their own, failing the same
+way; so are an agent's judge verdicts the gateway failed, one error a day.
 Every text is redacted, and what XML 1.0 forbids (most control characters) is dropped, so a
 hostile id can neither leak a secret nor make the file unreadable.
 """
@@ -16,6 +16,7 @@ from __future__ import annotations
 import re
 import xml.etree.ElementTree as ET
 from collections.abc import Iterable
+from datetime import date
 from pathlib import Path
 
 import pandas as pd
@@ -28,13 +29,16 @@ NOT_IN_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]"
 
 
 def junit_xml(
+    days: Iterable[date],
     scores: pd.DataFrame,
     findings: pd.DataFrame,
     judge_failures: pd.DataFrame,
     secret_patterns: Iterable[str],
     fail_on: str = "critical",
 ) -> str:
-    """`scores`: partition_date, agent_id, task_id, episode_id, passed, verdict_reason (and `replay_error`, why a live
+    """`days`: the run's, a suite each, also a day without episodes (a night whose file never came has only its
+    source's finding);
+    `scores`: partition_date, agent_id, task_id, episode_id, passed, verdict_reason (and `replay_error`, why a live
     replay without a verdict failed);
     `findings`: partition_date, agent_id, episode_id, dimension, severity, message;
     `judge_failures`: partition_date, agent_id, failed (judge verdicts, rubric and pairwise);
@@ -46,10 +50,12 @@ def junit_xml(
 
     root = ET.Element("testsuites", name="eval_pipeline")
     totals = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
-    for day, group in scores.groupby("partition_date", sort=True):
-        suite = ET.SubElement(root, "testsuite", name=f"eval {pd.Timestamp(day).date().isoformat()}")
+    for day in sorted(set(days)):
+        stamp = pd.Timestamp(day)
+        suite = ET.SubElement(root, "testsuite", name=f"eval {day.isoformat()}")
         counts = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
-        of_the_day = findings[findings["partition_date"] == day]
+        group = scores[scores["partition_date"] == stamp]
+        of_the_day = findings[findings["partition_date"] == stamp]
         messages = of_the_day.groupby("episode_id")  # the day's only (an id can come again on another day of a range)
         for row in group.sort_values(["agent_id", "task_id", "episode_id"]).itertuples():
             case = ET.SubElement(suite, "testcase", classname=row.agent_id, name=f"{row.task_id} [{row.episode_id}]")
@@ -87,7 +93,7 @@ def junit_xml(
                 counts["failures"] += 1
             else:
                 ET.SubElement(case, "system-out").text = f"{f.severity.upper()} {f.message}"
-        for j in judge_failures[judge_failures["partition_date"] == day].itertuples():
+        for j in judge_failures[judge_failures["partition_date"] == stamp].itertuples():
             case = ET.SubElement(suite, "testcase", classname=j.agent_id, name="judge verdicts")
             message = f"{j.failed} judge verdict{'s' if j.failed != 1 else ''} failed after retries: see judgements.reasoning"
             ET.SubElement(case, "error", message=message)
@@ -106,6 +112,7 @@ def junit_xml(
 
 def write_junit(
     path: Path,
+    days: Iterable[date],
     scores: pd.DataFrame,
     findings: pd.DataFrame,
     judge_failures: pd.DataFrame,
@@ -113,4 +120,4 @@ def write_junit(
     fail_on: str = "critical",
 ) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(junit_xml(scores, findings, judge_failures, secret_patterns, fail_on))
+    path.write_text(junit_xml(days, scores, findings, judge_failures, secret_patterns, fail_on))

@@ -23,7 +23,7 @@ def test_control_characters_are_dropped_and_secrets_redacted():
           "severity": "critical", "message": "internal INT-4711\x02"}]
     )  # fmt: skip
     judge_failures = pd.DataFrame([{"partition_date": day, "agent_id": "bot\x00\x1b", "failed": 2}])
-    xml = junit_xml(scores, findings, judge_failures, ["INT-[0-9]+"])
+    xml = junit_xml([day.date()], scores, findings, judge_failures, ["INT-[0-9]+"])
     root = ET.fromstring(xml)  # parses: no character XML 1.0 forbids
     case = root.find(".//testcase[@name='t [ep-1]']")
     assert case is not None and case.get("classname") == "bot"
@@ -47,7 +47,7 @@ def test_a_per_agent_finding_fails_its_case_at_or_above_fail_on_and_never_report
     no_judge = pd.DataFrame(columns=["partition_date", "agent_id", "failed"])
 
     def aggregate(fail_on: str) -> ET.Element:
-        root = ET.fromstring(junit_xml(scores, findings, no_judge, [], fail_on))
+        root = ET.fromstring(junit_xml([day.date()], scores, findings, no_judge, [], fail_on))
         case = root.find(".//testcase[@name='aggregate pass_rate']")
         assert case is not None and root.get("tests") == "2"
         return case
