@@ -91,14 +91,19 @@ def test_a_case_set_with_two_failing_cases_fails_the_run_and_every_output_counts
     assert pass_at_1 == [(pytest.approx(0.8),)]  # trials count the same verdict
 
 
-def test_a_fabricated_number_fails_the_run_by_default(project_env, capsys):
-    """The answer states $6.1B where the tool returned $5.5B; scored against the correct run as its baseline."""
-    (project_env / "episodes").mkdir()
+def write_market_size_nights(episodes_dir) -> None:
+    """The night before DAY the answer states the $5.5B its tool returned; on DAY it states $6.1B."""
+    episodes_dir.mkdir()
     question, tool_output = "How big is the vector database market?", '{"market_size_usd": "5.5B", "year": 2025}'
     runs = {"2026-11-04": "The market is worth $5.5B (2025).", DAY: "The market is worth $6.1B (2025)."}
     for day, answer in runs.items():
         record = episode(f"ep-{day}", "research/market-size", question, "web_search", tool_output, answer, day=day)
-        (project_env / "episodes" / f"{day}.jsonl").write_text(json.dumps(record) + "\n")
+        (episodes_dir / f"{day}.jsonl").write_text(json.dumps(record) + "\n")
+
+
+def test_a_fabricated_number_fails_the_run_by_default(project_env, capsys):
+    """The answer states $6.1B where the tool returned $5.5B; scored against the correct run as its baseline."""
+    write_market_size_nights(project_env / "episodes")
     assert main(["run", "--date", "2026-11-04"]) == 0
     assert main(["run", "--date", DAY]) == 1
     capsys.readouterr()
@@ -271,12 +276,7 @@ def test_a_night_failed_by_a_warning_under_fail_on_warning_shows_that_warning_as
     """A team gating CI with `--fail-on warning` (fabricated numbers are warnings to them) got a red job, exit 1, and a
     JUnit file of 1 test, 0 failures: nothing in CI said what failed. Under the gate JUnit fails what the exit code
     fails on; under the default one the same night passes, the warning shown in the test case's output."""
-    (project_env / "episodes").mkdir()
-    question, tool_output = "How big is the vector database market?", '{"market_size_usd": "5.5B", "year": 2025}'
-    runs = {"2026-11-04": "The market is worth $5.5B (2025).", DAY: "The market is worth $6.1B (2025)."}
-    for day, answer in runs.items():
-        record = episode(f"ep-{day}", "research/market-size", question, "web_search", tool_output, answer, day=day)
-        (project_env / "episodes" / f"{day}.jsonl").write_text(json.dumps(record) + "\n")
+    write_market_size_nights(project_env / "episodes")
     (project_env / "lenient.toml").write_text('[policies.finding_severity]\nnumeric_fabrication = "warning"\n')
     gated, plain = project_env / "gated.xml", project_env / "plain.xml"
     with pytest.MonkeyPatch.context() as env:

@@ -108,11 +108,12 @@ def _run(args: argparse.Namespace, settings: Settings) -> int:
         emit(jsonout.dumps(reports[0] if len(selected) == 1 else reports, indented=True) + "\n", args.output)
     if args.junit:
         from eval_pipeline.config import load_config
-        from eval_pipeline.reports.junit import write_junit
+        from eval_pipeline.reports.junit import junit_xml, write_junit
         from eval_pipeline.warehouse.reports import junit_inputs
 
         patterns = load_config(settings.config_path).policies.secret_patterns
-        write_junit(args.junit, selected, *junit_inputs(settings.warehouse(), selected, args.agent), patterns, args.fail_on)
+        inputs = junit_inputs(settings.warehouse(), selected, args.agent)
+        write_junit(args.junit, junit_xml(selected, *inputs, patterns, args.fail_on))
         print(f"JUnit XML: {args.junit}")
     if args.fail_on == "never":
         return EXIT_OK
