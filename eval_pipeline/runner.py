@@ -28,7 +28,7 @@ from filelock import FileLock, Timeout
 from eval_pipeline.alerts.delivery import alerts_directory
 from eval_pipeline.alerts.messages import run_failure_alert
 from eval_pipeline.config import load_config
-from eval_pipeline.defs.pipeline.jobs import EVALUATE_JOB
+from eval_pipeline.defs.pipeline.jobs import AGENTS_READ, EVALUATE_JOB
 from eval_pipeline.defs.pools import create_pools, release_slots_of_ended_runs
 from eval_pipeline.errors import InfrastructureError
 from eval_pipeline.run_health import HOST_TAG, THIS_HOST, fail_dead_runs, process_alive, run_partitions
@@ -127,16 +127,23 @@ def open_instance(settings: Settings) -> dg.DagsterInstance:
 
 @dataclass(frozen=True)
 class RunDone:
-    """A finished run: its id, and its gateway calls answered only after retries (`llm_calls_retried` in its steps'
-    metadata: no table has a column for them)."""
+    """A finished run: its id, its gateway calls answered only after retries (`llm_calls_retried` in its steps'
+    metadata: no table has a column for them), and, narrowed to an agent, every agent its days' records held
+    (`AGENTS_READ`: only the agent's were written)."""
 
     run_id: str
     retried_calls: int
+    agents_read: frozenset[str] = frozenset()
 
 
 def _retried_calls(result: dg.ExecuteInProcessResult) -> int:
     counts = [event.materialization.metadata.get("llm_calls_retried") for event in result.get_asset_materialization_events()]
     return sum(count.value or 0 for count in counts if isinstance(count, dg.IntMetadataValue))
+
+
+def _agents_read(result: dg.ExecuteInProcessResult) -> frozenset[str]:
+    read = [event.materialization.metadata.get(AGENTS_READ) for event in result.get_asset_materialization_events()]
+    return frozenset(agent for value in read if isinstance(value, dg.JsonMetadataValue) for agent in value.data or ())
 
 
 _T = TypeVar("_T")
@@ -263,7 +270,7 @@ def run_days(settings: Settings, request: RunRequest, progress: Progress | None 
         except OSError as exc:  # a full disk fails both: the run's own cause is said first
             raise RunFailed(first, last, result.run_id, f"{cause}; its failure alert not kept: {exc}") from None
         raise failure
-    return RunDone(result.run_id, _retried_calls(result))
+    return RunDone(result.run_id, _retried_calls(result), _agents_read(result))
 
 
 class RunInterrupted(KeyboardInterrupt):

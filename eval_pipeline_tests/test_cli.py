@@ -482,10 +482,15 @@ def run_query(capsys, sql: str) -> list[dict]:
 
 
 def test_an_agent_the_days_do_not_hold_is_a_usage_error_naming_the_ones_they_do(project_env, capsys):
+    """On a first night the warehouse held no episode yet, and the run, narrowed to the agent, wrote none: the error
+    said "agents there: none" of a file holding four agents. It names those the run read."""
     write_samples(project_env / "episodes")
     assert main(["run", "--date", "2026-11-01", "--agent", "nosuch-agent"]) == 2
     err = capsys.readouterr().err
-    assert "--agent nosuch-agent: no episode of that agent on 2026-11-01; agents there: none" in err
+    assert (
+        "--agent nosuch-agent: no episode of that agent on 2026-11-01; "
+        "agents there: billing-bot, code-assistant, research-agent, support-bot" in err
+    )
     assert main(["run", "--date", "2026-11-01", "--fail-on", "never"]) == 0
     assert main(["run", "--date", "2026-11-01", "--agent", "support-bott"]) == 2
     assert "agents there: billing-bot, code-assistant, research-agent, support-bot" in capsys.readouterr().err

@@ -122,11 +122,12 @@ def span(days: list[date]) -> str:
     return str(days[0]) if len(days) == 1 else f"{days[0]}..{days[-1]}"
 
 
-def check_agent_seen(warehouse: Warehouse, days: list[date], agent_id: str) -> None:
-    """`--agent A` where the days hold no episode of A is a typo more often than a quiet night: say so, exit 2."""
+def check_agent_seen(warehouse: Warehouse, days: list[date], agent_id: str, read: Iterable[str] = ()) -> None:
+    """`--agent A` where the days hold no episode of A is a typo more often than a quiet night: say so, naming the
+    agents the warehouse holds and those the run `read` in the days' records (it wrote A's alone), exit 2."""
     from eval_pipeline.warehouse.reports import agents_seen
 
-    seen = agents_seen(warehouse, days)
+    seen = sorted({*agents_seen(warehouse, days), *read})
     if agent_id not in seen:
         known = ", ".join(seen) if seen else "none"
         raise UsageError(f"--agent {agent_id}: no episode of that agent on {span(days)}; agents there: {known}")

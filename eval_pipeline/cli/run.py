@@ -241,7 +241,7 @@ def evaluate(settings: Settings, request: RunRequest) -> RunDone:
     config, case_specs = checked_inputs(settings, request.days, request.checks)
     done = launch(settings, request, config)
     if request.agent_id:
-        check_agent_seen(settings.warehouse(), request.days, request.agent_id)
+        check_agent_seen(settings.warehouse(), request.days, request.agent_id, done.agents_read)
     cases = [case.id for case in case_specs]
     agents = [agent.agent_id for agent in config.capture.capture_agents if request.agent_id in (None, agent.agent_id)]
     if cases and agents:

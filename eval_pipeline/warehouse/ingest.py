@@ -468,6 +468,7 @@ FROM _parsed"""
 _KEPT = "CREATE OR REPLACE TEMP TABLE _kept (episode_id VARCHAR, seq BIGINT, source VARCHAR, locator VARCHAR, agent_id VARCHAR)"
 _FORGET_SUPERSEDED = "DELETE FROM _kept WHERE episode_id IN (SELECT episode_id FROM _canonical)"
 _KEEP = "INSERT INTO _kept SELECT episode_id, seq, source, locator, agent_id FROM _canonical"
+_AGENTS_KEPT = "SELECT DISTINCT agent_id FROM _kept WHERE agent_id IS NOT NULL ORDER BY 1"
 
 _SUPERSEDED = (
     f"""INSERT INTO _superseded SELECT episode_id, seq, source, locator, NULL, agent_id
@@ -511,6 +512,8 @@ class IngestCounts:
     steps: int
     quarantined: int
     records_read: int
+    # a load scoped to one agent: every agent the day's records hold (`run --agent` names them when its agent has none)
+    agents_read: tuple[str, ...] = ()
 
 
 def _unnumbered(records: Iterable[RawRecords]) -> Iterator[pa.Table]:
@@ -774,6 +777,7 @@ def load_episodes(
             return records_read
 
         read = pipelined(_staged(day_records), parse, write)  # a batch parsed while the last one is written
+        agents_read = () if agent_id is None else tuple(row[0] for row in scratch.execute(_AGENTS_KEPT).fetchall())
         pending.write(con)
         winners = _winners(con, scratch)  # noqa: F841 (read by name: see `_write_batch`)
         if model is not None or limit is not None:
@@ -789,4 +793,4 @@ def load_episodes(
             for table in ("episodes", "episode_steps", "quarantine")
         ]  # fmt: skip
         con.execute("DROP TABLE _superseded")
-    return IngestCounts(episodes=counts[0], steps=counts[1], quarantined=counts[2], records_read=read)
+    return IngestCounts(episodes=counts[0], steps=counts[1], quarantined=counts[2], records_read=read, agents_read=agents_read)

@@ -28,6 +28,7 @@ from eval_pipeline.defs.loaded import CONFIG, PACKAGE_VERSION, SETTINGS
 from eval_pipeline.defs.partitions import daily_partitions, partition_days
 from eval_pipeline.defs.pipeline import checks
 from eval_pipeline.defs.pipeline.day_order import wait_for_earlier_days
+from eval_pipeline.defs.pipeline.jobs import AGENTS_READ
 from eval_pipeline.defs.pools import LLM_POOL, WAREHOUSE_POOL
 from eval_pipeline.defs.resources import (
     AlertsResource,
@@ -266,8 +267,9 @@ def episodes(
             return chain(source.records_for(day, undated_day), captured_records(captures, day))
 
         counts = load_episodes(wh, day, records, config.agent_id, config.model, config.limit)
+        agents_read = {AGENTS_READ: dg.MetadataValue.json(list(counts.agents_read))} if config.agent_id else {}
         return {
-            "episodes": {"records_read": counts.records_read, "dagster/row_count": counts.episodes},
+            "episodes": {"records_read": counts.records_read, "dagster/row_count": counts.episodes, **agents_read},
             "episode_steps": {"dagster/row_count": counts.steps},
             "quarantine": {"records_read": counts.records_read, "dagster/row_count": counts.quarantined},
         }
