@@ -30,6 +30,14 @@ def threshold_directions() -> dict[str, Direction]:
 
 Severity = Literal["warning", "critical"]
 SEVERITY_RANK: dict[str, int] = {"warning": 1, "critical": 2}  # the one order of finding severities
+
+
+def fails_the_gate(severity: str, fail_on: str) -> bool:
+    """Whether a finding of `severity` fails a run gated by `--fail-on` (`never` gates none): the exit code and JUnit
+    ask the same."""
+    return fail_on != "never" and SEVERITY_RANK.get(severity, 0) >= SEVERITY_RANK[fail_on]
+
+
 ISSUE_PENALTY: dict[str, int] = {"critical": 25, "error": 10, "warning": 5, "info": 0}  # points off 100 per check issue
 
 

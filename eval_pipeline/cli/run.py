@@ -124,10 +124,9 @@ def _exit_code(outcome: RunOutcome, fail_on: str, selected: list[date]) -> int:
     """1 for what the agents did (a failed episode, findings at or above `fail_on`); else 3 when the gateway failed
     live replays or judge verdicts after its retries, saying so on stderr: their episodes have no verdict, and a night
     the gateway was down must not pass as a clean one; else 0."""
-    from eval_pipeline.config import SEVERITY_RANK
+    from eval_pipeline.config import fails_the_gate
 
-    floor = SEVERITY_RANK[fail_on]
-    if outcome.failed_episodes or any(SEVERITY_RANK.get(severity, 0) >= floor and n for severity, n in outcome.findings.items()):
+    if outcome.failed_episodes or any(fails_the_gate(severity, fail_on) and n for severity, n in outcome.findings.items()):
         return EXIT_FINDINGS
     if outcome.failed_live_replays or outcome.failed_judge_verdicts:
         replays, verdicts = outcome.failed_live_replays, outcome.failed_judge_verdicts

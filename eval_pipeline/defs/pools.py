@@ -35,8 +35,7 @@ def create_pools(instance: dg.DagsterInstance) -> None:
     def limit_of(pool: str) -> PoolLimit | None:
         return next((limit for limit in storage.get_pool_limits() if limit.name == pool), None)
 
-    def settled(pool: str) -> bool:
-        limit = limit_of(pool)
+    def settled(pool: str, limit: PoolLimit | None) -> bool:
         return (
             limit is not None
             and (not limit.from_default or limit.limit == default)
@@ -44,16 +43,16 @@ def create_pools(instance: dg.DagsterInstance) -> None:
         )
 
     for pool in POOLS:
-        if settled(pool):
+        limit = limit_of(pool)
+        if settled(pool, limit):
             continue
-        own = limit_of(pool)
         try:
-            if own is not None and not own.from_default:
-                storage.set_concurrency_slots(pool, own.limit)
+            if limit is not None and not limit.from_default:
+                storage.set_concurrency_slots(pool, limit.limit)
             else:
                 storage.initialize_concurrency_limit_to_default(pool)
         except DBAPIError:
-            if not settled(pool):  # another process did not create it meanwhile: a real fault
+            if not settled(pool, limit_of(pool)):  # another process did not create it meanwhile: a real fault
                 raise
 
 

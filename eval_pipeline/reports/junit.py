@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from eval_pipeline.config import SEVERITY_RANK
+from eval_pipeline.config import SEVERITY_RANK, fails_the_gate
 from eval_pipeline.redaction import redact
 
 NO_VERDICT = "no baseline, case or recorded reward yet"
@@ -43,10 +43,10 @@ def junit_xml(
     `findings`: partition_date, agent_id, episode_id, dimension, severity, message;
     `judge_failures`: partition_date, agent_id, failed (judge verdicts, rubric and pairwise);
     `fail_on`: the run's `--fail-on` severity (`never`, which only keeps the exit code 0, reports as the default)."""
-    floor = SEVERITY_RANK.get(fail_on, SEVERITY_RANK["critical"])
+    shown_gate = "critical" if fail_on == "never" else fail_on
 
     def gating(severity: str) -> bool:
-        return SEVERITY_RANK.get(severity, 0) >= floor
+        return fails_the_gate(severity, shown_gate)
 
     root = ET.Element("testsuites", name="eval_pipeline")
     totals = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
