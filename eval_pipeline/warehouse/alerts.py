@@ -34,7 +34,7 @@ from eval_pipeline.alerts.outbox import (
     send_in_groups,
 )
 from eval_pipeline.redaction import redact, redact_tree
-from eval_pipeline.warehouse.connection import Warehouse
+from eval_pipeline.warehouse.connection import Warehouse, of_agent
 from eval_pipeline.warehouse.lake import is_conflict
 from eval_pipeline.warehouse.rows import one_row
 
@@ -136,8 +136,8 @@ class WarehouseOutbox:
             raise
 
 
-_REPLACED = """DELETE FROM alert_outbox WHERE batch = $batch  -- with an agent, only its alerts
-AND ($agent::VARCHAR IS NULL OR json_extract_string(alert, '$.agent_id') = $agent::VARCHAR)"""
+_REPLACED = f"""DELETE FROM alert_outbox WHERE batch = $batch  -- with an agent, only its alerts
+AND {of_agent("json_extract_string(alert, '$.agent_id')", "$agent::VARCHAR")}"""
 _TAKE = """UPDATE alert_delivery_lease SET holder = $me, expires_at = now() + to_seconds($seconds)
 WHERE expires_at < now() OR holder = $me"""
 _FREE = "UPDATE alert_delivery_lease SET holder = NULL, expires_at = TIMESTAMPTZ '1970-01-01 00:00:00+00' WHERE holder = $me"

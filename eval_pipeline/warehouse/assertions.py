@@ -14,7 +14,7 @@ import pyarrow.compute as pc
 from eval_pipeline.episodes.model import StepType
 from eval_pipeline.scoring.assessments import Reading
 from eval_pipeline.scoring.trajectory import Summaries
-from eval_pipeline.warehouse.connection import Warehouse, frame_of, replace_partition
+from eval_pipeline.warehouse.connection import Warehouse, frame_of, of_agent, replace_partition
 from eval_pipeline.warehouse.ingest import tool_names_sql
 from eval_pipeline.warehouse.replays import candidate_parts, replay_failed, sort_into_parts
 
@@ -31,13 +31,13 @@ SELECT r.episode_id, r.agent_id, e.task_id, r.status, r.final_output, r.tools, r
        CAST(e.expected AS VARCHAR) AS expected, CAST(e.metadata -> '$.grader' AS VARCHAR) AS grader,
        list_concat({_DECLARED_TOOLS}) AS declared_tools
 FROM replays r JOIN episodes e USING (episode_id, partition_date)
-WHERE r.partition_date = $day AND r.status <> 'running' AND ($agent IS NULL OR r.agent_id = $agent)
+WHERE r.partition_date = $day AND r.status <> 'running' AND {of_agent("r.agent_id")}
   AND NOT {replay_failed("r")}
 """
 
-_STEPS = """
+_STEPS = f"""
 SELECT episode_id, step_index, step_type, tool_name, input, output, error, agent, offered_tools
-FROM episode_steps WHERE partition_date = $day AND ($agent IS NULL OR agent_id = $agent)
+FROM episode_steps WHERE partition_date = $day AND {of_agent()}
 """
 # A tool call's or result's step: where a tool's output and failure are recorded
 _TOOL_STEP = f"step_type IN ('{StepType.TOOL_CALL.value}', '{StepType.TOOL_RESULT.value}')"
@@ -214,9 +214,9 @@ def _chosen(summaries: Summaries, read: Callable[[Summaries], Reading]) -> pa.Ta
     return pa.table({"episode_id": ids, "check_bits": how.checks[chosen], "steps": how.steps[chosen]})
 
 
-_DAY_ISSUES = """
+_DAY_ISSUES = f"""
 SELECT * FROM issues
-WHERE partition_date = $day AND ($agent IS NULL OR agent_id = $agent) AND ($checks IS NULL OR list_contains($checks, "check"))
+WHERE partition_date = $day AND {of_agent()} AND ($checks IS NULL OR list_contains($checks, "check"))
 """
 
 

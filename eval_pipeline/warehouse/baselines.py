@@ -20,14 +20,14 @@ from __future__ import annotations
 from datetime import date, timedelta
 
 from eval_pipeline.errors import UserInputError
-from eval_pipeline.warehouse.connection import Warehouse
+from eval_pipeline.warehouse.connection import Warehouse, of_agent
 from eval_pipeline.warehouse.rows import Rows, one_row
 
 SNAPSHOT = "status, final_output, tools, total_cost_usd, total_duration_ms, total_tokens, step_count, error_steps"
 
 _CONTRIBUTIONS = f"""
 WITH today AS (
-    SELECT * FROM episodes WHERE partition_date = $day AND ($agent IS NULL OR agent_id = $agent)
+    SELECT * FROM episodes WHERE partition_date = $day AND {of_agent()}
 ), ranked_successes AS (
     SELECT *, row_number() OVER (
         PARTITION BY agent_id, task_id
@@ -47,9 +47,9 @@ WHERE rank = 1 AND ($policy = 'rolling' OR NOT EXISTS (
 """
 
 
-UNCOVERED = """
+UNCOVERED = f"""
 SELECT DISTINCT agent_id, task_id FROM episodes e
-WHERE partition_date = $day AND ($agent IS NULL OR agent_id = $agent) AND NOT EXISTS (
+WHERE partition_date = $day AND {of_agent()} AND NOT EXISTS (
     SELECT 1 FROM baselines b
     WHERE b.agent_id = e.agent_id AND b.task_id = e.task_id AND b.valid_from <= $day
 )
@@ -91,7 +91,7 @@ def write_baselines(warehouse: Warehouse, day: date, policy: str, agent_id: str 
     """
     with warehouse.transaction() as con:
         con.execute(
-            "DELETE FROM baselines WHERE partition_date = $day AND origin = 'run' AND ($agent IS NULL OR agent_id = $agent)",
+            f"DELETE FROM baselines WHERE partition_date = $day AND origin = 'run' AND {of_agent()}",
             {"day": day, "agent": agent_id},
         )
         return one_row(con, f"INSERT INTO baselines BY NAME {rows}", {"day": day, "agent": agent_id, "policy": policy})[0]
@@ -153,7 +153,7 @@ def effective_baselines(warehouse: Warehouse, as_of: date, policy: str, agent_id
         f"""
         SELECT agent_id, task_id, episode_id, pinned, origin, valid_from, status, total_cost_usd, total_duration_ms
         FROM baselines b
-        WHERE valid_from <= $day AND ($agent IS NULL OR agent_id = $agent)
+        WHERE valid_from <= $day AND {of_agent()}
         QUALIFY row_number() OVER (PARTITION BY agent_id, task_id ORDER BY {PRECEDENCE}) = 1
         ORDER BY agent_id, task_id
         """,

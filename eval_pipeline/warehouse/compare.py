@@ -9,10 +9,10 @@ import duckdb
 import pandas as pd
 
 from eval_pipeline.regression.compare import Selector, SelectorError
-from eval_pipeline.warehouse.connection import frame_of
+from eval_pipeline.warehouse.connection import frame_of, of_agent
 
 # ->> is parenthesized wherever it meets another operator: DuckDB 1.5 parses it looser than =, <>, AND, IS
-_RUNS = """
+_RUNS = f"""
 SELECT e.episode_id, e.partition_date, e.agent_id, e.task_id, coalesce(r.model, e.model) AS model,
        e.metadata ->> '$.label' AS label, coalesce(r.status, e.status) AS status,
        coalesce(r.total_cost_usd, e.total_cost_usd) AS total_cost_usd,
@@ -23,7 +23,7 @@ LEFT JOIN replays r USING (episode_id, partition_date)
 LEFT JOIN scores s USING (episode_id, partition_date)
 WHERE e.status <> 'running'
   AND ($first IS NULL OR e.partition_date BETWEEN $first AND $last)
-  AND ($agent IS NULL OR e.agent_id = $agent)
+  AND {of_agent("e.agent_id")}
   AND ($model IS NULL OR coalesce(r.model, e.model) = $model)
   AND ($label IS NULL OR (e.metadata ->> '$.label') = $label)
 ORDER BY e.task_id, e.episode_id

@@ -219,6 +219,20 @@ def second_cursor(con: duckdb.DuckDBPyConnection) -> Iterator[duckdb.DuckDBPyCon
         yield cursor
 
 
+def of_agent(agent_id: str = "agent_id", agent: str = "$agent") -> str:
+    """SQL true for a row of the agent a statement is scoped to (`run --agent`, a viewer filter), or for every row
+    when that agent is NULL: the one way the warehouse narrows a read or a write to one agent."""
+    return f"({agent} IS NULL OR {agent_id} = {agent})"
+
+
+def day_scope(day: date, agent_id: str | None) -> tuple[str, dict[str, object]]:
+    """The condition for one day's rows (one agent's, when scoped) and its parameters; a table of no agent's rows
+    (`reports`) is asked only without an agent."""
+    if not agent_id:
+        return "partition_date = $day", {"day": day}
+    return f"partition_date = $day AND {of_agent()}", {"day": day, "agent": agent_id}
+
+
 def clear_partition(
     con: duckdb.DuckDBPyConnection,
     table: str,
@@ -228,13 +242,10 @@ def clear_partition(
 ) -> None:
     """Delete one partition's rows (only one agent's, when scoped; only those whose column `within[0]` is one of
     `within[1]`, when given)."""
-    scope = ""
-    scope_params: list[object] = [day]
-    if agent_id:
-        scope, scope_params = scope + " AND agent_id = ?", [*scope_params, agent_id]
+    scope, params = day_scope(day, agent_id)
     if within:
-        scope, scope_params = scope + f" AND list_contains(?, {within[0]})", [*scope_params, within[1]]
-    con.execute(f"DELETE FROM {table} WHERE partition_date = ?{scope}", scope_params)
+        scope, params["within"] = f"{scope} AND list_contains($within, {within[0]})", within[1]
+    con.execute(f"DELETE FROM {table} WHERE {scope}", params)
 
 
 def frame_of(result: duckdb.DuckDBPyConnection) -> pd.DataFrame:

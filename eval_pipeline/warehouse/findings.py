@@ -10,15 +10,15 @@ import pandas as pd
 
 from eval_pipeline.regression.findings import FindingScreen
 from eval_pipeline.warehouse.assertions import issues_in_part, sort_issues_into_parts
-from eval_pipeline.warehouse.connection import Warehouse, frame_of, replace_partition
+from eval_pipeline.warehouse.connection import Warehouse, frame_of, of_agent, replace_partition
 from eval_pipeline.warehouse.replays import candidate_parts, sort_into_parts
 
 FINDING_PART_EPISODES = 50_000  # scored episodes whose findings are found at a time
 
-_SCREENED_SCORES = """
+_SCREENED_SCORES = f"""
 SELECT * FROM scores
-WHERE partition_date = $day AND ($agent IS NULL OR agent_id = $agent)
-    AND (case_passed = false OR {breaches} OR episode_id IN (SELECT episode_id FROM part_issues))
+WHERE partition_date = $day AND {of_agent()}
+    AND (case_passed = false OR {{breaches}} OR episode_id IN (SELECT episode_id FROM part_issues))
 """
 _PART_SCORES = "SELECT * EXCLUDE (part) FROM part_scores WHERE part = $part ORDER BY episode_id"
 
@@ -51,7 +51,7 @@ def task_summaries_sql(columns: list[str]) -> str:
     return f"""
     SELECT agent_id, task_id, partition_date, {means}, count(passed) AS graded, count(*) FILTER (passed) AS passes
     FROM scores
-    WHERE partition_date BETWEEN $first AND $last AND ($agent IS NULL OR agent_id = $agent)
+    WHERE partition_date BETWEEN $first AND $last AND {of_agent()}
         AND NOT coalesce(superseded, false)
     GROUP BY agent_id, task_id, partition_date
     ORDER BY agent_id, task_id, partition_date

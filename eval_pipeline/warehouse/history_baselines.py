@@ -8,7 +8,7 @@ from datetime import date
 
 from eval_pipeline.episodes.records import RawRecords
 from eval_pipeline.warehouse.baselines import SNAPSHOT, UNCOVERED
-from eval_pipeline.warehouse.connection import Warehouse
+from eval_pipeline.warehouse.connection import Warehouse, of_agent
 from eval_pipeline.warehouse.ingest import canonical_episodes, drop_canonical
 from eval_pipeline.warehouse.rows import one_row
 
@@ -25,7 +25,7 @@ def write_history_baselines(
     read, never written or scored. Replaces what `day` established this way before; returns how many."""
     with warehouse.transaction() as con:
         con.execute(
-            "DELETE FROM baselines WHERE partition_date = $day AND origin = 'history' AND ($agent IS NULL OR agent_id = $agent)",
+            f"DELETE FROM baselines WHERE partition_date = $day AND origin = 'history' AND {of_agent()}",
             {"day": day, "agent": agent_id},
         )
         con.execute(f"CREATE OR REPLACE TEMP TABLE _uncovered AS {UNCOVERED}", {"day": day, "agent": agent_id})

@@ -36,7 +36,7 @@ from eval_pipeline.episodes.records import (
     unpaired_surrogate,
 )
 from eval_pipeline.read_ahead import pipelined, read_ahead
-from eval_pipeline.warehouse.connection import Warehouse, clear_partition, second_cursor
+from eval_pipeline.warehouse.connection import Warehouse, clear_partition, of_agent, second_cursor
 from eval_pipeline.warehouse.rows import one_row
 
 # Records parsed and written at a time: what a day's ingest holds in memory. Loading the benchmark's 1,000,000 records
@@ -409,11 +409,6 @@ def tool_names_sql(json_list: str) -> str:
     )
 
 
-def _of_the_agent(agent_id: str = "agent_id", agent: str = "$agent") -> str:
-    """Whether a row is one a load writes: the agent's, when scoped."""
-    return f"({agent} IS NULL OR {agent_id} = {agent})"
-
-
 # The agent a load is scoped to (NULL: every agent), as the scratch connection's queries read it: a variable, since
 # with the agent a parameter, DuckDB materialized each batch's result before handing it over as Arrow (the million's
 # ingest peaked at 2,116 MiB against 1,624), and as a relation's parameter ran it again (78 s against 27 s). A NULL
@@ -422,8 +417,8 @@ _SCOPED_AGENT = "getvariable('scoped_agent')"
 
 
 def _of_the_scoped_agent(agent_id: str = "agent_id") -> str:
-    """`_of_the_agent` on the scratch connection."""
-    return _of_the_agent(agent_id, _SCOPED_AGENT)
+    """`of_agent` on the scratch connection."""
+    return of_agent(agent_id, _SCOPED_AGENT)
 
 
 _STEPS = f"""
@@ -472,9 +467,9 @@ _AGENTS_KEPT = "SELECT DISTINCT agent_id FROM _kept WHERE agent_id IS NOT NULL O
 
 _SUPERSEDED = (
     f"""INSERT INTO _superseded SELECT episode_id, seq, source, locator, NULL, agent_id
-    FROM batch_superseded WHERE locator <> superseded_by AND {_of_the_agent()}""",
+    FROM batch_superseded WHERE locator <> superseded_by AND {of_agent()}""",
     *(
-        f"DELETE FROM {table} WHERE partition_date = $day AND {_of_the_agent()} "
+        f"DELETE FROM {table} WHERE partition_date = $day AND {of_agent()} "
         "AND episode_id IN (SELECT episode_id FROM batch_superseded)"
         for table in ("episodes", "episode_steps")
     ),
@@ -489,7 +484,7 @@ _EPISODE_WRITES = (
 )
 
 # The episodes this load keeps: the day's (of the agent, when scoped).
-_LOADED = f"FROM episodes WHERE partition_date = $day AND {_of_the_agent()}"
+_LOADED = f"FROM episodes WHERE partition_date = $day AND {of_agent()}"
 # The records superseded, each with the locator of the record that won (`winners`, of any agent; read by its name: see
 # `_write_batch`).
 _DUPLICATES = """
@@ -701,11 +696,11 @@ _NARROWED = (
         SELECT episode_id {_LOADED} AND ($model IS NULL OR model = $model)
         ORDER BY started_at NULLS LAST, episode_id LIMIT coalesce($limit, 9223372036854775807)
     )""",
-    f"""DELETE FROM episode_steps WHERE partition_date = $day AND {_of_the_agent()}
+    f"""DELETE FROM episode_steps WHERE partition_date = $day AND {of_agent()}
         AND episode_id NOT IN (SELECT episode_id {_LOADED})""",
     # a record superseded by one of the agent's episodes that was narrowed away is no longer a duplicate of a kept one
     f"""DELETE FROM _superseded WHERE episode_id NOT IN (SELECT episode_id {_LOADED})
-        AND episode_id IN (SELECT episode_id FROM winners WHERE {_of_the_agent()})""",
+        AND episode_id IN (SELECT episode_id FROM winners WHERE {of_agent()})""",
 )
 
 
@@ -788,7 +783,7 @@ def load_episodes(
         _fill_superseded(con, records)
         con.execute(_DUPLICATES, {"day": day})
         counts = [
-            one_row(con, f"SELECT count(*) FROM {table} WHERE partition_date = $day AND {_of_the_agent()}",
+            one_row(con, f"SELECT count(*) FROM {table} WHERE partition_date = $day AND {of_agent()}",
                     {"day": day, "agent": agent_id})[0]
             for table in ("episodes", "episode_steps", "quarantine")
         ]  # fmt: skip

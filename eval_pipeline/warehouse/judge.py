@@ -7,7 +7,7 @@ from datetime import date
 
 import pandas as pd
 
-from eval_pipeline.warehouse.connection import Warehouse, replace_partition
+from eval_pipeline.warehouse.connection import Warehouse, of_agent, replace_partition
 from eval_pipeline.warehouse.llm_cache import store_answers
 from eval_pipeline.warehouse.scores import scoring_input
 
@@ -26,13 +26,13 @@ def judge_inputs(warehouse: Warehouse, day: date, policy: str, agent_id: str | N
 
 def _answers(warehouse: Warehouse, day: date, agent_id: str | None) -> pd.DataFrame:
     return warehouse.read_frame(
-        """
+        f"""
         SELECT r.episode_id, r.agent_id,
                first(s.input ORDER BY s.step_index) AS user_input, any_value(r.final_output) AS final_output
         FROM replays r
         LEFT JOIN episode_steps s
             ON s.partition_date = r.partition_date AND s.episode_id = r.episode_id AND s.step_type = 'llm_call'
-        WHERE r.partition_date = $day AND ($agent IS NULL OR r.agent_id = $agent)
+        WHERE r.partition_date = $day AND {of_agent("r.agent_id")}
         GROUP BY r.episode_id, r.agent_id
         ORDER BY r.episode_id
         """,

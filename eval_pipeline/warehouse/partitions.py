@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import date
 from typing import TYPE_CHECKING
 
-from eval_pipeline.warehouse.connection import Warehouse
+from eval_pipeline.warehouse.connection import Warehouse, day_scope, of_agent
 from eval_pipeline.warehouse.rows import Rows
 
 if TYPE_CHECKING:
@@ -38,9 +38,8 @@ def first_evaluated_day(warehouse: Warehouse) -> date | None:
 def read_partition(warehouse: Warehouse, table: str, day: date, agent_id: str | None = None) -> pd.DataFrame:
     if table not in PIPELINE_TABLES:
         raise ValueError(f"unknown table {table}")
-    scope = " AND agent_id = $agent" if agent_id else ""
-    params = {"day": day, "agent": agent_id} if agent_id else {"day": day}
-    return warehouse.read_frame(f"SELECT * FROM {table} WHERE partition_date = $day{scope}", params)
+    scope, params = day_scope(day, agent_id)
+    return warehouse.read_frame(f"SELECT * FROM {table} WHERE {scope}", params)
 
 
 def read_days(warehouse: Warehouse, table: str, first: date, last: date, agent_id: str | None = None) -> pd.DataFrame:
@@ -48,7 +47,7 @@ def read_days(warehouse: Warehouse, table: str, first: date, last: date, agent_i
     if table not in PIPELINE_TABLES:
         raise ValueError(f"unknown table {table}")
     return warehouse.read_frame(
-        f"SELECT * FROM {table} WHERE partition_date BETWEEN $first AND $last AND ($agent IS NULL OR agent_id = $agent)",
+        f"SELECT * FROM {table} WHERE partition_date BETWEEN $first AND $last AND {of_agent()}",
         {"first": first, "last": last, "agent": agent_id},
     )
 

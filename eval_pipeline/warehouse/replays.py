@@ -7,7 +7,7 @@ from datetime import date
 import duckdb
 import pandas as pd
 
-from eval_pipeline.warehouse.connection import Warehouse, replace_partition
+from eval_pipeline.warehouse.connection import Warehouse, of_agent, replace_partition
 from eval_pipeline.warehouse.llm_cache import store_answers
 
 
@@ -19,16 +19,16 @@ def replay_failed(table: str = "") -> str:
 
 
 # Dry replay: the recording itself is the candidate. Running episodes wait until they finish.
-_DRY = """
+_DRY = f"""
 SELECT episode_id, partition_date, agent_id, 'dry' AS mode, model, status, final_output, tools,
        total_cost_usd, total_duration_ms, total_tokens, step_count, error_steps, NULL AS error
 FROM episodes
-WHERE partition_date = $day AND status <> 'running' AND ($agent IS NULL OR agent_id = $agent)
+WHERE partition_date = $day AND status <> 'running' AND {of_agent()}
 """
 
 
-_FINISHED = """
-SELECT count(*) FROM replays WHERE partition_date = $day AND status <> 'running' AND ($agent IS NULL OR agent_id = $agent)
+_FINISHED = f"""
+SELECT count(*) FROM replays WHERE partition_date = $day AND status <> 'running' AND {of_agent()}
 """
 
 
@@ -74,10 +74,10 @@ def write_live_replays(
 def recorded_steps(warehouse: Warehouse, day: date, agent_id: str | None = None) -> list[dict]:
     """The steps of the day's finished episodes, in order, with the episode's trial: what a live replay re-plays."""
     frame = warehouse.read_frame(
-        """
+        f"""
         SELECT s.episode_id, s.agent_id, e.trial, s.step_index, s.step_type, s.tool_name, s.input, s.output, s.error, s.messages
         FROM episode_steps s JOIN episodes e USING (episode_id, partition_date)
-        WHERE s.partition_date = $day AND e.status <> 'running' AND ($agent IS NULL OR s.agent_id = $agent)
+        WHERE s.partition_date = $day AND e.status <> 'running' AND {of_agent("s.agent_id")}
         ORDER BY s.episode_id, s.step_index
         """,
         {"day": day, "agent": agent_id},

@@ -19,7 +19,7 @@ from eval_pipeline.reports.document import (
     baseline_measures,
     reported_means,
 )
-from eval_pipeline.warehouse.connection import Warehouse, frame_of
+from eval_pipeline.warehouse.connection import Warehouse, frame_of, of_agent
 from eval_pipeline.warehouse.labels import day_labels
 from eval_pipeline.warehouse.replays import replay_failed
 from eval_pipeline.warehouse.rows import one_row
@@ -37,7 +37,7 @@ def report_inputs(warehouse: Warehouse, day: date, trend_days: int, agent_id: st
         scores = day_scores(con, f"({_DAY_SCORES})", f"({_DAY_ISSUES})", params, found, labels["episode_id"].tolist())
         trend = frame_of(
             con.execute(
-                f"SELECT * FROM agent_daily WHERE partition_date BETWEEN $first AND $day AND {_OF_AGENT} ORDER BY ALL",
+                f"SELECT * FROM agent_daily WHERE partition_date BETWEEN $first AND $day AND {of_agent()} ORDER BY ALL",
                 {**params, "first": day - timedelta(days=trend_days - 1)},
             )
         )
@@ -46,7 +46,7 @@ def report_inputs(warehouse: Warehouse, day: date, trend_days: int, agent_id: st
         if previous_summary is not None and previous_summary.get("agent_id") is not None:
             previous_summary = None  # one agent's, as `run --agent` once wrote them: no yardstick
         previous_findings = frame_of(
-            con.execute(f"SELECT * FROM findings WHERE partition_date = $day - 1 AND {_OF_AGENT}", params)
+            con.execute(f"SELECT * FROM findings WHERE partition_date = $day - 1 AND {of_agent()}", params)
         )
         superseded = f"SELECT episode_id FROM scores WHERE {_DAY_OF_AGENT} AND superseded"
         statuses = con.execute(
@@ -93,12 +93,11 @@ def report_inputs(warehouse: Warehouse, day: date, trend_days: int, agent_id: st
     )
 
 
-_OF_AGENT = "($agent IS NULL OR agent_id = $agent)"  # every agent's rows, or `report_inputs`' agent's
-_DAY_OF_AGENT = f"partition_date = $day AND {_OF_AGENT}"
+_DAY_OF_AGENT = f"partition_date = $day AND {of_agent()}"
 
 # The day's current scores with the episode's category, its replayed answer and
 # where its baseline came from; the report reads the columns it counts of it once (`day_scores`).
-_DAY_SCORES = """
+_DAY_SCORES = f"""
 SELECT s.*, e.category, r.final_output, o.origin AS baseline_origin
 FROM current_scores s JOIN episodes e USING (episode_id, partition_date)
 LEFT JOIN replays r USING (episode_id, partition_date)
@@ -108,7 +107,7 @@ LEFT JOIN (
 ) o
     ON o.episode_id = s.baseline_episode_id AND o.agent_id = s.agent_id AND o.task_id = s.task_id
         AND o.recorded_on IS NOT DISTINCT FROM s.baseline_partition_date
-WHERE s.partition_date = $day AND ($agent IS NULL OR s.agent_id = $agent)
+WHERE s.partition_date = $day AND {of_agent("s.agent_id")}
 """
 _DAY_ISSUES = f"""
 SELECT episode_id, "check", severity, detail FROM issues WHERE {_DAY_OF_AGENT}
@@ -215,7 +214,7 @@ def _of_episodes(con: duckdb.DuckDBPyConnection, sql: str, ids: list[str]) -> pd
 
 
 # Trials that failed their case, with what a person needs to check the grader's call.
-_FAILED_TRIALS = """
+_FAILED_TRIALS = f"""
 SELECT s.episode_id, s.agent_id, s.task_id, e.trial, e.metadata->>'hint' AS hint,
        (SELECT st.input FROM episode_steps st
          WHERE st.episode_id = s.episode_id AND st.partition_date = s.partition_date AND st.step_type = 'llm_call'
@@ -226,7 +225,7 @@ SELECT s.episode_id, s.agent_id, s.task_id, e.trial, e.metadata->>'hint' AS hint
          WHERE a.episode_id = s.episode_id AND a.partition_date = s.partition_date AND NOT a.passed) AS reasoning
   FROM current_scores s JOIN episodes e USING (episode_id, partition_date)
   LEFT JOIN replays r USING (episode_id, partition_date)
- WHERE s.partition_date = $day AND ($agent IS NULL OR s.agent_id = $agent) AND s.case_passed = false
+ WHERE s.partition_date = $day AND {of_agent("s.agent_id")} AND s.case_passed = false
  ORDER BY s.episode_id
 """
 
@@ -249,7 +248,7 @@ SELECT partition_date, agent_id, count(*) AS failed FROM (
     UNION ALL SELECT partition_date, agent_id FROM pairwise_judgements WHERE status = 'failed' AND {scope}
 ) GROUP BY ALL ORDER BY ALL
 """
-_SCOPE = f"list_contains($days, partition_date) AND {_OF_AGENT}"
+_SCOPE = f"list_contains($days, partition_date) AND {of_agent()}"
 
 
 def run_outcome(warehouse: Warehouse, days: list[date], agent_id: str | None = None) -> RunOutcome:

@@ -12,10 +12,10 @@ import pandas as pd
 from eval_pipeline.read_ahead import pipelined
 from eval_pipeline.warehouse.assertions import issues_in_part, sort_issues_into_parts
 from eval_pipeline.warehouse.baselines import PRECEDENCE, SNAPSHOT, itself
-from eval_pipeline.warehouse.connection import Warehouse, clear_partition, frame_of, insert_rows, second_cursor
+from eval_pipeline.warehouse.connection import Warehouse, clear_partition, frame_of, insert_rows, of_agent, second_cursor
 from eval_pipeline.warehouse.replays import candidate_parts, sort_into_parts
 
-_SCORE_CANDIDATES = """
+_SCORE_CANDIDATES = f"""
 -- ->> is parenthesized wherever it meets another operator: DuckDB 1.5 parses it looser than =, <>, AND, IS
 WITH latest_runs AS (  -- each case-set agent's latest capture run of the day; its earlier ones are superseded
     SELECT agent_id, arg_max(metadata ->> '$.capture_run', coalesce(metadata ->> '$.captured_at', '')) AS capture_run
@@ -25,7 +25,7 @@ SELECT r.*, e.task_id, TRY_CAST(e.metadata ->> '$.reward' AS DOUBLE) AS recorded
        coalesce((e.metadata ->> '$.capture_run') <> l.capture_run, false) AS superseded
 FROM replays r JOIN episodes e USING (episode_id, partition_date)
 LEFT JOIN latest_runs l ON l.agent_id = e.agent_id
-WHERE r.partition_date = $day AND r.status <> 'running' AND ($agent IS NULL OR r.agent_id = $agent)
+WHERE r.partition_date = $day AND r.status <> 'running' AND {of_agent("r.agent_id")}
 """
 
 # A live replay is compared with its own recording: only those episodes' snapshots are read (a dry day has none)

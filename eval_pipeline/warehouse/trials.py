@@ -6,16 +6,16 @@ from datetime import date
 
 import pandas as pd
 
-from eval_pipeline.warehouse.connection import Warehouse, replace_partition
+from eval_pipeline.warehouse.connection import Warehouse, of_agent, replace_partition
 
 
 def trial_inputs(warehouse: Warehouse, day: date, agent_id: str | None = None) -> pd.DataFrame:
     """`agent_id, task_id, episode_id, passed` (the episode verdict) of the day's scored trials."""
     return warehouse.read_frame(
-        """
+        f"""
         SELECT s.agent_id, s.task_id, s.episode_id, s.passed
         FROM current_scores s
-        WHERE s.partition_date = $day AND ($agent IS NULL OR s.agent_id = $agent)
+        WHERE s.partition_date = $day AND {of_agent("s.agent_id")}
         ORDER BY s.agent_id, s.task_id, s.episode_id
         """,
         {"day": day, "agent": agent_id},

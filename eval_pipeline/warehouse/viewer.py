@@ -17,7 +17,7 @@ import pandas as pd
 
 from eval_pipeline.errors import InfrastructureError
 from eval_pipeline.warehouse.baselines import itself
-from eval_pipeline.warehouse.connection import Warehouse, WarehouseBusy, frame_of
+from eval_pipeline.warehouse.connection import Warehouse, WarehouseBusy, frame_of, of_agent
 
 BUSY_WAIT_SECONDS = 2.0  # how long a page waits for a writer before answering "busy"
 
@@ -89,12 +89,12 @@ def days_overview(con: duckdb.DuckDBPyConnection) -> pd.DataFrame:
     )
 
 
-_EPISODES = """
+_EPISODES = f"""
 SELECT s.episode_id, s.agent_id, s.task_id, e.category, e.status, s.passed, s.weighted_score, s.verdict_reason,
        s.total_cost_usd, s.total_duration_ms, s.baseline_episode_id
 FROM current_scores s JOIN episodes e USING (episode_id, partition_date)
 WHERE s.partition_date = $day
-  AND ($agent IS NULL OR s.agent_id = $agent)
+  AND {of_agent("s.agent_id")}
   AND ($category IS NULL OR e.category = $category)
   AND ($verdict IS NULL OR ($verdict = 'passed' AND s.passed) OR ($verdict = 'failed' AND NOT s.passed)
        OR ($verdict = 'none' AND s.passed IS NULL))
@@ -105,11 +105,11 @@ WHERE s.partition_date = $day
 ORDER BY s.passed NULLS FIRST, s.weighted_score NULLS FIRST, s.episode_id
 """
 
-_FINDINGS = """
+_FINDINGS = f"""
 SELECT f.*, e.category
 FROM findings f LEFT JOIN episodes e USING (episode_id, partition_date)
 WHERE f.partition_date = $day
-  AND ($agent IS NULL OR f.agent_id = $agent)
+  AND {of_agent("f.agent_id")}
   AND ($dimension IS NULL OR f.dimension = $dimension)
   AND ($severity IS NULL OR f.severity = $severity)
   AND ($category IS NULL OR e.category = $category)
