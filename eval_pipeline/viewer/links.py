@@ -15,9 +15,9 @@ from eval_pipeline.warehouse.viewer import Filters
 REPORTS_PREFIX = "/reports/"  # the reports directory's files, served read-only
 
 
-def day_path(day: date, filters: Filters | None = None) -> str:
-    """The day's page with `filters` as its query (the empty ones left out)."""
-    chosen = filters.params() if filters else {}
+def day_path(day: date, filters: Filters | None = None, page: int = 1) -> str:
+    """The day's page with `filters` as its query (the empty ones left out), at page `page` of its episodes."""
+    chosen = {**(filters.params() if filters else {}), "page": page if page > 1 else None}
     query = urlencode({name: value for name, value in chosen.items() if value is not None})
     return f"/days/{day.isoformat()}" + (f"?{query}" if query else "")
 

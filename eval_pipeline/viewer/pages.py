@@ -41,7 +41,16 @@ from eval_pipeline.viewer.links import (
 from eval_pipeline.viewer.queues import QUEUES, QueueKind, ReviewPool
 from eval_pipeline.warehouse.compare import selected_sides, selector_choices
 from eval_pipeline.warehouse.labels import day_labels, review_pool
-from eval_pipeline.warehouse.viewer import EpisodeRecords, Filters, day_records, days_overview, episode_records
+from eval_pipeline.warehouse.viewer import (
+    EPISODES_PER_PAGE,
+    DayRecords,
+    EpisodeRecords,
+    EpisodeTotals,
+    Filters,
+    day_records,
+    days_overview,
+    episode_records,
+)
 
 TEXT_CHARS = 20_000  # of one step's input, output or messages shown
 
@@ -184,17 +193,17 @@ class Pages:
         ]
         return self.render("days.html.j2", days=days)
 
-    def day(self, con: duckdb.DuckDBPyConnection, day: date, filters: Filters) -> str:
-        records = day_records(con, day, filters)
-        episodes, findings = records.episodes, records.findings
+    def day(self, con: duckdb.DuckDBPyConnection, day: date, filters: Filters, page: int = 1) -> str:
+        records = day_records(con, day, filters, page)
+        findings = records.findings
         agents = [
             {
                 "agent_id": agent,
                 "figures": _figures(
-                    day, Filters(**{**filters.params(), "agent": agent}), group, findings[findings["agent_id"] == agent]
+                    day, Filters(**{**filters.params(), "agent": agent}), totals, findings[findings["agent_id"] == agent]
                 ),
             }
-            for agent, group in episodes.groupby("agent_id", sort=True)
+            for agent, totals in records.totals.items()
         ]
         gone = resolved(findings, records.previous_findings)
         earlier = [d for d in selector_choices(con).days if d < day]
@@ -204,12 +213,13 @@ class Pages:
             day_before=earlier[-1] if earlier else None,
             filters=filters,
             choices=records.choices,
-            figures=_figures(day, filters, episodes, findings),
+            figures=_figures(day, filters, records.total, findings),
             agents=agents,
-            new=_records(findings[findings["lifecycle"] == "new"]),
-            persisting=_records(findings[findings["lifecycle"] != "new"]),
-            resolved=_records(gone),
-            episodes=_records(episodes),
+            new=_listed(findings[findings["lifecycle"] == "new"]),
+            persisting=_listed(findings[findings["lifecycle"] != "new"]),
+            resolved=_listed(gone),
+            episodes=_records(records.episodes),
+            paging=_paging(day, filters, records),
         )
 
     def episode(self, con: duckdb.DuckDBPyConnection, day: date, episode_id: str, csrf: str) -> str | None:
@@ -373,20 +383,64 @@ def _labelled(labels: pd.DataFrame, queue: str, reviewer: str | None) -> set[str
     return set(mine["episode_id"].astype(str))
 
 
-def _figures(day: date, filters: Filters, episodes: pd.DataFrame, findings: pd.DataFrame) -> list[Figure]:
+def _figures(day: date, filters: Filters, totals: EpisodeTotals, findings: pd.DataFrame) -> list[Figure]:
     """The headline numbers of a selection, each linking to the day's page narrowed to the episodes it counts."""
     narrowed = lambda **change: day_path(day, Filters(**{**filters.params(), **change})) + "#episodes"  # noqa: E731
-    passed = episodes["passed"].astype("boolean")
-    mean = episodes["weighted_score"].mean()
     return [
-        Figure("episodes", str(len(episodes)), narrowed()),
-        Figure("passed", str(int(passed.fillna(False).sum())), narrowed(verdict="passed")),
-        Figure("failed", str(int((~passed).fillna(False).sum())), narrowed(verdict="failed")),
-        Figure("without verdict", str(int(passed.isna().sum())), narrowed(verdict="none")),
-        Figure("mean weighted score", _num(mean), narrowed()),
+        Figure("episodes", f"{totals.episodes:,}", narrowed()),
+        Figure("passed", f"{totals.passed:,}", narrowed(verdict="passed")),
+        Figure("failed", f"{totals.failed:,}", narrowed(verdict="failed")),
+        Figure("without verdict", f"{totals.without_verdict:,}", narrowed(verdict="none")),
+        Figure("mean weighted score", _num(totals.mean_score), narrowed()),
         Figure("critical findings", str(int((findings["severity"] == "critical").sum())), narrowed(severity="critical")),
         Figure("warning findings", str(int((findings["severity"] == "warning").sum())), narrowed(severity="warning")),
     ]
+
+
+# Rows of each list of findings a day page shows, the critical first (a day of 200,000 episodes had 7,505 new ones); the
+# filters narrow a list, and the `findings` table holds every one.
+FINDINGS_SHOWN = 200
+
+
+@dataclass(frozen=True)
+class FindingList:
+    """A list of findings as a day page shows it: its first FINDINGS_SHOWN rows of `count`."""
+
+    rows: list[dict[str, Any]]
+    count: int
+
+
+def _listed(findings: pd.DataFrame) -> FindingList:
+    return FindingList(_records(findings.head(FINDINGS_SHOWN)), len(findings))
+
+
+@dataclass(frozen=True)
+class Paging:
+    """Where a day page's episodes stand among the selection's: rows `first` to `last` (from 1) of `total`."""
+
+    page: int
+    pages: int
+    size: int  # episodes a page shows
+    total: int
+    first: int
+    last: int
+    previous: str | None  # the links to the pages beside this one
+    next: str | None
+
+
+def _paging(day: date, filters: Filters, records: DayRecords) -> Paging:
+    first = (records.page - 1) * EPISODES_PER_PAGE
+    link = lambda page: day_path(day, filters, page) + "#episodes"  # noqa: E731
+    return Paging(
+        page=records.page,
+        pages=records.pages,
+        size=EPISODES_PER_PAGE,
+        total=records.total.episodes,
+        first=first + 1,
+        last=first + len(records.episodes),
+        previous=link(min(records.page, records.pages + 1) - 1) if records.page > 1 else None,
+        next=link(records.page + 1) if records.page < records.pages else None,
+    )
 
 
 def _pick(trials: list[dict[str, Any]], episode_id: str | None) -> dict[str, Any] | None:

@@ -115,7 +115,7 @@ class Viewer:
             if path == "/":
                 return self.pages.days(con)
             if match := _DAY.match(path):
-                return self.pages.day(con, _date(match[1]), _filters(query))
+                return self.pages.day(con, _date(match[1]), _filters(query), _page(query))
             if match := _EPISODE.match(path):
                 page = self.pages.episode(con, _date(match[1]), unquote(match[2]), visitor.csrf)
                 if page is None:
@@ -253,6 +253,14 @@ def _filters(query: dict[str, list[str]]) -> Filters:
         category=chosen.get("category"),
         verdict=verdict,  # type: ignore[arg-type]
     )
+
+
+def _page(query: dict[str, list[str]]) -> int:
+    """The page of a day's episodes the query asks for (`page=`, from 1)."""
+    asked = _chosen(query).get("page", "1")
+    if not (asked.isdecimal() and 1 <= int(asked) < 2**31):  # a larger one would overflow the query's offset
+        raise ValueError(f"page must be a whole number from 1, not {asked!r}")
+    return int(asked)
 
 
 class _Handler(BaseHTTPRequestHandler):

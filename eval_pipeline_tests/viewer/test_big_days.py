@@ -1,0 +1,139 @@
+"""The viewer's day page on a day of more episodes than one page shows, as the alerts' and the report's day links open
+it: a day of 200,000 episodes was one page of 72 MB, built in 13.5 s by a server then holding 532 MB."""
+
+import json
+import re
+from collections.abc import Iterator
+from pathlib import Path
+
+import dagster as dg
+import duckdb
+import httpx
+import pytest
+
+from eval_pipeline.viewer.pages import FINDINGS_SHOWN
+from eval_pipeline.warehouse.viewer import EPISODES_PER_PAGE
+from eval_pipeline_tests.defs.graph import GRAPH, local_resources
+from eval_pipeline_tests.viewer.test_serve import links, serving
+
+pytestmark = pytest.mark.slow
+
+FIRST, DAY = "2026-11-01", "2026-11-02"
+AGENTS, TASKS, TRIALS = 3, 150, 3  # 1,350 episodes a day: three pages
+
+
+def _episode(agent: int, task: int, trial: int, day: str, failed: bool) -> dict:
+    """One agent run of one step and one tool call, in the README's episode shape."""
+    episode_id = f"ep-{day}-a{agent}-t{task:03d}-{trial}"
+    return {
+        "episode_id": episode_id, "agent_id": f"agent-{agent}", "status": "failure" if failed else "success",
+        "started_at": f"{day}T09:{task % 60:02d}:{trial:02d}Z",
+        "steps": [
+            {"step_index": 0, "step_type": "llm_call", "model": "gpt-4o-mini", "input_summary": f"task {task}",
+             "output_summary": "call lookup", "tokens": 300, "cost_usd": 0.0004, "duration_ms": 800},
+            {"step_index": 1, "step_type": "tool_call", "tool_name": "lookup", "input_summary": "{}", "duration_ms": 5},
+            {"step_index": 2, "step_type": "llm_call", "model": "gpt-4o-mini", "input_summary": "tool result",
+             "output_summary": "Your order shipped yesterday and arrives later this week; the tracking link is in your "
+                               "account under Orders.", "tokens": 400, "cost_usd": 0.0005,
+             "duration_ms": 900},
+        ],
+        "metadata": {"task_id": f"agent-{agent}/task-{task:03d}", "trial": trial},
+    }  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def big_day(tmp_path_factory) -> Path:
+    """Two days of 1,350 episodes; on the second, one trial of three tasks in four failed."""
+    root = tmp_path_factory.mktemp("big_day")
+    (root / "episodes").mkdir()
+    for day in (FIRST, DAY):
+        lines = (
+            json.dumps(_episode(a, t, k, day, failed=day == DAY and (a * TASKS + t) * TRIALS % 4 == k))
+            for a in range(AGENTS)
+            for t in range(TASKS)
+            for k in range(TRIALS)
+        )
+        (root / "episodes" / f"episodes-{day}.jsonl").write_text("\n".join(lines) + "\n")
+    instance = dg.DagsterInstance.ephemeral()
+    for day in (FIRST, DAY):
+        assert dg.materialize(GRAPH, partition_key=day, resources=local_resources(root), instance=instance).success
+    return root
+
+
+@pytest.fixture(scope="module")
+def viewer(big_day) -> Iterator[httpx.Client]:
+    with serving(big_day) as client:
+        yield client
+
+
+def _counted(root: Path, sql: str) -> int:
+    with duckdb.connect(str(root / "eval.duckdb"), read_only=True) as con:
+        ((count,),) = con.execute(sql, {"day": DAY}).fetchall()
+    return count
+
+
+def _verdicts(root: Path) -> dict[str, int]:
+    scored = "FROM current_scores WHERE partition_date = $day"
+    return {
+        "episodes": _counted(root, f"SELECT count(*) {scored}"),
+        "failed": _counted(root, f"SELECT count(*) {scored} AND NOT passed"),
+    }
+
+
+def _figure(page: str, label: str) -> int:
+    shown = re.search(rf'<span class="label">{label}</span><span class="value">([\d,]+)</span>', page)
+    assert shown, label
+    return int(shown[1].replace(",", ""))
+
+
+def _episode_links(page: str) -> list[str]:
+    return links(page.split('id="episodes"')[1], f"/days/{DAY}/episodes/")
+
+
+def _every_page(viewer: httpx.Client, first: str) -> list[list[str]]:
+    """The episode links of a selection's pages, following each page's link to the next."""
+    pages, url = [], first
+    while url:
+        page = viewer.get(url)
+        assert page.status_code == 200 and len(page.content) < 1_000_000
+        pages.append(_episode_links(page.text))
+        following = re.search(r'<a rel="next" href="([^"]+)"', page.text)
+        url = following[1].replace("&amp;", "&") if following else ""
+    return pages
+
+
+def test_a_day_of_more_episodes_than_a_page_pages_through_them_and_counts_them_all(big_day, viewer):
+    truth = _verdicts(big_day)
+    assert truth["episodes"] == AGENTS * TASKS * TRIALS and 0 < truth["failed"] < EPISODES_PER_PAGE
+    day = viewer.get(f"/days/{DAY}")
+    assert _figure(day.text, "episodes") == truth["episodes"] and _figure(day.text, "failed") == truth["failed"]
+    assert f"Episodes ({truth['episodes']:,})" in day.text
+    pages = _every_page(viewer, f"/days/{DAY}")
+    assert [len(page) for page in pages] == [EPISODES_PER_PAGE, EPISODES_PER_PAGE, truth["episodes"] - 2 * EPISODES_PER_PAGE]
+    every = [link for page in pages for link in page]
+    assert len(set(every)) == len(every) == truth["episodes"]  # each episode once
+    assert not any(FIRST in link for link in every)
+    failed_first = pages[0][: truth["failed"]]  # the worst first: the failed runs open the first page
+    failed = viewer.get(f"/days/{DAY}", params={"verdict": "failed"})
+    assert _episode_links(failed.text) == failed_first and _figure(failed.text, "failed") == truth["failed"]
+
+
+def test_a_page_past_the_last_says_how_many_there_are_and_a_page_that_is_no_number_is_refused(viewer):
+    past = viewer.get(f"/days/{DAY}", params={"page": 9})
+    assert past.status_code == 200 and not _episode_links(past.text)
+    assert f"No episode on page 9: these {AGENTS * TASKS * TRIALS:,} episodes fill pages 1 to 3." in past.text
+    for wrong in ("0", "-1", "two", "1.5", str(2**63)):
+        refused = viewer.get(f"/days/{DAY}", params={"page": wrong})
+        assert refused.status_code == 400 and "page must be a whole number from 1" in refused.text
+
+
+def test_a_day_of_more_findings_than_a_list_shows_counts_them_all_and_says_how_to_narrow_them(big_day, viewer):
+    new = _counted(big_day, "SELECT count(*) FROM findings WHERE partition_date = $day AND lifecycle = 'new'")
+    assert new > FINDINGS_SHOWN
+    day = viewer.get(f"/days/{DAY}").text
+    listed = day.split("<h2>New findings")[1].split("<h2>")[0]
+    assert f"({new:,})" in listed and listed.count("<tr>") == FINDINGS_SHOWN + 1  # its header row
+    assert f"The first {FINDINGS_SHOWN} of {new:,}, the critical first: narrow them with the filters above" in listed
+    of_one = _counted(big_day, "SELECT count(*) FROM findings WHERE partition_date = $day AND agent_id = 'agent-1'")
+    narrowed = viewer.get(f"/days/{DAY}", params={"agent": "agent-1"}).text.split("<h2>New findings")[1].split("<h2>")[0]
+    assert of_one <= FINDINGS_SHOWN and narrowed.count("<tr>") == of_one + 1 and "The first" not in narrowed
