@@ -18,6 +18,7 @@ import numpy as np
 import pandas as pd
 
 from eval_pipeline.config import RewardsConfig
+from eval_pipeline.regression.stats import resampled
 from eval_pipeline.rewards.functions import RewardBook
 from eval_pipeline.rewards.inputs import reward_inputs
 from eval_pipeline.scoring.cases import read_json_or_jsonl
@@ -138,7 +139,7 @@ def separability(rewards, systems, *, resamples: int = 1000, confidence: float =
     intervals = []
     for _, group in frame.groupby("system", sort=True):
         values = group["reward"].to_numpy(float)
-        means = values[rng.integers(0, len(values), size=(resamples, len(values)))].mean(axis=1)
+        means = np.concatenate([samples.mean(axis=1) for samples in resampled(values, resamples, rng)])
         intervals.append((float(np.quantile(means, tail)), float(np.quantile(means, 1 - tail))))
     pairs = [(a, b) for i, a in enumerate(intervals) for b in intervals[i + 1 :]]
     if not pairs:

@@ -1,5 +1,6 @@
 """Aggregate regressions: bootstrap CIs and McNemar on synthetic data with known effects, and on pure noise."""
 
+import tracemalloc
 from datetime import date, timedelta
 
 import duckdb
@@ -9,7 +10,7 @@ import pytest
 
 from eval_pipeline.config import EvalConfig
 from eval_pipeline.regression.aggregates import aggregate_findings, summary_columns
-from eval_pipeline.regression.stats import bootstrap_mean, mcnemar
+from eval_pipeline.regression.stats import RESAMPLED_VALUES, bootstrap_mean, mcnemar
 from eval_pipeline.warehouse.findings import task_summaries_sql
 
 DAY = date(2026, 11, 10)
@@ -59,6 +60,34 @@ def day_of_scores(rng, *, tasks=10, trials=3, cost_effect=0.0, noise=30.0, day=D
 
 def history(rng, days=7, **options):
     return pd.concat([day_of_scores(rng, day=DAY - timedelta(days=d), **options) for d in range(1, days + 1)])
+
+
+def _bootstrap_drawn_at_once(values: np.ndarray, resamples: int, confidence: float, seed: int) -> tuple[float, float]:
+    """The interval as `bootstrap_mean` computed it before it drew its resamples in blocks: all at once."""
+    n, mean = len(values), float(values.mean())
+    se = values.std(ddof=1) / np.sqrt(n)
+    samples = values[np.random.default_rng(seed).integers(0, n, size=(resamples, n))]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        t = (samples.mean(axis=1) - mean) / (samples.std(axis=1, ddof=1) / np.sqrt(n))
+    t = np.sort(t[~np.isnan(t)])
+    tail = (1 - confidence) / 2
+    low_t, high_t = t[int(np.floor(tail * (len(t) - 1)))], t[int(np.ceil((1 - tail) * (len(t) - 1)))]
+    return float(mean - high_t * se), float(mean - low_t * se)
+
+
+@pytest.mark.parametrize("tasks", [3, 7, 2_100, 20_000])
+def test_an_agent_of_many_tasks_is_resampled_within_a_bounded_memory_to_the_same_interval(tasks):
+    """The night an agent's 20,000 nightly tasks all got costlier, its cost interval drew 2,000 × 20,000 resamples at
+    once (three arrays of 320 MB; 3.4 GiB at 100,000 tasks): now a block at a time, to the bit the same interval."""
+    values = np.random.default_rng(tasks).normal(0.2, 1.0, tasks).round(1)  # rounded: small samples repeat values
+    tracemalloc.start()
+    try:
+        ci = bootstrap_mean(values, resamples=2000, confidence=0.95, seed=11)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert (ci.low, ci.high) == _bootstrap_drawn_at_once(values, 2000, 0.95, 11)
+    assert peak < 3 * 8 * RESAMPLED_VALUES + 16 * 2000 + 64 * tasks  # blocks of indices and values, and the t's
 
 
 def test_pure_noise_never_alerts_over_many_seeds():
