@@ -60,10 +60,12 @@ def promote_path(day: date, episode_id: str) -> str:
 COMPARE_PREFIX = "/compare"
 
 
-def compare_path(a: object = None, b: object = None) -> str:
-    """The head to head of two selections, written as `eval-pipeline compare`'s --a and --b; without them, the form
-    that builds them."""
+def compare_path(a: object = None, b: object = None, page: int = 1) -> str:
+    """The head to head of two selections, written as `eval-pipeline compare`'s --a and --b, at page `page` of its
+    tasks; without them, the form that builds them."""
     chosen = {name: str(side) for name, side in (("a", a), ("b", b)) if side is not None}
+    if page > 1:
+        chosen["page"] = str(page)
     return COMPARE_PREFIX + (f"?{urlencode(chosen)}" if chosen else "")
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import date
 from pathlib import Path
@@ -43,7 +44,6 @@ from eval_pipeline.warehouse.compare import selected_sides, selector_choices
 from eval_pipeline.warehouse.labels import day_labels, review_pool
 from eval_pipeline.warehouse.viewer import (
     EPISODES_PER_PAGE,
-    DayRecords,
     EpisodeRecords,
     EpisodeTotals,
     Filters,
@@ -219,7 +219,13 @@ class Pages:
             persisting=_listed(findings[findings["lifecycle"] != "new"]),
             resolved=_listed(gone),
             episodes=_records(records.episodes),
-            paging=_paging(day, filters, records),
+            paging=paging(
+                page,
+                records.total.episodes,
+                EPISODES_PER_PAGE,
+                len(records.episodes),
+                lambda other: day_path(day, filters, other) + "#episodes",
+            ),
         )
 
     def episode(self, con: duckdb.DuckDBPyConnection, day: date, episode_id: str, csrf: str) -> str | None:
@@ -260,16 +266,25 @@ class Pages:
         shown = json.dumps(case, indent=2, ensure_ascii=False)
         return self.render("promoted.html.j2", day=day, episode_id=episode_id, case=case, case_json=shown, path=path)
 
-    def compare(self, con: duckdb.DuckDBPyConnection, sides: tuple[Selector, Selector] | None) -> str:
+    def compare(self, con: duckdb.DuckDBPyConnection, sides: tuple[Selector, Selector] | None, page: int = 1) -> str:
         """The form that builds two selections from what the warehouse has and, given two, their head to head as
-        `eval-pipeline compare` makes it: the CIs, and per task its winner with the trials and passes behind it."""
+        `eval-pipeline compare` makes it: the CIs, and per task (TASKS_PER_PAGE a page) its winner with the trials
+        and passes behind it."""
         choices = selector_choices(con)
         if sides is None:
             return self.render("compare.html.j2", choices=choices, sides=(Selector(), Selector()), c=None, coverage="")
         runs = selected_sides(con, sides)
         comparison = compare(runs[0], runs[1], sides, self.statistics)
+        every = comparison["headToHead"]["tasks"]
+        tasks = every[(page - 1) * TASKS_PER_PAGE : page * TASKS_PER_PAGE]
         return self.render(
-            "compare.html.j2", choices=choices, sides=sides, c=comparison, coverage=coverage_text(comparison["meta"])
+            "compare.html.j2",
+            choices=choices,
+            sides=sides,
+            c=comparison,
+            coverage=coverage_text(comparison["meta"]),
+            tasks=tasks,
+            paging=paging(page, len(every), TASKS_PER_PAGE, len(tasks), lambda other: compare_path(*sides, other) + "#tasks"),
         )
 
     def compare_task(
@@ -397,6 +412,9 @@ def _figures(day: date, filters: Filters, totals: EpisodeTotals, findings: pd.Da
     ]
 
 
+# Rows of a head to head's table of tasks: two days of 20,000 tasks made a page of 9.3 MB; `compare --format json` lists
+# every one.
+TASKS_PER_PAGE = 500
 # Rows of each list of findings a day page shows, the critical first (a day of 200,000 episodes had 7,505 new ones); the
 # filters narrow a list, and the `findings` table holds every one.
 FINDINGS_SHOWN = 200
@@ -416,30 +434,32 @@ def _listed(findings: pd.DataFrame) -> FindingList:
 
 @dataclass(frozen=True)
 class Paging:
-    """Where a day page's episodes stand among the selection's: rows `first` to `last` (from 1) of `total`."""
+    """Where a page's rows stand in a long list (a day's episodes, a head to head's tasks): rows `first` to `last`
+    (from 1) of `total`, `size` a page, with the links to the pages beside it."""
 
     page: int
     pages: int
-    size: int  # episodes a page shows
+    size: int
     total: int
     first: int
     last: int
-    previous: str | None  # the links to the pages beside this one
+    previous: str | None
     next: str | None
 
 
-def _paging(day: date, filters: Filters, records: DayRecords) -> Paging:
-    first = (records.page - 1) * EPISODES_PER_PAGE
-    link = lambda page: day_path(day, filters, page) + "#episodes"  # noqa: E731
+def paging(page: int, total: int, size: int, shown: int, link: Callable[[int], str]) -> Paging:
+    """Page `page` of a list of `total` rows, `shown` of them on it; `link` gives a page's address."""
+    pages = -(-total // size)
+    first = (page - 1) * size
     return Paging(
-        page=records.page,
-        pages=records.pages,
-        size=EPISODES_PER_PAGE,
-        total=records.total.episodes,
+        page=page,
+        pages=pages,
+        size=size,
+        total=total,
         first=first + 1,
-        last=first + len(records.episodes),
-        previous=link(min(records.page, records.pages + 1) - 1) if records.page > 1 else None,
-        next=link(records.page + 1) if records.page < records.pages else None,
+        last=first + shown,
+        previous=link(min(page, pages + 1) - 1) if page > 1 else None,  # past the end: the last page
+        next=link(page + 1) if page < pages else None,
     )
 
 

@@ -126,7 +126,7 @@ class Viewer:
             if match := _QUEUE.match(path):
                 return self.pages.queue(con, _date(match[1]), _queue(match[2]), self.review, visitor)
             if path == COMPARE_PREFIX:
-                return self.pages.compare(con, _sides(query))
+                return self.pages.compare(con, _sides(query), _page(query))
             if path == f"{COMPARE_PREFIX}/task":
                 return self._compare_task(con, query)
         raise NotFound(f"no page at {path}")
@@ -217,7 +217,7 @@ def _sides(query: dict[str, list[str]]) -> tuple[Selector, Selector] | None:
     chosen = _chosen(query)
     if "a" not in query and "b" not in query:
         if any(f"{side}_{field}" in chosen for side in "ab" for field in _SIDE_FIELDS):
-            raise Moved(compare_path(*(_selector_text(chosen, side) for side in "ab")))
+            raise Moved(compare_path(_selector_text(chosen, "a"), _selector_text(chosen, "b")))
         return None
     if "a" not in query or "b" not in query:
         raise SelectorError("give both sides, a= and b=, e.g. a=date=2026-11-01,agent=support-bot&b=date=2026-11-02")
@@ -256,7 +256,7 @@ def _filters(query: dict[str, list[str]]) -> Filters:
 
 
 def _page(query: dict[str, list[str]]) -> int:
-    """The page of a day's episodes the query asks for (`page=`, from 1)."""
+    """The page of a long list (a day's episodes, a head to head's tasks) the query asks for (`page=`, from 1)."""
     asked = _chosen(query).get("page", "1")
     if not (asked.isdecimal() and 1 <= int(asked) < 2**31):  # a larger one would overflow the query's offset
         raise ValueError(f"page must be a whole number from 1, not {asked!r}")

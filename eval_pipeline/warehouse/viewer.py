@@ -170,10 +170,6 @@ class DayRecords:
     def total(self) -> EpisodeTotals:
         return sum(self.totals.values(), EpisodeTotals())
 
-    @property
-    def pages(self) -> int:
-        return -(-self.total.episodes // EPISODES_PER_PAGE)
-
 
 def day_records(con: duckdb.DuckDBPyConnection, day: date, filters: Filters, page: int = 1) -> DayRecords:
     """The day's page `page` (from 1) of the selection `filters` make, with what the whole selection counts."""

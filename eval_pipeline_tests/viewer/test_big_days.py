@@ -3,15 +3,19 @@ it: a day of 200,000 episodes was one page of 72 MB, built in 13.5 s by a server
 
 import json
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from html import unescape
 from pathlib import Path
+from urllib.parse import parse_qs, urlsplit
 
 import dagster as dg
 import duckdb
 import httpx
 import pytest
 
-from eval_pipeline.viewer.pages import FINDINGS_SHOWN
+from eval_pipeline.cli import main
+from eval_pipeline.settings import PROJECT_ROOT
+from eval_pipeline.viewer.pages import FINDINGS_SHOWN, TASKS_PER_PAGE
 from eval_pipeline.warehouse.viewer import EPISODES_PER_PAGE
 from eval_pipeline_tests.defs.graph import GRAPH, local_resources
 from eval_pipeline_tests.viewer.test_serve import links, serving
@@ -19,7 +23,7 @@ from eval_pipeline_tests.viewer.test_serve import links, serving
 pytestmark = pytest.mark.slow
 
 FIRST, DAY = "2026-11-01", "2026-11-02"
-AGENTS, TASKS, TRIALS = 3, 150, 3  # 1,350 episodes a day: three pages
+AGENTS, TASKS, TRIALS = 3, 200, 3  # 1,800 episodes a day of 600 tasks: pages of both
 
 
 def _episode(agent: int, task: int, trial: int, day: str, failed: bool) -> dict:
@@ -43,7 +47,7 @@ def _episode(agent: int, task: int, trial: int, day: str, failed: bool) -> dict:
 
 @pytest.fixture(scope="module")
 def big_day(tmp_path_factory) -> Path:
-    """Two days of 1,350 episodes; on the second, one trial of three tasks in four failed."""
+    """Two days of 1,800 episodes; on the second, one trial of three tasks in four failed."""
     root = tmp_path_factory.mktemp("big_day")
     (root / "episodes").mkdir()
     for day in (FIRST, DAY):
@@ -90,16 +94,24 @@ def _episode_links(page: str) -> list[str]:
     return links(page.split('id="episodes"')[1], f"/days/{DAY}/episodes/")
 
 
-def _every_page(viewer: httpx.Client, first: str) -> list[list[str]]:
-    """The episode links of a selection's pages, following each page's link to the next."""
+def _task_links(page: str) -> list[str]:
+    return list(dict.fromkeys(links(page.split('id="tasks"')[1], "/compare/task?")))  # each task's row links it twice
+
+
+def _every_page(viewer: httpx.Client, first: str, listed: Callable[[str], list[str]]) -> list[list[str]]:
+    """What `listed` finds on each of a list's pages, following each page's link to the next."""
     pages, url = [], first
     while url:
         page = viewer.get(url)
         assert page.status_code == 200 and len(page.content) < 1_000_000
-        pages.append(_episode_links(page.text))
+        pages.append(listed(page.text))
         following = re.search(r'<a rel="next" href="([^"]+)"', page.text)
-        url = following[1].replace("&amp;", "&") if following else ""
+        url = unescape(following[1]) if following else ""
     return pages
+
+
+def _paged(total: int, size: int) -> list[int]:
+    return [size] * (total // size) + ([total % size] if total % size else [])
 
 
 def test_a_day_of_more_episodes_than_a_page_pages_through_them_and_counts_them_all(big_day, viewer):
@@ -108,8 +120,8 @@ def test_a_day_of_more_episodes_than_a_page_pages_through_them_and_counts_them_a
     day = viewer.get(f"/days/{DAY}")
     assert _figure(day.text, "episodes") == truth["episodes"] and _figure(day.text, "failed") == truth["failed"]
     assert f"Episodes ({truth['episodes']:,})" in day.text
-    pages = _every_page(viewer, f"/days/{DAY}")
-    assert [len(page) for page in pages] == [EPISODES_PER_PAGE, EPISODES_PER_PAGE, truth["episodes"] - 2 * EPISODES_PER_PAGE]
+    pages = _every_page(viewer, f"/days/{DAY}", _episode_links)
+    assert [len(page) for page in pages] == _paged(truth["episodes"], EPISODES_PER_PAGE)
     every = [link for page in pages for link in page]
     assert len(set(every)) == len(every) == truth["episodes"]  # each episode once
     assert not any(FIRST in link for link in every)
@@ -121,7 +133,7 @@ def test_a_day_of_more_episodes_than_a_page_pages_through_them_and_counts_them_a
 def test_a_page_past_the_last_says_how_many_there_are_and_a_page_that_is_no_number_is_refused(viewer):
     past = viewer.get(f"/days/{DAY}", params={"page": 9})
     assert past.status_code == 200 and not _episode_links(past.text)
-    assert f"No episode on page 9: these {AGENTS * TASKS * TRIALS:,} episodes fill pages 1 to 3." in past.text
+    assert f"No episode on page 9: these {AGENTS * TASKS * TRIALS:,} episodes fill pages 1 to 4." in past.text
     for wrong in ("0", "-1", "two", "1.5", str(2**63)):
         refused = viewer.get(f"/days/{DAY}", params={"page": wrong})
         assert refused.status_code == 400 and "page must be a whole number from 1" in refused.text
@@ -137,3 +149,20 @@ def test_a_day_of_more_findings_than_a_list_shows_counts_them_all_and_says_how_t
     of_one = _counted(big_day, "SELECT count(*) FROM findings WHERE partition_date = $day AND agent_id = 'agent-1'")
     narrowed = viewer.get(f"/days/{DAY}", params={"agent": "agent-1"}).text.split("<h2>New findings")[1].split("<h2>")[0]
     assert of_one <= FINDINGS_SHOWN and narrowed.count("<tr>") == of_one + 1 and "The first" not in narrowed
+
+
+def test_a_head_to_head_of_more_tasks_than_a_page_pages_through_them_as_the_cli_lists_them(big_day, viewer, monkeypatch):
+    monkeypatch.setenv("EVAL_DUCKDB_PATH", str(big_day / "eval.duckdb"))
+    monkeypatch.setenv("EVAL_CONFIG", str(PROJECT_ROOT / "eval.toml"))
+    sides = ["--a", f"date={FIRST}", "--b", f"date={DAY}"]
+    assert main(["compare", *sides, "--format", "json", "--output", str(big_day / "h2h.json")]) == 0
+    cli = [task["task_id"] for task in json.loads((big_day / "h2h.json").read_text())["headToHead"]["tasks"]]
+    assert len(cli) == AGENTS * TASKS > TASKS_PER_PAGE
+    first = f"/compare?a=date%3D{FIRST}&b=date%3D{DAY}"
+    assert f"Per task ({len(cli):,})" in viewer.get(first).text
+    pages = _every_page(viewer, first, _task_links)
+    assert [len(page) for page in pages] == _paged(len(cli), TASKS_PER_PAGE)
+    shown = [parse_qs(urlsplit(link).query)["task"][0] for page in pages for link in page]
+    assert shown == cli  # every task once, in the CLI's order
+    past = viewer.get(f"{first}&page=7").text
+    assert f"No task on page 7: these {len(cli):,} tasks fill pages 1 to 2." in past
