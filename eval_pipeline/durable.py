@@ -46,14 +46,16 @@ def naming(path: Path) -> Iterator[None]:
         raise OSError(exc.errno, exc.strerror, str(path)) from None
 
 
-def replace_whole(path: Path, text: str) -> None:
-    """`path` now holds `text`, or (on an error, which names the file) what it held before: written beside it
-    under a hidden name first, removed again when that fails, moved into place when it did not."""
+def replace_whole(path: Path, text: str | Iterable[str]) -> None:
+    """`path` now holds `text` (or its pieces, written as they come: an export of a day), or (on an error, which
+    names the file when it is one of writing) what it held before: written beside it under a hidden name first,
+    removed again when that fails, moved into place when it did not."""
     aside = path.with_name(f".{path.name}.partial")
     try:
-        with naming(aside):
-            aside.write_text(text)
-    except OSError:
+        with naming(aside), aside.open("w", encoding="utf-8") as out:
+            for piece in [text] if isinstance(text, str) else text:
+                out.write(piece)
+    except BaseException:
         aside.unlink(missing_ok=True)
         raise
     os.replace(aside, path)

@@ -10,7 +10,7 @@ import argparse
 import math
 import re
 import sys
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from datetime import date
 from itertools import chain
@@ -133,18 +133,20 @@ def check_agent_seen(warehouse: Warehouse, days: list[date], agent_id: str, read
         raise UsageError(f"--agent {agent_id}: no episode of that agent on {span(days)}; agents there: {known}")
 
 
-def finished_episodes(settings: Settings, day: date, agent_id: str | None) -> list[dict]:
-    """The day's finished episodes (only `agent_id`'s when given) as exports read them; a usage error when there are
-    none, saying why (a day not evaluated, an agent the day does not have), since an empty file says nothing."""
+def finished_episodes(settings: Settings, day: date, agent_id: str | None) -> Iterator[dict]:
+    """The day's finished episodes (only `agent_id`'s when given) as exports read them, as they are read (`export_inputs`);
+    a usage error when there are none, saying why (a day not evaluated, an agent the day does not have), since an empty
+    file says nothing."""
     from eval_pipeline.warehouse.export import export_inputs
 
     warehouse = existing_warehouse(settings, f"run `eval-pipeline run --date {day}` first")
     if agent_id:
         check_agent_seen(warehouse, [day], agent_id)
     episodes = export_inputs(warehouse, day, agent_id)
-    if not episodes:
+    first = next(episodes, None)
+    if first is None:
         raise UsageError(f"no finished episode stored for {day}; run `eval-pipeline run --date {day}` first")
-    return episodes
+    return chain([first], episodes)
 
 
 def grader_command(text: str) -> tuple[str, ...]:
@@ -215,13 +217,15 @@ def serve_until_stopped(server: BaseServer, banner: str) -> int:
     return EXIT_OK
 
 
-def emit(text: str, output: Path | None) -> int:
-    """Write `text` to `output` (saying so), or print it."""
+def emit(text: str | Iterable[str], output: Path | None) -> int:
+    """Write `text` (or its pieces, as they come) to `output` (saying so; whole or not at all), or print it."""
     if output:
-        output.write_text(text)
+        from eval_pipeline.durable import replace_whole
+
+        replace_whole(output, text)
         print(f"wrote {output}")
     else:
-        sys.stdout.write(text)
+        sys.stdout.writelines([text] if isinstance(text, str) else text)
     return EXIT_OK
 
 

@@ -24,7 +24,7 @@ def _run(args: argparse.Namespace, settings: Settings) -> int:
     from eval_pipeline.episodes.adapters.plaited import to_capture
 
     lines = (jsonout.dumps(to_capture(episode)) + "\n" for episode in finished_episodes(settings, args.date, args.agent))
-    return emit("".join(lines), args.output)
+    return emit(lines, args.output)  # written as they are read: a day's export holds a part of it at a time
 
 
 COMMAND = Command(

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from eval_pipeline.scoring.assessments import Reading
-from eval_pipeline.warehouse import assertions, rewards, scores
+from eval_pipeline.warehouse import assertions, export, rewards, scores
 from eval_pipeline.warehouse.connection import Warehouse
 
 DAY = date(2026, 11, 2)
@@ -127,6 +127,19 @@ def test_the_checks_read_a_day_of_tool_outputs_larger_than_the_limit_a_part_at_a
     assert max(batches) <= 1 << 20 < 2 * max(batches)  # 65 pages at a time, not 20,000 (CHECK_BATCH_ROWS * 10)
 
 
+def test_an_export_reads_a_day_larger_than_the_limit_a_part_at_a_time_in_its_order(tmp_path, monkeypatch):
+    """`eval-pipeline export --format plaited` of a day of 200,000 episodes ran out of DuckDB's 1 GiB ('internal error:
+    OutOfMemoryException', exit 3): it gathered the whole day's steps at once."""
+    limited = _limited(tmp_path, _a_day_of_long_tool_outputs)
+    monkeypatch.setattr(export, "EXPORT_PART_EPISODES", 1_000)
+    monkeypatch.setattr(export, "EXPORT_PART_BYTES", 8 << 20)  # some 250 of these episodes
+    order, read_bytes = [], {}
+    for episode in export.export_inputs(limited, DAY):
+        order.append((episode["task_id"], episode["episode_id"]))
+        read_bytes[episode["episode_id"]] = sum(len(step["output_summary"] or "") for step in episode["steps"])
+    assert order == sorted(order) and read_bytes == {f"ep-{i}": 2 * PAGE_BYTES for i in range(PAGES)}
+
+
 CHECKS = 12  # critical issues an episode has, of checks named at length: some 150 MB of names in the day
 
 
@@ -202,11 +215,15 @@ def test_scores_read_a_day_of_more_failed_assertions_than_the_limit_holds_a_part
             _a_day_of_many_failed_assertions,
             "SELECT episode_id, string_agg(assertion || ': ' || detail, '; ' ORDER BY assertion) FROM assertions GROUP BY ALL",
         ),
+        (
+            _a_day_of_long_tool_outputs,
+            "SELECT episode_id, list({'input': input, 'output': output} ORDER BY step_index) FROM episode_steps GROUP BY ALL",
+        ),
     ],
-    ids=["checks", "rewards", "scores"],
+    ids=["checks", "rewards", "scores", "export"],
 )
 def test_each_day_above_is_indeed_more_than_one_aggregate_over_it_can_hold_under_the_limit(tmp_path, make_day, whole_day):
-    """What the checks, rewards and scores did before, over the whole day, runs out of LIMIT (a day of 2,000,000
+    """What the checks, rewards, scores and exports did before, over the whole day, runs out of LIMIT (a day of 2,000,000
     episodes ran out of 512 MB in the checks): what the tests above hold is not luck."""
     with _limited(tmp_path, make_day).connect() as con, pytest.raises(duckdb.OutOfMemoryException):
         con.execute(whole_day).fetchall()
