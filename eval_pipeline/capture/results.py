@@ -5,6 +5,7 @@ a TrialResult is one of its own."""
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -128,6 +129,6 @@ def read_results(path: Path) -> list[Result]:
     return results
 
 
-def results_of_captures(captures: list[dict[str, Any]]) -> list[Result]:
-    """CaptureResults as `to_capture` writes our stored runs."""
-    return [_of_capture(CaptureResult.model_validate(capture)) for capture in captures]
+def results_of_captures(captures: Iterable[dict[str, Any]]) -> Iterator[Result]:
+    """CaptureResults as `to_capture` writes our stored runs, each as it comes (a day's runs are read a part at a time)."""
+    return (_of_capture(CaptureResult.model_validate(capture)) for capture in captures)

@@ -102,8 +102,9 @@ def add_results(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("-o", "--output", type=Path, help="write to this file instead of printing")
 
 
-def results(args: argparse.Namespace, settings: Settings) -> tuple[list[Result], str]:
-    """The runs `add_results` names, each as plaited shows it, and what they are (a page says it; a sample is seeded by it)."""
+def results(args: argparse.Namespace, settings: Settings) -> tuple[Iterable[Result], str]:
+    """The runs `add_results` names, each as plaited shows it (a day's as they are read), and what they are (a page
+    says it; a sample is seeded by it)."""
     from eval_pipeline.capture.results import read_results, results_of_captures
     from eval_pipeline.episodes.adapters.plaited import to_capture
 
@@ -113,7 +114,7 @@ def results(args: argparse.Namespace, settings: Settings) -> tuple[list[Result],
         if args.agent:
             raise UsageError("--agent selects stored runs: give it with --date")
         return read_results(args.results), str(args.results)
-    captures = [to_capture(episode) for episode in finished_episodes(settings, args.date, args.agent)]
+    captures = (to_capture(episode) for episode in finished_episodes(settings, args.date, args.agent))
     return results_of_captures(captures), f"runs stored for {args.date}" + (f" by {args.agent}" if args.agent else "")
 
 

@@ -21,9 +21,7 @@ def _run(args: argparse.Namespace, settings: Settings) -> int:
     from eval_pipeline.reports.plaited_views import summary, summary_markdown
 
     runs, _ = results(args, settings)
-    return emit(
-        summary_markdown(runs) if args.markdown else "".join(jsonout.dumps(summary(run)) + "\n" for run in runs), args.output
-    )
+    return emit(summary_markdown(runs) if args.markdown else (jsonout.dumps(summary(run)) + "\n" for run in runs), args.output)
 
 
 COMMAND = Command(

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import random
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any, NotRequired, TypedDict
 
@@ -72,10 +73,10 @@ def _shown(value: Any) -> str:
     return value if isinstance(value, str) else json.dumps(value)
 
 
-def summary_markdown(results: list[Result]) -> str:
-    """plaited's Markdown summary: a record per run with numbered step ids an LLM judge can cite, and its verdict."""
-    blocks = []
-    for result in results:
+def summary_markdown(results: Iterable[Result]) -> Iterator[str]:
+    """plaited's Markdown summary: a record per run with numbered step ids an LLM judge can cite, and its verdict; a
+    record at a time."""
+    for index, result in enumerate(results):
         record = result.id if result.trial is None else f"{result.id}-trial-{result.trial}"
         lines = [f"## Evaluation Record: {record}", "", f"**Input:** {_prompt(result)}", "", "**Trajectory:**"]
         lines += [f"{n}. {_step_line(step)} [→{record}-step-{n}]" for n, step in enumerate(result.trajectory, 1)]
@@ -90,11 +91,10 @@ def summary_markdown(results: list[Result]) -> str:
         if verdict := result.verdict:
             lines.append(f"**Score:** {'PASS' if verdict['pass'] else 'FAIL'} ({verdict['score']:g})")
             lines += [f"**Reasoning:** {verdict['reasoning']}"] if verdict.get("reasoning") else []
-        blocks.append("\n".join([*lines, "", "---", ""]))
-    return "\n".join(blocks)
+        yield ("\n" if index else "") + "\n".join([*lines, "", "---", ""])
 
 
-def sample_failures(results: list[Result], size: int, seed_label: str) -> tuple[list[Result], int]:
+def sample_failures(results: Iterable[Result], size: int, seed_label: str) -> tuple[list[Result], int]:
     """Up to `size` of the failed runs, drawn at random but seeded by `seed_label` (the file, or the day), so a
     re-run draws the same; in the order of the results, with how many failed."""
     failed = [result for result in results if (verdict := result.verdict) is not None and not verdict["pass"]]
