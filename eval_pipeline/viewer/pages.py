@@ -407,8 +407,8 @@ def _figures(day: date, filters: Filters, totals: EpisodeTotals, findings: pd.Da
         Figure("failed", f"{totals.failed:,}", narrowed(verdict="failed")),
         Figure("without verdict", f"{totals.without_verdict:,}", narrowed(verdict="none")),
         Figure("mean weighted score", _num(totals.mean_score), narrowed()),
-        Figure("critical findings", str(int((findings["severity"] == "critical").sum())), narrowed(severity="critical")),
-        Figure("warning findings", str(int((findings["severity"] == "warning").sum())), narrowed(severity="warning")),
+        Figure("critical findings", f"{(findings['severity'] == 'critical').sum():,}", narrowed(severity="critical")),
+        Figure("warning findings", f"{(findings['severity'] == 'warning').sum():,}", narrowed(severity="warning")),
     ]
 
 

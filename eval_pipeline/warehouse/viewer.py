@@ -161,7 +161,6 @@ class DayRecords:
 
     totals: dict[str, EpisodeTotals]  # per agent with episodes in the selection, in order
     episodes: pd.DataFrame  # the page's `current_scores` rows with the episode's category and status, the worst first
-    page: int  # from 1
     findings: pd.DataFrame  # `findings` with the episode's category
     previous_findings: pd.DataFrame  # the day before's, within the same filters: those gone today are resolved
     choices: dict[str, list[str]]  # the values each filter can take that day
@@ -181,7 +180,6 @@ def day_records(con: duckdb.DuckDBPyConnection, day: date, filters: Filters, pag
         episodes=frame_of(
             con.execute(_EPISODES, {**params, "rows": EPISODES_PER_PAGE, "offset": (page - 1) * EPISODES_PER_PAGE})
         ),
-        page=page,
         findings=frame_of(con.execute(_FINDINGS, findings)),
         previous_findings=frame_of(con.execute(_FINDINGS, {**findings, "day": day - timedelta(days=1)})),
         choices=_choices(con, day),
