@@ -52,10 +52,15 @@ def replace_whole(path: Path, text: str | Iterable[str]) -> None:
     removed again when that fails, moved into place when it did not."""
     aside = path.with_name(f".{path.name}.partial")
     try:
-        with naming(aside), aside.open("w", encoding="utf-8") as out:
+        with naming(path), aside.open("w", encoding="utf-8") as out:
             for piece in [text] if isinstance(text, str) else text:
                 out.write(piece)
-    except BaseException:
+    except OSError as exc:
+        aside.unlink(missing_ok=True)
+        if exc.filename == str(aside):  # the file asked for, not the one written beside it (a directory missing)
+            raise OSError(exc.errno, exc.strerror, str(path)) from None
+        raise
+    except BaseException:  # the pieces' maker failed (an export's query): nothing of it is left beside the file
         aside.unlink(missing_ok=True)
         raise
     os.replace(aside, path)

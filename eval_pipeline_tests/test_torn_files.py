@@ -194,3 +194,25 @@ def test_a_commit_on_a_full_disk_raises_its_own_error_not_the_rollback_after_it(
     with pytest.raises(Exception, match="No space left on device") as raised, warehouse.transaction() as con:
         con.execute("INSERT INTO notes SELECT repeat('x', 100) || i FROM range(200000) AS r(i)")
     assert "cannot rollback" not in str(raised.value) and str(small_disk / "eval.duckdb") in str(raised.value)
+
+
+def test_an_export_that_meets_a_full_disk_names_its_file_and_leaves_the_one_before(project_env, small_disk, capsys):
+    """`export --output` (as every `--output`) writes its pieces as they come, beside the file under a hidden name: a
+    full disk or a missing directory names the file the user gave, and leaves no half file nor the hidden one."""
+    write_samples(project_env / "episodes")
+    assert main(["run", "--date", "2026-11-01", "--fail-on", "never"]) == 0
+    results = small_disk / "results.jsonl"
+    results.write_text("the export before\n")
+    exported = ["export", "--format", "plaited", "--date", "2026-11-01", "--output"]
+    filler = fill(small_disk)
+    capsys.readouterr()
+    assert main([*exported, str(results)]) == 3
+    assert capsys.readouterr().err == f"eval-pipeline: error: [Errno 28] No space left on device: '{results}'\n"
+    assert results.read_text() == "the export before\n"
+    assert sorted(path.name for path in small_disk.iterdir()) == ["filler", "results.jsonl"]
+    filler.unlink()
+    missing = small_disk / "no-such-directory" / "results.jsonl"
+    assert main([*exported, str(missing)]) == 3
+    assert capsys.readouterr().err == f"eval-pipeline: error: [Errno 2] No such file or directory: '{missing}'\n"
+    assert main([*exported, str(results)]) == 0
+    assert len(results.read_text().splitlines()) == 48
