@@ -1,5 +1,6 @@
-"""The viewer's day page on a day of more episodes than one page shows, as the alerts' and the report's day links open
-it: a day of 200,000 episodes was one page of 72 MB, built in 13.5 s by a server then holding 532 MB."""
+"""The viewer's long lists as a big day makes them: the day page (where the alerts' and the report's day links lead) of
+more episodes and findings than a page shows, and the head to head of more tasks. A day of 200,000 episodes was one
+page of 72 MB, built in 13.5 s by a server then holding 532 MB; two such days' head to head, a page of 9.3 MB."""
 
 import json
 import re
@@ -27,7 +28,7 @@ AGENTS, TASKS, TRIALS = 3, 200, 3  # 1,800 episodes a day of 600 tasks: pages of
 
 
 def _episode(agent: int, task: int, trial: int, day: str, failed: bool) -> dict:
-    """One agent run of one step and one tool call, in the README's episode shape."""
+    """One agent run (an LLM call, a tool call, the answer), in the README's episode shape."""
     episode_id = f"ep-{day}-a{agent}-t{task:03d}-{trial}"
     return {
         "episode_id": episode_id, "agent_id": f"agent-{agent}", "status": "failure" if failed else "success",
