@@ -55,13 +55,10 @@ def replace_whole(path: Path, text: str | Iterable[str]) -> None:
         with naming(path), aside.open("w", encoding="utf-8") as out:
             for piece in [text] if isinstance(text, str) else text:
                 out.write(piece)
-    except OSError as exc:
+    except BaseException as exc:  # a write, or the pieces' maker (an export's query): nothing is left beside the file
         aside.unlink(missing_ok=True)
-        if exc.filename == str(aside):  # the file asked for, not the one written beside it (a directory missing)
+        if isinstance(exc, OSError) and exc.filename == str(aside):  # name the file asked for (a directory missing)
             raise OSError(exc.errno, exc.strerror, str(path)) from None
-        raise
-    except BaseException:  # the pieces' maker failed (an export's query): nothing of it is left beside the file
-        aside.unlink(missing_ok=True)
         raise
     os.replace(aside, path)
 

@@ -22,6 +22,7 @@ from pathlib import Path
 import pandas as pd
 
 from eval_pipeline.config import SEVERITY_RANK, fails_the_gate
+from eval_pipeline.durable import replace_whole
 from eval_pipeline.redaction import redact
 
 NO_VERDICT = "no baseline, case or recorded reward yet"
@@ -111,5 +112,6 @@ def junit_xml(
 
 
 def write_junit(path: Path, xml: str) -> None:
+    """`xml` at `path`, its directory made when missing; whole or not at all, as every `--output` file."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(xml)
+    replace_whole(path, xml)

@@ -14,7 +14,7 @@ import pyarrow.compute as pc
 from eval_pipeline.episodes.model import StepType
 from eval_pipeline.scoring.assessments import Reading
 from eval_pipeline.scoring.trajectory import Summaries
-from eval_pipeline.warehouse.connection import Warehouse, frame_of, of_agent, replace_partition
+from eval_pipeline.warehouse.connection import DAY_OF_AGENT, Warehouse, frame_of, of_agent, replace_partition
 from eval_pipeline.warehouse.ingest import tool_names_sql
 from eval_pipeline.warehouse.replays import candidate_parts, replay_failed, sort_into_parts
 
@@ -37,7 +37,7 @@ WHERE r.partition_date = $day AND r.status <> 'running' AND {of_agent("r.agent_i
 
 _STEPS = f"""
 SELECT episode_id, step_index, step_type, tool_name, input, output, error, agent, offered_tools
-FROM episode_steps WHERE partition_date = $day AND {of_agent()}
+FROM episode_steps WHERE {DAY_OF_AGENT}
 """
 # A tool call's or result's step: where a tool's output and failure are recorded
 _TOOL_STEP = f"step_type IN ('{StepType.TOOL_CALL.value}', '{StepType.TOOL_RESULT.value}')"
@@ -216,7 +216,7 @@ def _chosen(summaries: Summaries, read: Callable[[Summaries], Reading]) -> pa.Ta
 
 _DAY_ISSUES = f"""
 SELECT * FROM issues
-WHERE partition_date = $day AND {of_agent()} AND ($checks IS NULL OR list_contains($checks, "check"))
+WHERE {DAY_OF_AGENT} AND ($checks IS NULL OR list_contains($checks, "check"))
 """
 
 

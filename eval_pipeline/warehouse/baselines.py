@@ -20,14 +20,14 @@ from __future__ import annotations
 from datetime import date, timedelta
 
 from eval_pipeline.errors import UserInputError
-from eval_pipeline.warehouse.connection import Warehouse, of_agent
+from eval_pipeline.warehouse.connection import DAY_OF_AGENT, Warehouse, of_agent
 from eval_pipeline.warehouse.rows import Rows, one_row
 
 SNAPSHOT = "status, final_output, tools, total_cost_usd, total_duration_ms, total_tokens, step_count, error_steps"
 
 _CONTRIBUTIONS = f"""
 WITH today AS (
-    SELECT * FROM episodes WHERE partition_date = $day AND {of_agent()}
+    SELECT * FROM episodes WHERE {DAY_OF_AGENT}
 ), ranked_successes AS (
     SELECT *, row_number() OVER (
         PARTITION BY agent_id, task_id
@@ -49,7 +49,7 @@ WHERE rank = 1 AND ($policy = 'rolling' OR NOT EXISTS (
 
 UNCOVERED = f"""
 SELECT DISTINCT agent_id, task_id FROM episodes e
-WHERE partition_date = $day AND {of_agent()} AND NOT EXISTS (
+WHERE {DAY_OF_AGENT} AND NOT EXISTS (
     SELECT 1 FROM baselines b
     WHERE b.agent_id = e.agent_id AND b.task_id = e.task_id AND b.valid_from <= $day
 )

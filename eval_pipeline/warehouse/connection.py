@@ -225,12 +225,16 @@ def of_agent(agent_id: str = "agent_id", agent: str = "$agent") -> str:
     return f"({agent} IS NULL OR {agent_id} = {agent})"
 
 
+# One day's rows of the agent `$agent` (every agent's, when NULL).
+DAY_OF_AGENT = f"partition_date = $day AND {of_agent()}"
+
+
 def day_scope(day: date, agent_id: str | None) -> tuple[str, dict[str, object]]:
     """The condition for one day's rows (one agent's, when scoped) and its parameters; a table of no agent's rows
     (`reports`) is asked only without an agent."""
     if not agent_id:
         return "partition_date = $day", {"day": day}
-    return f"partition_date = $day AND {of_agent()}", {"day": day, "agent": agent_id}
+    return DAY_OF_AGENT, {"day": day, "agent": agent_id}
 
 
 def clear_partition(

@@ -10,14 +10,14 @@ import pandas as pd
 
 from eval_pipeline.regression.findings import FindingScreen
 from eval_pipeline.warehouse.assertions import issues_in_part, sort_issues_into_parts
-from eval_pipeline.warehouse.connection import Warehouse, frame_of, of_agent, replace_partition
+from eval_pipeline.warehouse.connection import DAY_OF_AGENT, Warehouse, frame_of, of_agent, replace_partition
 from eval_pipeline.warehouse.replays import candidate_parts, sort_into_parts
 
 FINDING_PART_EPISODES = 50_000  # scored episodes whose findings are found at a time
 
 _SCREENED_SCORES = f"""
 SELECT * FROM scores
-WHERE partition_date = $day AND {of_agent()}
+WHERE {DAY_OF_AGENT}
     AND (case_passed = false OR {{breaches}} OR episode_id IN (SELECT episode_id FROM part_issues))
 """
 _PART_SCORES = "SELECT * EXCLUDE (part) FROM part_scores WHERE part = $part ORDER BY episode_id"

@@ -36,7 +36,7 @@ from eval_pipeline.episodes.records import (
     unpaired_surrogate,
 )
 from eval_pipeline.read_ahead import pipelined, read_ahead
-from eval_pipeline.warehouse.connection import Warehouse, clear_partition, of_agent, second_cursor
+from eval_pipeline.warehouse.connection import DAY_OF_AGENT, Warehouse, clear_partition, of_agent, second_cursor
 from eval_pipeline.warehouse.rows import one_row
 
 # Records parsed and written at a time: what a day's ingest holds in memory. Loading the benchmark's 1,000,000 records
@@ -469,8 +469,7 @@ _SUPERSEDED = (
     f"""INSERT INTO _superseded SELECT episode_id, seq, source, locator, NULL, agent_id
     FROM batch_superseded WHERE locator <> superseded_by AND {of_agent()}""",
     *(
-        f"DELETE FROM {table} WHERE partition_date = $day AND {of_agent()} "
-        "AND episode_id IN (SELECT episode_id FROM batch_superseded)"
+        f"DELETE FROM {table} WHERE {DAY_OF_AGENT} AND episode_id IN (SELECT episode_id FROM batch_superseded)"
         for table in ("episodes", "episode_steps")
     ),
 )
@@ -484,7 +483,7 @@ _EPISODE_WRITES = (
 )
 
 # The episodes this load keeps: the day's (of the agent, when scoped).
-_LOADED = f"FROM episodes WHERE partition_date = $day AND {of_agent()}"
+_LOADED = f"FROM episodes WHERE {DAY_OF_AGENT}"
 # The records superseded, each with the locator of the record that won (`winners`, of any agent; read by its name: see
 # `_write_batch`).
 _DUPLICATES = """
@@ -696,7 +695,7 @@ _NARROWED = (
         SELECT episode_id {_LOADED} AND ($model IS NULL OR model = $model)
         ORDER BY started_at NULLS LAST, episode_id LIMIT coalesce($limit, 9223372036854775807)
     )""",
-    f"""DELETE FROM episode_steps WHERE partition_date = $day AND {of_agent()}
+    f"""DELETE FROM episode_steps WHERE {DAY_OF_AGENT}
         AND episode_id NOT IN (SELECT episode_id {_LOADED})""",
     # a record superseded by one of the agent's episodes that was narrowed away is no longer a duplicate of a kept one
     f"""DELETE FROM _superseded WHERE episode_id NOT IN (SELECT episode_id {_LOADED})
@@ -783,7 +782,7 @@ def load_episodes(
         _fill_superseded(con, records)
         con.execute(_DUPLICATES, {"day": day})
         counts = [
-            one_row(con, f"SELECT count(*) FROM {table} WHERE partition_date = $day AND {of_agent()}",
+            one_row(con, f"SELECT count(*) FROM {table} WHERE {DAY_OF_AGENT}",
                     {"day": day, "agent": agent_id})[0]
             for table in ("episodes", "episode_steps", "quarantine")
         ]  # fmt: skip

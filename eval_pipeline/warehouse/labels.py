@@ -17,7 +17,7 @@ from typing import Literal
 import duckdb
 import pandas as pd
 
-from eval_pipeline.warehouse.connection import Warehouse, WarehouseBusy, frame_of, of_agent
+from eval_pipeline.warehouse.connection import DAY_OF_AGENT, Warehouse, WarehouseBusy, frame_of
 from eval_pipeline.warehouse.rows import one_row
 
 LabelVerdict = Literal["pass", "fail"]
@@ -76,7 +76,7 @@ def day_labels(con: duckdb.DuckDBPyConnection, day: date, agent_id: str | None =
     """The day's `labels` rows (of `agent_id` alone, when given), oldest first."""
     return frame_of(
         con.execute(
-            f"SELECT * FROM labels WHERE partition_date = $day AND {of_agent()} ORDER BY labelled_at",
+            f"SELECT * FROM labels WHERE {DAY_OF_AGENT} ORDER BY labelled_at",
             {"day": day, "agent": agent_id},
         )
     )

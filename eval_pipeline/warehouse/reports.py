@@ -19,7 +19,7 @@ from eval_pipeline.reports.document import (
     baseline_measures,
     reported_means,
 )
-from eval_pipeline.warehouse.connection import Warehouse, frame_of, of_agent
+from eval_pipeline.warehouse.connection import DAY_OF_AGENT, Warehouse, frame_of, of_agent
 from eval_pipeline.warehouse.labels import day_labels
 from eval_pipeline.warehouse.replays import replay_failed
 from eval_pipeline.warehouse.rows import one_row
@@ -32,7 +32,7 @@ def report_inputs(warehouse: Warehouse, day: date, trend_days: int, agent_id: st
     with warehouse.connect(read_only=True) as con:
         params: dict[str, object] = {"day": day, "agent": agent_id}
         labels = day_labels(con, day, agent_id)
-        findings = frame_of(con.execute(f"SELECT * FROM findings WHERE {_DAY_OF_AGENT}", params))
+        findings = frame_of(con.execute(f"SELECT * FROM findings WHERE {DAY_OF_AGENT}", params))
         found = findings["episode_id"].dropna().unique().tolist()
         scores = day_scores(con, f"({_DAY_SCORES})", f"({_DAY_ISSUES})", params, found, labels["episode_id"].tolist())
         trend = frame_of(
@@ -48,26 +48,26 @@ def report_inputs(warehouse: Warehouse, day: date, trend_days: int, agent_id: st
         previous_findings = frame_of(
             con.execute(f"SELECT * FROM findings WHERE partition_date = $day - 1 AND {of_agent()}", params)
         )
-        superseded = f"SELECT episode_id FROM scores WHERE {_DAY_OF_AGENT} AND superseded"
+        superseded = f"SELECT episode_id FROM scores WHERE {DAY_OF_AGENT} AND superseded"
         statuses = con.execute(
-            f"SELECT status, count(*) FROM episodes WHERE {_DAY_OF_AGENT} AND episode_id NOT IN ({superseded}) GROUP BY ALL",
+            f"SELECT status, count(*) FROM episodes WHERE {DAY_OF_AGENT} AND episode_id NOT IN ({superseded}) GROUP BY ALL",
             params,
         ).fetchall()
         superseded_count = one_row(con, f"SELECT count(*) FROM ({superseded})", params)[0]
-        quarantined = one_row(con, f"SELECT count(*) FROM quarantine WHERE {_DAY_OF_AGENT}", params)[0]
+        quarantined = one_row(con, f"SELECT count(*) FROM quarantine WHERE {DAY_OF_AGENT}", params)[0]
         live, reused, failed_replays = one_row(
             con,
             f"SELECT count(*), count(*) FILTER (WHERE cached), count(*) FILTER (WHERE {replay_failed()}) FROM replays "
-            f"WHERE {_DAY_OF_AGENT} AND mode = 'live'",
+            f"WHERE {DAY_OF_AGENT} AND mode = 'live'",
             params,
         )
-        judgements = frame_of(con.execute(f"SELECT * FROM judgements WHERE {_DAY_OF_AGENT}", params))
-        pairwise = frame_of(con.execute(f"SELECT * FROM pairwise_judgements WHERE {_DAY_OF_AGENT}", params))
-        pass_at_k = frame_of(con.execute(f"SELECT * FROM pass_at_k WHERE {_DAY_OF_AGENT}", params))
-        task_trials = frame_of(con.execute(f"SELECT * FROM task_trials WHERE {_DAY_OF_AGENT}", params))
+        judgements = frame_of(con.execute(f"SELECT * FROM judgements WHERE {DAY_OF_AGENT}", params))
+        pairwise = frame_of(con.execute(f"SELECT * FROM pairwise_judgements WHERE {DAY_OF_AGENT}", params))
+        pass_at_k = frame_of(con.execute(f"SELECT * FROM pass_at_k WHERE {DAY_OF_AGENT}", params))
+        task_trials = frame_of(con.execute(f"SELECT * FROM task_trials WHERE {DAY_OF_AGENT}", params))
         failed_trials = frame_of(con.execute(_FAILED_TRIALS, params))
         read_in_part = con.execute(
-            f"SELECT agent_id, model, episode_limit FROM partial_days WHERE {_DAY_OF_AGENT} ORDER BY ALL", params
+            f"SELECT agent_id, model, episode_limit FROM partial_days WHERE {DAY_OF_AGENT} ORDER BY ALL", params
         ).fetchall()
     return ReportData(
         day=day,
@@ -93,8 +93,6 @@ def report_inputs(warehouse: Warehouse, day: date, trend_days: int, agent_id: st
     )
 
 
-_DAY_OF_AGENT = f"partition_date = $day AND {of_agent()}"
-
 # The day's current scores with the episode's category, its replayed answer and
 # where its baseline came from; the report reads the columns it counts of it once (`day_scores`).
 _DAY_SCORES = f"""
@@ -110,7 +108,7 @@ LEFT JOIN (
 WHERE s.partition_date = $day AND {of_agent("s.agent_id")}
 """
 _DAY_ISSUES = f"""
-SELECT episode_id, "check", severity, detail FROM issues WHERE {_DAY_OF_AGENT}
+SELECT episode_id, "check", severity, detail FROM issues WHERE {DAY_OF_AGENT}
 """
 _VERDICT_COUNTS = """count(*) AS episodes, count(*) FILTER (passed) AS passed, count(*) FILTER (NOT passed) AS failed,
     count(*) FILTER (passed IS NULL) AS without_verdict, count(*) FILTER (baseline_episode_id IS NULL) AS without_baseline"""
