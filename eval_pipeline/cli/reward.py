@@ -9,8 +9,6 @@ from typing import TYPE_CHECKING
 from eval_pipeline.cli.command import EXIT_OK, Command, UsageError, add_days, days, existing_warehouse, print_table
 
 if TYPE_CHECKING:
-    import pandas as pd
-
     from eval_pipeline.config import EvalConfig
     from eval_pipeline.settings import Settings
     from eval_pipeline.warehouse.connection import Warehouse
@@ -30,7 +28,7 @@ def _run(args: argparse.Namespace, settings: Settings) -> int:
     config, _ = checked_inputs(settings, selected)
     names = reward_names(args.name, config)
     warehouse = existing_warehouse(settings)
-    scored_episodes(warehouse, selected)
+    require_scored_episodes(warehouse, selected)
     launch(settings, RunRequest(selected, assets=("rewards",), rewards=tuple(names)), config, "computing rewards of")
     summary = reward_summary(warehouse, selected[0], selected[-1], names)
     print_table(summary, f"rewards written ({summary['episodes'].sum()} rows, config {config.version})")
@@ -45,14 +43,12 @@ def reward_names(requested: list[str] | None, config: EvalConfig) -> list[str]:
     return list(dict.fromkeys(requested)) if requested else defined
 
 
-def scored_episodes(warehouse: Warehouse, selected: list[date]) -> pd.DataFrame:
-    """The scored episodes of the days, as rewards read them; a usage error when there are none."""
-    from eval_pipeline.warehouse.rewards import reward_inputs_frame
+def require_scored_episodes(warehouse: Warehouse, selected: list[date]) -> None:
+    """A usage error when the days hold no scored episode."""
+    from eval_pipeline.warehouse.rewards import scored_count
 
-    scored = reward_inputs_frame(warehouse, selected[0], selected[-1])
-    if scored.empty:
+    if not scored_count(warehouse, selected[0], selected[-1]):
         raise UsageError(f"no scored episodes from {selected[0]} to {selected[-1]}; run `eval-pipeline run` for those days first")
-    return scored
 
 
 COMMAND = Command(

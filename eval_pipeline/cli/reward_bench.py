@@ -23,10 +23,12 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _run(args: argparse.Namespace, settings: Settings) -> int:
-    from eval_pipeline.cli.reward import scored_episodes
+    from eval_pipeline.cli.reward import require_scored_episodes
     from eval_pipeline.config import beside_config, load_config
     from eval_pipeline.rewards.benchmark import BenchmarkError, benchmark_rewards, benchmark_table, load_labels
+    from eval_pipeline.rewards.inputs import scores_read
     from eval_pipeline.warehouse.labels import label_truth
+    from eval_pipeline.warehouse.rewards import reward_inputs_in_parts
 
     selected = days(args)
     if args.k is not None and args.k < 1:
@@ -39,7 +41,8 @@ def _run(args: argparse.Namespace, settings: Settings) -> int:
         raise UsageError(str(exc)) from None
     warehouse = existing_warehouse(settings)
     labels = {**label_truth(warehouse, selected[0], selected[-1]), **given}  # a labels file given wins over the viewer's
-    scored = scored_episodes(warehouse, selected)
+    require_scored_episodes(warehouse, selected)
+    scored = reward_inputs_in_parts(warehouse, selected[0], selected[-1], scores_read())
     result = benchmark_rewards(scored, config.rewards, labels, args.k)
     if not result["episodes"]:
         raise UsageError(

@@ -73,10 +73,13 @@ def _row_offsets(kept: np.ndarray) -> np.ndarray:
 
 def _weighted_mean(parts: np.ndarray, weights: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Per row, the mean of the present (non-NaN) parts by `weights`, clamped to [0, 1]; NaN where none
-    weighs anything. Also which parts were present and their total weight."""
+    weighs anything. Also which parts were present and their total weight.
+
+    Summed row by row, not as a matrix product: BLAS's blocking depends on the batch, so the same episode's reward came
+    out an ulp apart in batches of other sizes, and two runs that tie in one batch did not in another."""
     present = ~np.isnan(parts)
-    total = present @ weights
-    sums = np.where(present, parts, 0.0) @ weights
+    total = np.where(present, weights, 0.0).sum(axis=1)
+    sums = (np.where(present, parts, 0.0) * weights).sum(axis=1)
     with np.errstate(invalid="ignore", divide="ignore"):
         values = np.where(total > 0, np.clip(sums / total, 0.0, 1.0), np.nan)
     return values, present, total

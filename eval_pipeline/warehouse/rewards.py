@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Generator
+from collections.abc import Callable, Generator, Iterator
 from datetime import date
 
 import duckdb
@@ -10,11 +10,13 @@ import pandas as pd
 import pyarrow as pa
 
 from eval_pipeline.read_ahead import pipelined
-from eval_pipeline.warehouse.connection import Warehouse, clear_partition, frame_of, insert_rows, second_cursor
+from eval_pipeline.warehouse.connection import Warehouse, clear_partition, insert_rows, second_cursor
 from eval_pipeline.warehouse.replays import candidate_parts, replay_failed, sort_into_parts
+from eval_pipeline.warehouse.rows import one_row
 
-_SCORED = f"""
-SELECT s.* EXCLUDE (critical_findings), e.category, e.model, coalesce(s.critical_findings, []) AS critical_findings,
+# What rewards are computed from (`{columns}` of `s`), and what a benchmark groups and grades them by.
+_SCORED_TO_BENCHMARK = f"""
+SELECT s.partition_date, s.task_id, {{columns}}, e.category, e.model,
        TRY_CAST(e.metadata ->> '$.reward' AS DOUBLE) AS metadata_reward
 FROM scores s JOIN episodes e USING (episode_id, partition_date)
 WHERE s.partition_date BETWEEN $first AND $last AND NOT {replay_failed("s")}
@@ -54,17 +56,37 @@ def _sort_reward_inputs(con: duckdb.DuckDBPyConnection, scored: str, first: date
     sort_into_parts(con, "reward_issues", _ISSUES, days, parts)
 
 
-def reward_inputs_frame(warehouse: Warehouse, first: date, last: date) -> pd.DataFrame:
-    """The scored episodes of `first`..`last` (inclusive): every `scores` column (each registered dimension's
-    among them), their issues per severity, the checks that raised a critical one, and what a benchmark
-    groups and grades them by (task, category, model, case verdict, `metadata.reward`)."""
-    with warehouse.connect(read_only=warehouse.exists()) as con:
-        _sort_reward_inputs(con, _SCORED, first, last, 1)
-        return frame_of(con.execute(_REWARD_INPUTS, {"part": 0}))
-
-
 REWARD_BATCH_ROWS = 50_000  # scored episodes whose rewards are computed and written at a time
 REWARD_PART_EPISODES = 50_000  # scored episodes DuckDB joins and orders at a time
+
+_SCORED_COUNT = f"""
+SELECT count(*) FROM scores WHERE partition_date BETWEEN $first AND $last AND NOT {replay_failed()}
+"""
+
+
+def scored_count(warehouse: Warehouse, first: date, last: date) -> int:
+    """How many scored episodes `first`..`last` (inclusive) hold, as `reward_inputs_in_parts` reads them."""
+    with warehouse.connect(read_only=warehouse.exists()) as con:
+        return one_row(con, _SCORED_COUNT, {"first": first, "last": last})[0]
+
+
+def reward_inputs_in_parts(warehouse: Warehouse, first: date, last: date, columns: list[str]) -> Iterator[pd.DataFrame]:
+    """The scored episodes of `first`..`last` (inclusive), REWARD_BATCH_ROWS at a time: their `scores` `columns`, their
+    issues per severity, the checks that raised a critical one, and what a benchmark groups and grades them by (day,
+    task, category, model, `metadata.reward`). DuckDB gathers parts of about REWARD_PART_EPISODES (by episode hash),
+    each in `partition_date, episode_id` order."""
+    parts = max(1, -(-scored_count(warehouse, first, last) // REWARD_PART_EPISODES))
+    with warehouse.connect(read_only=warehouse.exists()) as con:
+        scored = _SCORED_TO_BENCHMARK.format(columns=", ".join(f's."{column}"' for column in columns))
+        _sort_reward_inputs(con, scored, first, last, parts)
+        yield from _read_in_parts(con, parts)
+
+
+def _read_in_parts(con: duckdb.DuckDBPyConnection, parts: int) -> Generator[pd.DataFrame]:
+    """What `_sort_reward_inputs` sorted on `con`, a batch of REWARD_BATCH_ROWS at a time."""
+    for part in range(parts):
+        for batch in con.execute(_REWARD_INPUTS, {"part": part}).to_arrow_reader(REWARD_BATCH_ROWS):
+            yield batch.to_pandas()
 
 
 def write_rewards(
@@ -93,16 +115,11 @@ def write_rewards(
         scored_columns = ", ".join(f'"{column}"' for column in columns)
         _sort_reward_inputs(reader, _SCORED_FOR_REWARDS.format(columns=scored_columns), day, day, parts)
 
-        def read() -> Generator[pd.DataFrame]:
-            for part in range(parts):
-                for batch in reader.execute(_REWARD_INPUTS, {"part": part}).to_arrow_reader(REWARD_BATCH_ROWS):
-                    yield batch.to_pandas()
-
         def write(tables: list[pa.Table]) -> int:  # its breakdowns' structs are cast to the column's JSON
             constants = {"partition_date": day, "config_version": config_version}
             return sum(insert_rows(con, "rewards", one_reward, constants) for one_reward in tables)
 
-        written = pipelined(read(), compute, write)
+        written = pipelined(_read_in_parts(reader, parts), compute, write)
     return episodes, written
 
 

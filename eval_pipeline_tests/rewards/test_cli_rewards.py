@@ -6,7 +6,9 @@ import pytest
 
 from eval_pipeline.cli import main
 from eval_pipeline.episodes.samples import write_samples
+from eval_pipeline.warehouse import rewards
 from eval_pipeline_tests.episodes.test_transcripts import transcript
+from eval_pipeline_tests.rewards.test_benchmark import pairs_by_definition
 
 pytestmark = pytest.mark.slow
 
@@ -91,6 +93,31 @@ def test_reward_writes_every_configured_reward_of_the_days_scored_episodes(proje
     assert {row["category"] for row in bench["rows"]} > {"all", "refunds"}
     assert main(["reward-bench", "--date", "2026-11-02", "--labels", str(labels)]) == 0
     assert "reward benchmark" in capsys.readouterr().out
+
+
+def test_reward_bench_reads_the_days_a_part_at_a_time_to_the_same_figures(project_env, capsys, monkeypatch):
+    # a reviewers' share per run: a continuous ground truth, a level per run
+    write_samples(project_env / "episodes")
+    assert main(["run", "--start", "2026-11-01", "--end", "2026-11-02", "--fail-on", "never"]) == 0
+    scored = query("SELECT episode_id FROM scores ORDER BY episode_id", capsys)
+    shares = {row["episode_id"]: (n * 37 % 101) / 100 for n, row in enumerate(scored)}
+    labels = project_env / "labels.jsonl"
+    labels.write_text("".join(json.dumps({"episode_id": e, "label": share}) + "\n" for e, share in shares.items()))
+    bench = ["reward-bench", "--start", "2026-11-01", "--end", "2026-11-02", "--labels", str(labels), "--format", "json"]
+    assert main(bench) == 0
+    whole = capsys.readouterr().out
+    monkeypatch.setattr(rewards, "REWARD_PART_EPISODES", 7)  # 14 parts of the two days, read 3 episodes at a time
+    monkeypatch.setattr(rewards, "REWARD_BATCH_ROWS", 3)
+    assert main(bench) == 0
+    assert capsys.readouterr().out == whole  # separability's resamples too: they draw by position
+
+    figures = {(row["reward"], row["category"]): row for row in json.loads(whole)["rows"]}
+    nightly = query("SELECT episode_id, value FROM rewards WHERE reward_name = 'overall' ORDER BY episode_id", capsys)
+    values = [row["value"] for row in nightly]
+    concordant, _, reward_ties, truth_ties, pairs = pairs_by_definition(values, [shares[r["episode_id"]] for r in nightly])
+    overall = figures[("overall", "all")]
+    assert overall["n"] == len(shares) == len(nightly)
+    assert overall["pairwise_accuracy"] == pytest.approx((concordant + 0.5 * reward_ties) / (pairs - truth_ties))
 
 
 def test_reward_bench_falls_back_to_metadata_reward(project_env, capsys):
