@@ -15,6 +15,11 @@ from eval_pipeline.warehouse.viewer import Filters
 REPORTS_PREFIX = "/reports/"  # the reports directory's files, served read-only
 
 
+def days_path(page: int = 1) -> str:
+    """The evaluated days, the latest first, at page `page`."""
+    return "/" + (f"?page={page}" if page > 1 else "")
+
+
 def day_path(day: date, filters: Filters | None = None, page: int = 1) -> str:
     """The day's page with `filters` as its query (the empty ones left out), at page `page` of its episodes."""
     chosen = {**(filters.params() if filters else {}), "page": page if page > 1 else None}

@@ -33,6 +33,7 @@ from eval_pipeline.viewer.links import (
     compare_task_path,
     day_against_path,
     day_path,
+    days_path,
     episode_path,
     episode_url,
     promote_path,
@@ -43,12 +44,14 @@ from eval_pipeline.viewer.queues import QUEUES, QueueKind, ReviewPool
 from eval_pipeline.warehouse.compare import selected_sides, selector_choices
 from eval_pipeline.warehouse.labels import day_labels, review_pool
 from eval_pipeline.warehouse.viewer import (
+    DAYS_PER_PAGE,
     EPISODES_PER_PAGE,
     EpisodeRecords,
     EpisodeTotals,
     Filters,
+    day_before,
     day_records,
-    days_overview,
+    days_page,
     episode_records,
 )
 
@@ -162,6 +165,7 @@ class Pages:
         self.environment.globals.update(
             num=_num,
             day_path=day_path,
+            days_path=days_path,
             episode_path=episode_path,
             review_path=review_path,
             queue_path=queue_path,
@@ -184,14 +188,12 @@ class Pages:
     def render(self, template: str, **context: Any) -> str:
         return self.environment.get_template(template).render(**context)
 
-    def days(self, con: duckdb.DuckDBPyConnection) -> str:
-        overview = days_overview(con)
-        groups = list(overview.groupby(overview["partition_date"].map(_as_date), sort=False))  # the latest day first
-        days = [
-            {"day": day, "before": groups[n + 1][0] if n + 1 < len(groups) else None, "agents": _records(group)}
-            for n, (day, group) in enumerate(groups)
-        ]
-        return self.render("days.html.j2", days=days)
+    def days(self, con: duckdb.DuckDBPyConnection, page: int = 1) -> str:
+        listed = days_page(con, page)
+        agents = {_as_date(day): _records(group) for day, group in listed.per_agent.groupby("partition_date")}
+        earlier: list[date | None] = [*listed.days[1:], listed.before]  # of no day, the one None is left over
+        days = [{"day": day, "before": before, "agents": agents[day]} for day, before in zip(listed.days, earlier, strict=False)]
+        return self.render("days.html.j2", days=days, paging=paging(page, listed.total, DAYS_PER_PAGE, len(days), days_path))
 
     def day(self, con: duckdb.DuckDBPyConnection, day: date, filters: Filters, page: int = 1) -> str:
         records = day_records(con, day, filters, page)
@@ -206,11 +208,10 @@ class Pages:
             for agent, totals in records.totals.items()
         ]
         gone = resolved(findings, records.previous_findings)
-        earlier = [d for d in selector_choices(con).days if d < day]
         return self.render(
             "day.html.j2",
             day=day,
-            day_before=earlier[-1] if earlier else None,
+            day_before=day_before(con, day),
             filters=filters,
             choices=records.choices,
             figures=_figures(day, filters, records.total, findings),

@@ -113,7 +113,7 @@ class Viewer:
         """The page at `path`, read on a connection closed before this returns."""
         with read_only(self.warehouse) as con:
             if path == "/":
-                return self.pages.days(con)
+                return self.pages.days(con, _page(query))
             if match := _DAY.match(path):
                 return self.pages.day(con, _date(match[1]), _filters(query), _page(query))
             if match := _EPISODE.match(path):
@@ -256,7 +256,7 @@ def _filters(query: dict[str, list[str]]) -> Filters:
 
 
 def _page(query: dict[str, list[str]]) -> int:
-    """The page of a long list (a day's episodes, a head to head's tasks) the query asks for (`page=`, from 1)."""
+    """The page of a long list (the days, a day's episodes, a head to head's tasks) the query asks for (`page=`, from 1)."""
     asked = _chosen(query).get("page", "1")
     if not (asked.isdecimal() and 1 <= int(asked) < 2**31):  # a larger one would overflow the query's offset
         raise ValueError(f"page must be a whole number from 1, not {asked!r}")

@@ -1,10 +1,12 @@
-"""The viewer's long lists as a big day makes them: the day page (where the alerts' and the report's day links lead) of
-more episodes and findings than a page shows, and the head to head of more tasks. A day of 200,000 episodes was one
-page of 72 MB, built in 13.5 s by a server then holding 532 MB; two such days' head to head, a page of 9.3 MB."""
+"""The viewer's long lists as a big day, or a long history, makes them: the day page (where the alerts' and the report's
+day links lead) of more episodes and findings than a page shows, the head to head of more tasks, and the days listed on
+the home page. A day of 200,000 episodes was one page of 72 MB, built in 13.5 s by a server then holding 532 MB; two such
+days' head to head, a page of 9.3 MB; the home page listed every day since the first, counted from every score kept."""
 
 import json
 import re
 from collections.abc import Callable, Iterator
+from datetime import date, timedelta
 from html import unescape
 from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
@@ -17,7 +19,7 @@ import pytest
 from eval_pipeline.cli import main
 from eval_pipeline.settings import PROJECT_ROOT
 from eval_pipeline.viewer.pages import FINDINGS_SHOWN, TASKS_PER_PAGE
-from eval_pipeline.warehouse.viewer import EPISODES_PER_PAGE
+from eval_pipeline.warehouse.viewer import AGENTS_PER_DAY, DAYS_PER_PAGE, EPISODES_PER_PAGE
 from eval_pipeline_tests.defs.graph import GRAPH, local_resources
 from eval_pipeline_tests.viewer.test_serve import links, serving
 
@@ -167,3 +169,77 @@ def test_a_head_to_head_of_more_tasks_than_a_page_pages_through_them_as_the_cli_
     assert shown == cli  # every task once, in the CLI's order
     past = viewer.get(f"{first}&page=7").text
     assert f"No task on page 7: these {len(cli):,} tasks fill pages 1 to 2." in past
+
+
+HISTORY = DAYS_PER_PAGE + 5  # days evaluated, each of two agents' one run; the earliest of AGENTS_PER_DAY + 3 agents
+
+
+@pytest.fixture(scope="module")
+def long_history(tmp_path_factory) -> Iterator[tuple[Path, httpx.Client]]:
+    """HISTORY days of two agents' runs: the last two evaluated by the graph, the days before them holding the scores of
+    the first of those, copied (the graph takes about a second a day, even of two runs); the earliest day a fleet's."""
+    root = tmp_path_factory.mktemp("long_history")
+    (root / "episodes").mkdir()
+    last = date(2026, 10, 5)
+    instance = dg.DagsterInstance.ephemeral()
+    for day in (last - timedelta(days=1), last):
+        runs = (json.dumps(_episode(agent, 0, 0, day.isoformat(), failed=agent == day.day % 2)) for agent in range(2))
+        (root / "episodes" / f"episodes-{day}.jsonl").write_text("\n".join(runs) + "\n")
+        assert dg.materialize(GRAPH, partition_key=day.isoformat(), resources=local_resources(root), instance=instance).success
+    with duckdb.connect(str(root / "eval.duckdb")) as con:
+        con.execute(
+            "INSERT INTO scores SELECT s.* REPLACE (s.partition_date - n::INTEGER AS partition_date) "
+            "FROM scores s, range(1, $copies + 1) r(n) WHERE s.partition_date = $first",
+            {"copies": HISTORY - 2, "first": last - timedelta(days=1)},
+        )
+        con.execute(
+            "INSERT INTO scores SELECT s.* REPLACE ('fleet-' || n || '-' || s.agent_id AS agent_id, s.episode_id || n "
+            "AS episode_id) FROM scores s, range(1, $copies + 1) r(n) "
+            "WHERE s.partition_date = $earliest AND s.agent_id = 'agent-0'",
+            {"copies": AGENTS_PER_DAY + 1, "earliest": last - timedelta(days=HISTORY - 1)},
+        )
+    with serving(root) as client:
+        yield root, client
+
+
+def _day_rows(page: str) -> list[tuple[str, str, str]]:
+    """Each agent's row of the days' table: its day (the day's first row only names it), agent, and failed count."""
+    rows, day = [], ""
+    for row in page.split("<tbody>")[1].split("</tbody>")[0].split("<tr>")[1:]:
+        if "more agents</a>" in row:
+            continue
+        named = re.search(r'<td><a href="/days/([\d-]+)">', row)
+        day = named[1] if named else day
+        agent = re.search(r'<td><a href="/days/[\d-]+\?agent=([^"&]+)">', row)
+        failed = re.search(r'verdict=failed#episodes">([\d,]+)</a>', unescape(row))
+        assert agent and failed
+        rows.append((day, agent[1], failed[1]))
+    return rows
+
+
+def test_a_long_history_lists_its_days_a_page_at_a_time_the_latest_first(long_history):
+    root, viewer = long_history
+    with duckdb.connect(str(root / "eval.duckdb"), read_only=True) as con:
+        truth = [
+            (str(day), agent, str(failed))
+            for day, agent, failed in con.execute(
+                "SELECT partition_date, agent_id, count(*) FILTER (NOT passed) FROM current_scores GROUP BY ALL "
+                "ORDER BY partition_date DESC, agent_id"
+            ).fetchall()
+        ]
+    assert len(truth) == 2 * HISTORY + AGENTS_PER_DAY + 1
+    pages = _every_page(viewer, "/", _day_rows)
+    assert [len(page) for page in pages] == [2 * DAYS_PER_PAGE, 2 * (HISTORY - DAYS_PER_PAGE - 1) + AGENTS_PER_DAY]
+    # each day and agent once, with its own figures; of a fleet's day, its first agents by name
+    assert [row for page in pages for row in page] == truth[:-3]
+    assert viewer.get("/?page=2").text.count(f"3 more agents</a>: the day's page lists all {AGENTS_PER_DAY + 3}") == 1
+    first = viewer.get("/").text
+    assert f"1–{DAYS_PER_PAGE} of {HISTORY}, the latest first (page 1 of 2)" in first
+    last_of_first_page, first_of_second_page = truth[2 * DAYS_PER_PAGE - 1][0], truth[2 * DAYS_PER_PAGE][0]
+    against = links(first, "/compare?")[-1]  # the page's last day is compared with the day before, on the next page
+    assert parse_qs(urlsplit(against).query)["a"] == [f"date={first_of_second_page},agent=agent-1"]
+    assert parse_qs(urlsplit(against).query)["b"] == [f"date={last_of_first_page},agent=agent-1"]
+    assert not links(viewer.get("/?page=2").text.split("</tbody>")[0].split("<tr>")[-1], "/compare?")  # the first day
+    past = viewer.get("/?page=5")
+    assert past.status_code == 200 and f"No day on page 5: these {HISTORY} days fill pages 1 to 2." in past.text
+    assert viewer.get("/?page=0").status_code == 400
