@@ -21,6 +21,7 @@ from eval_pipeline.regression.findings import VerdictCounts
 from eval_pipeline.regression.lifecycle import resolved
 from eval_pipeline.reports.calibration import calibration_sample, render_calibration
 from eval_pipeline.reports.document import (
+    REGRESSIONS_LISTED,
     Regression,
     Report,
     ReportData,
@@ -30,6 +31,7 @@ from eval_pipeline.reports.document import (
     Trials,
     Verdicts,
     most_alerted_first,
+    unlisted,
 )
 from eval_pipeline.reports.html import aggregate_alerts, render_html
 from eval_pipeline.reports.markdown import (
@@ -466,6 +468,10 @@ def render_markdown(report: Report, rows_shown: int | None = None) -> str:
             return rows, []
         return rows[:rows_shown], ["", f"… and {len(rows) - rows_shown} more {rest} in the report."]
 
+    def listed(rows: list) -> list:
+        """Of a long list, the whole report's first REGRESSIONS_LISTED (`unlisted` says so); the summary caps its own."""
+        return rows if rows_shown is not None else rows[:REGRESSIONS_LISTED]
+
     def table_of(headers: list[str], rows: list[list], rest: str = "rows") -> list[str]:
         kept, left_out = capped(rows, rest)
         return [*table(headers, kept), *left_out]
@@ -604,19 +610,21 @@ def render_markdown(report: Report, rows_shown: int | None = None) -> str:
                 [g["severity"].upper() + (" (new)" if g["lifecycle"] == "new" else f" (since {g['since']})"), g["agent_id"],
                  g["task_id"] or "(all episodes)", g["dimension"], trials_cell(g), figure(g["value"], g["unit"]),
                  figure(g["threshold"], g["unit"]), figure(g["baseline_value"], g["baseline_unit"]), g["message"]]
-                for g in regressions
+                for g in listed(regressions)
             ],
         )  # fmt: skip
     else:
         lines.append("No regressions.")
     if report["resolved"]:
         lines += ["", "Resolved since yesterday:", ""]
-        resolved, left_out = capped(report["resolved"], "resolved")
+        resolved, left_out = capped(listed(report["resolved"]), "resolved")
         lines += [
             plain(f"- {r['severity'].upper()} {r['agent_id']} {r['task_id'] or '(all episodes)'} {r['dimension']} ")
             + f"(since {r['since']})"
             for r in resolved
         ] + left_out
+    if rows_shown is None and (note := unlisted(report)):
+        lines += ["", note]
     if rows_shown is not None:
         return "\n".join(lines) + "\n"
     lines += ["", f"## Episode Scores (worst {len(report['episodes'])})", ""]

@@ -12,7 +12,7 @@ from typing import Any
 
 from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
 
-from eval_pipeline.reports.document import Regression, Report, most_alerted_first
+from eval_pipeline.reports.document import REGRESSIONS_LISTED, Regression, Report, most_alerted_first, unlisted
 from eval_pipeline.reports.markdown import (
     ci_cell,
     dimension_cell,
@@ -137,6 +137,8 @@ def render_html(
             trended=len(trend["agents"]),
             aggregate=aggregate,
             new_count=sum(g["lifecycle"] == "new" for g in report["regressions"]),
+            listed=REGRESSIONS_LISTED,
+            unlisted=unlisted(report),
             judge_costs=judge_costs,
             balance=balance,
             calibration_file=calibration_file,

@@ -17,6 +17,7 @@ import httpx
 import pytest
 
 from eval_pipeline.cli import main
+from eval_pipeline.reports.document import REGRESSIONS_LISTED
 from eval_pipeline.settings import PROJECT_ROOT
 from eval_pipeline.viewer.pages import FINDINGS_SHOWN, TASKS_PER_PAGE
 from eval_pipeline.warehouse.viewer import AGENTS_PER_DAY, DAYS_PER_PAGE, EPISODES_PER_PAGE
@@ -243,3 +244,19 @@ def test_a_long_history_lists_its_days_a_page_at_a_time_the_latest_first(long_hi
     past = viewer.get("/?page=5")
     assert past.status_code == 200 and f"No day on page 5: these {HISTORY} days fill pages 1 to 2." in past.text
     assert viewer.get("/?page=0").status_code == 400
+
+
+def test_the_report_files_of_a_day_of_more_regressions_than_they_list_count_them_all(big_day):
+    reports = big_day / "reports"
+    whole = json.loads((reports / f"eval-report-{DAY}.json").read_text())
+    regressions = whole["regressions"]
+    assert len(regressions) > REGRESSIONS_LISTED
+    note = f"The first {REGRESSIONS_LISTED} of {len(regressions):,} regressions are listed (the new and critical first)."
+    html = (reports / f"eval-report-{DAY}.html").read_text()
+    assert html.count('<details class="regression">') == REGRESSIONS_LISTED and note in html
+    assert f"{len(regressions)} regressions ({len(whole['alerts'])} findings)" in html  # the headline counts them all
+    markdown = (reports / f"eval-report-{DAY}.md").read_text()
+    listed = markdown.split("## Regression Alerts")[1].split("\n\n")[2]  # the table, below its headline
+    assert len(listed.splitlines()) == 2 + REGRESSIONS_LISTED and note in markdown  # below its header and separator
+    shown = [(row["agent_id"], row["task_id"]) for row in regressions[:REGRESSIONS_LISTED]]
+    assert [tuple(cells.split(" | ")[1:3]) for cells in listed.splitlines()[2:]] == shown  # the JSON's first ones
