@@ -53,6 +53,44 @@ def test_a_second_process_waits_then_reports_busy(tmp_path):
         holder.join(30)
 
 
+def _sessions_in_a_row(path, seconds, held_for, ready, opened):
+    """Short sessions in a row, as a backfill's step does its days, on one connection `held_for` seconds at a time."""
+    warehouse = Warehouse(path)
+    opens = warehouse._open
+
+    def counted(*args, **kwargs):
+        opened.value += 1
+        return opens(*args, **kwargs)
+
+    warehouse._open = counted
+    with warehouse.held(held_for) as between:
+        ready.set()
+        until = time.monotonic() + seconds
+        while time.monotonic() < until:
+            with warehouse.session(), warehouse.transaction() as con:
+                con.execute("SELECT count(*) FROM episodes").fetchall()
+            between()
+
+
+def test_a_step_holds_one_connection_across_a_ranges_days_and_lets_a_waiting_process_in_between(tmp_path):
+    path = tmp_path / "eval.duckdb"
+    Warehouse(path).connect().__enter__().close()  # made and migrated
+    ready, opened = multiprocessing.Event(), multiprocessing.Value("i", 0)
+    runner = multiprocessing.Process(target=_sessions_in_a_row, args=(path, 4.0, 0.5, ready, opened))
+    runner.start()
+    try:
+        assert ready.wait(20)
+        started = time.monotonic()
+        # another process (a nightly run's step, the viewer) waits less than the hold and its poll before it gets in
+        with Warehouse(path, lock_timeout_seconds=3).connect(read_only=True) as con:
+            assert con.execute("SELECT count(*) FROM episodes").fetchone() == (0,)
+        assert time.monotonic() - started < 3
+    finally:
+        runner.join(30)
+    assert runner.exitcode == 0
+    assert 2 <= opened.value <= 4.0 / 0.5 + 1  # hundreds of sessions, a connection every half second at most
+
+
 def test_a_failed_transaction_rolls_back(warehouse):
     with warehouse.transaction() as con:
         con.execute("INSERT INTO reports (partition_date, summary) VALUES (DATE '2026-11-01', '{}')")

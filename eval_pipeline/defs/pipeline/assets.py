@@ -169,16 +169,35 @@ def _materialized(context: dg.AssetExecutionContext, metadata: dict | None = Non
         yield dg.MaterializeResult(asset_key=key, metadata=metadata)
 
 
-def _rerun_on_conflict(
-    warehouse: Warehouse, work: Callable[[date], DayMetadata], *, one_connection: bool = True
-) -> Callable[[date], DayMetadata]:
-    """One warehouse connection for all of a day's reads and writes (not while the day waits on an LLM or a source:
-    the file's lock would be held meanwhile), and the whole day again when a lake's other writer committed first."""
+# How long a step's one connection serves a range's days in a row before another process waiting for the file gets a turn
+HELD_SECONDS = 2.0
+
+
+def _each_day_writing(
+    context: dg.AssetExecutionContext,
+    warehouse: Warehouse,
+    work: Callable[[date], DayMetadata],
+    narrowed_to: str | None = None,
+    *,
+    one_connection: bool = True,
+) -> list[DayMetadata]:
+    """`_each_day` of a step that writes the warehouse: the whole day again when a lake's other writer committed first.
+    A day's reads and writes share one connection unless it waits on a source or an LLM in between (the file's lock
+    would be held meanwhile); those of a range's days in a row share it too, for up to HELD_SECONDS (`Warehouse.held`)."""
 
     def run(day: date) -> DayMetadata:
         return warehouse.rerun_on_conflict(f"{work.__name__} of {day}", lambda: work(day), one_connection=one_connection)
 
-    return run
+    if not one_connection:
+        return _each_day(context, run, narrowed_to)
+    with warehouse.held(HELD_SECONDS) as between:
+
+        def then_between(day: date) -> DayMetadata:
+            done = run(day)
+            between()
+            return done
+
+        return _each_day(context, then_between, narrowed_to)
 
 
 @dg.asset(
@@ -274,7 +293,7 @@ def episodes(
             "quarantine": {"records_read": counts.records_read, "dagster/row_count": counts.quarantined},
         }
 
-    _each_day(context, _rerun_on_conflict(wh, load, one_connection=False), config.agent_id)
+    _each_day_writing(context, wh, load, config.agent_id, one_connection=False)
     yield from _materialized(context)
 
 
@@ -308,7 +327,7 @@ def baselines(
         return {"baselines": {"dagster/row_count": from_runs + from_history, "from_history": from_history,
                               "days_looked_back": len(earlier)}}  # fmt: skip
 
-    _each_day(context, _rerun_on_conflict(wh, establish, one_connection=False), config.agent_id)
+    _each_day_writing(context, wh, establish, config.agent_id, one_connection=False)
     return dg.MaterializeResult(metadata={"policy": policy, "lookback_days": cfg.baseline.lookback_days})
 
 
@@ -333,7 +352,7 @@ def replays(
         def dry(day: date) -> DayMetadata:
             return {"replays": {"dagster/row_count": write_dry_replays(wh, day, config.agent_id)}}
 
-        _each_day(context, _rerun_on_conflict(wh, dry), config.agent_id)
+        _each_day_writing(context, wh, dry, config.agent_id)
         return dg.MaterializeResult(metadata={"mode": "dry"})
     if replay.mode != "live":
         raise dg.Failure(f"EVAL_REPLAY_MODE must be dry or live, not {replay.mode!r}")
@@ -361,7 +380,7 @@ def replays(
             }
         }
 
-    _each_day(context, _rerun_on_conflict(wh, live, one_connection=False), config.agent_id)
+    _each_day_writing(context, wh, live, config.agent_id, one_connection=False)
     return dg.MaterializeResult(metadata={"mode": "live", "candidate_model": replay.candidate_model})
 
 
@@ -410,7 +429,7 @@ def judgements(
             "pairwise_judgements": {"dagster/row_count": len(outcome.pairwise)},
         }  # fmt: skip
 
-    _each_day(context, _rerun_on_conflict(wh, judge_day, one_connection=False), config.agent_id)
+    _each_day_writing(context, wh, judge_day, config.agent_id, one_connection=False)
     yield from _materialized(context, {"judge_model": judge.model, "rubrics": ", ".join(r.name for r in rubrics)})
 
 
@@ -453,7 +472,7 @@ def assertions(
             "issues": {"issues_by_check": _md(by_check, 30), "dagster/row_count": len(issues)},
         }
 
-    _each_day(context, _rerun_on_conflict(wh, assess_day), config.agent_id)
+    _each_day_writing(context, wh, assess_day, config.agent_id)
     yield from _materialized(context, {"cases_file": cfg.cases.path or "none", "checks": ", ".join(c.name for c in run_checks)})
 
 
@@ -506,7 +525,7 @@ def scores(context: dg.AssetExecutionContext, config: RunScope, warehouse: Wareh
             }
         }
 
-    _each_day(context, _rerun_on_conflict(wh, score))  # the whole day's figures, whichever agent it ran
+    _each_day_writing(context, wh, score)  # the whole day's figures, whichever agent it ran
     yield dg.MaterializeResult(metadata={"config_version": cfg.version})
     yield from tally.results()
 
@@ -566,7 +585,7 @@ def regression_findings(
             }
         }
 
-    _each_day(context, _rerun_on_conflict(wh, find))  # the whole day's figures, whichever agent it ran
+    _each_day_writing(context, wh, find)  # the whole day's figures, whichever agent it ran
     yield dg.MaterializeResult()
     yield checks.no_critical_regressions(gated)
 
@@ -590,7 +609,7 @@ def rewards(context: dg.AssetExecutionContext, config: RunScope, warehouse: Ware
         episodes, rows = write_rewards(wh, day, cfg.version, lambda scored: reward_records(scored, book, names), columns, only)
         return {"rewards": {"episodes": episodes, "rewards": len(names), "dagster/row_count": rows}}
 
-    _each_day(context, _rerun_on_conflict(wh, compute))
+    _each_day_writing(context, wh, compute)
     return dg.MaterializeResult()
 
 
@@ -625,7 +644,7 @@ def pass_at_k(
             "task_trials": {"flaky_tasks": len(flaky), "flakiest_tasks": _md(flaky), "dagster/row_count": len(per_task)},
         }
 
-    _each_day(context, _rerun_on_conflict(wh, count), config.agent_id)
+    _each_day_writing(context, wh, count, config.agent_id)
     yield from _materialized(context)
 
 
@@ -698,5 +717,5 @@ def eval_report(
             }
         }
 
-    _each_day(context, _rerun_on_conflict(wh, report))  # the whole day's figures, whichever agent it ran
+    _each_day_writing(context, wh, report)  # the whole day's figures, whichever agent it ran
     return dg.MaterializeResult()
