@@ -192,12 +192,11 @@ def _each_day_writing(
         return _each_day(context, run, narrowed_to)
     with warehouse.held(HELD_SECONDS) as between:
 
-        def then_between(day: date) -> DayMetadata:
-            done = run(day)
-            between()
-            return done
+        def after_a_turn(day: date) -> DayMetadata:
+            between()  # before a day, not after one: a run of one day never closes and opens the file again for nothing
+            return run(day)
 
-        return _each_day(context, then_between, narrowed_to)
+        return _each_day(context, after_a_turn, narrowed_to)
 
 
 @dg.asset(
