@@ -214,8 +214,8 @@ def benchmark_rewards(
     """Every configured reward's metrics over the episodes with a ground truth, overall and per category.
 
     `scored_batches` as `warehouse.rewards.reward_inputs_in_parts` reads them: each batch's rewards are computed as it
-    comes, and of its episodes with a ground truth only what the metrics read is kept (of a day of 200,000, read whole,
-    the process held 875 MB). Best-of-K groups are a task's runs of one day (its trials); separability's systems are
+    comes, and of its episodes with a ground truth only what the metrics read is kept (read whole, a day of 200,000
+    took the process to 890 MB). Best-of-K groups are a task's runs of one day (its trials); separability's systems are
     agent and model.
     """
     book = RewardBook(config)
