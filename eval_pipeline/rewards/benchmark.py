@@ -232,11 +232,7 @@ def benchmark_rewards(
                     "partition_date": with_truth["partition_date"],
                     "episode_id": with_truth["episode_id"],
                     "truth": truth[truth.notna()],
-                    "group": with_truth["partition_date"].astype(str)
-                    + "/"
-                    + with_truth["agent_id"]
-                    + "/"
-                    + with_truth["task_id"],
+                    "group": with_truth["partition_date"].astype(str).str.cat(with_truth[["agent_id", "task_id"]], sep="/"),
                     "system": with_truth["agent_id"] + "/" + with_truth["model"].fillna(""),
                     "category": with_truth["category"].fillna("(none)"),
                     **{name: np.asarray(computed[name].values, dtype=float) for name in book.names},

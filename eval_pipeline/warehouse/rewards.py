@@ -14,12 +14,20 @@ from eval_pipeline.warehouse.connection import Warehouse, clear_partition, inser
 from eval_pipeline.warehouse.replays import candidate_parts, replay_failed, sort_into_parts
 from eval_pipeline.warehouse.rows import one_row
 
+
+def _rewarded(scores: str = "") -> str:
+    """The `scores` rows (`scores`: their alias, if any) of the days $first..$last that get rewards: those of a candidate
+    run, every one but a live replay the gateway failed."""
+    at = f"{scores}." if scores else ""
+    return f"{at}partition_date BETWEEN $first AND $last AND NOT {replay_failed(scores)}"
+
+
 # What rewards are computed from (`{columns}` of `s`), and what a benchmark groups and grades them by.
 _SCORED_TO_BENCHMARK = f"""
 SELECT s.partition_date, s.task_id, {{columns}}, e.category, e.model,
        TRY_CAST(e.metadata ->> '$.reward' AS DOUBLE) AS metadata_reward
 FROM scores s JOIN episodes e USING (episode_id, partition_date)
-WHERE s.partition_date BETWEEN $first AND $last AND NOT {replay_failed("s")}
+WHERE {_rewarded("s")}
 """
 
 # The days' issues are sorted into parts as they are and counted a part at a time (`_REWARD_INPUTS`): an ordered list
@@ -28,9 +36,7 @@ _ISSUES = """SELECT partition_date, episode_id, severity, "check" FROM issues WH
 
 # What rewards are computed from, with nothing a benchmark groups or grades them by (the episodes' columns): the
 # rewards step reads a day this way, half the time of the whole rows (100,000 episodes: 0.47 s against 1.19 s).
-_SCORED_FOR_REWARDS = f"""
-SELECT partition_date, {{columns}} FROM scores WHERE partition_date BETWEEN $first AND $last AND NOT {replay_failed()}
-"""
+_SCORED_FOR_REWARDS = f"SELECT partition_date, {{columns}} FROM scores WHERE {_rewarded()}"
 
 _REWARD_INPUTS = """
 SELECT s.* EXCLUDE (part),
@@ -59,9 +65,7 @@ def _sort_reward_inputs(con: duckdb.DuckDBPyConnection, scored: str, first: date
 REWARD_BATCH_ROWS = 50_000  # scored episodes whose rewards are computed and written at a time
 REWARD_PART_EPISODES = 50_000  # scored episodes DuckDB joins and orders at a time
 
-_SCORED_COUNT = f"""
-SELECT count(*) FROM scores WHERE partition_date BETWEEN $first AND $last AND NOT {replay_failed()}
-"""
+_SCORED_COUNT = f"SELECT count(*) FROM scores WHERE {_rewarded()}"
 
 
 def scored_count(warehouse: Warehouse, first: date, last: date) -> int:
