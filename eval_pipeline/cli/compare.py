@@ -24,16 +24,16 @@ def _run(args: argparse.Namespace, settings: Settings) -> int:
     from eval_pipeline.config import load_config
     from eval_pipeline.regression.compare import Selector, SelectorError, compare
     from eval_pipeline.reports.comparison import render_comparison
-    from eval_pipeline.warehouse.compare import selected_sides
+    from eval_pipeline.warehouse.compare import selected_tasks
 
     warehouse = existing_warehouse(settings)
     try:
         sides = (Selector.parse(args.a), Selector.parse(args.b))
         with warehouse.connect(read_only=True) as con:
-            runs = selected_sides(con, sides)
+            tasks = selected_tasks(con, sides)
     except SelectorError as exc:
         raise UsageError(str(exc)) from None
-    comparison = compare(runs[0], runs[1], sides, load_config(settings.config_path).statistics)
+    comparison = compare(tasks[0], tasks[1], sides, load_config(settings.config_path).statistics)
     text = jsonout.dumps(comparison, indented=True) + "\n" if args.format == "json" else render_comparison(comparison)
     return emit(text, args.output)
 

@@ -14,13 +14,12 @@ from __future__ import annotations
 from datetime import date
 from typing import Any
 
-import numpy as np
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from eval_pipeline.config import StatisticsConfig
 from eval_pipeline.regression.stats import Interval, bootstrap_mean, mcnemar, seed_for
-from eval_pipeline.regression.trials import agent_pass_at_k, task_trials
+from eval_pipeline.regression.trials import agent_pass_at_k, with_flakiness
 from eval_pipeline.scoring.dimensions import relative_delta_pct
 
 TIE = 0.005  # task scores closer than this are a tie
@@ -70,20 +69,27 @@ class Selector(BaseModel):
         return ",".join(f"{key}={value}" for key, value in parts.items() if value)
 
 
-def _per_task(runs: pd.DataFrame) -> pd.DataFrame:
-    """`runs` with their `verdict`, one row per task."""
-    verdict_f = runs["verdict"].astype("boolean").to_numpy(dtype=float, na_value=np.nan)
-    runs = runs.assign(verdict_f=verdict_f, passed_trial=verdict_f == 1.0, unjudged=np.isnan(verdict_f))
-    grouped = runs.groupby("task_id")
+# What a comparison reads of each side, per task: its runs (trials), those with a verdict (judged) and the passes among
+# them, and the sum and count of the scores, costs and latencies given. Means of a task or of a side are sums over counts,
+# so a side of any size is its tasks' rows.
+TASK_SUMS = ["trials", "judged", "passes", "score_sum", "scored", "cost_sum", "costed", "latency_sum", "timed"]
+
+
+def _mean(total: pd.Series, count: pd.Series) -> pd.Series:
+    return (total / count).where(count > 0)
+
+
+def _per_task(sums: pd.DataFrame) -> pd.DataFrame:
+    """A side's figures per task, from its `TASK_SUMS`."""
     return pd.DataFrame(
         {
-            "score": grouped["weighted_score"].mean(),
-            "pass_share": grouped["verdict_f"].mean(),
-            "cost": grouped["total_cost_usd"].mean(),
-            "latency": grouped["total_duration_ms"].mean(),
-            "trials": grouped.size(),
-            "passes": grouped["passed_trial"].sum(),
-            "without_verdict": grouped["unjudged"].sum(),  # no baseline or case yet: neither passed nor failed
+            "score": _mean(sums["score_sum"], sums["scored"]),
+            "pass_share": _mean(sums["passes"], sums["judged"]),
+            "cost": _mean(sums["cost_sum"], sums["costed"]),
+            "latency": _mean(sums["latency_sum"], sums["timed"]),
+            "trials": sums["trials"],
+            "passes": sums["passes"],
+            "without_verdict": sums["trials"] - sums["judged"],  # no baseline or case yet: neither passed nor failed
         }
     )
 
@@ -99,20 +105,27 @@ def _interval(values: pd.Series, stats: StatisticsConfig, *parts: object) -> dic
     return {"mean": round(ci.mean, 4), "ci_low": round(ci.low, 4), "ci_high": round(ci.high, 4), "tasks": ci.n}
 
 
-def _side_summary(runs: pd.DataFrame, tasks: pd.DataFrame) -> dict:
-    verdicts = runs["verdict"].dropna()
+def _side_summary(sums: pd.DataFrame) -> dict:
+    """A side's figures over its runs of the tasks compared."""
+    total = sums[TASK_SUMS].sum()
+
+    def mean(of: str, count: str, digits: int) -> float | None:
+        return round(float(total[of] / total[count]), digits) if total[count] else None
+
     return {
-        "episodes": len(runs),
-        "tasks": len(tasks),
-        "pass_rate": round(float(verdicts.astype(float).mean()), 4) if len(verdicts) else None,
-        "mean_score": round(float(runs["weighted_score"].mean()), 4) if runs["weighted_score"].notna().any() else None,
-        "mean_cost_usd": round(float(runs["total_cost_usd"].mean()), 6) if len(runs) else None,
-        "mean_latency_ms": round(float(runs["total_duration_ms"].mean()), 1) if len(runs) else None,
+        "episodes": int(total["trials"]),
+        "tasks": len(sums),
+        "pass_rate": mean("passes", "judged", 4),
+        "mean_score": mean("score_sum", "scored", 4),
+        "mean_cost_usd": mean("cost_sum", "costed", 6),
+        "mean_latency_ms": mean("latency_sum", "timed", 1),
     }
 
 
-def _reliability(runs: pd.DataFrame) -> dict:
-    per_task = task_trials(runs.assign(agent_id="side"))
+def _reliability(sums: pd.DataFrame) -> dict:
+    judged = sums[sums["judged"] > 0]
+    counts = {"task_id": judged.index, "trials": judged["judged"].to_numpy(), "passes": judged["passes"].to_numpy()}
+    per_task = with_flakiness(pd.DataFrame({"agent_id": "side", **counts}))
     per_k = agent_pass_at_k(per_task)
     return {
         "pass_at_k": {int(r.k): round(r.pass_at_k, 4) for r in per_k.itertuples()},
@@ -123,12 +136,11 @@ def _reliability(runs: pd.DataFrame) -> dict:
 
 
 def compare(a: pd.DataFrame, b: pd.DataFrame, selectors: tuple[Selector, Selector], stats: StatisticsConfig) -> dict:
-    """`a`, `b`: runs (task_id, weighted_score, passed: the episode verdict, total_cost_usd, total_duration_ms)."""
-    a, b = a.assign(verdict=a["passed"]), b.assign(verdict=b["passed"])
+    """`a`, `b`: each side's `TASK_SUMS`, indexed by task (a run's verdict is its episode's)."""
     all_a, all_b = _per_task(a), _per_task(b)
     common = all_a.index.intersection(all_b.index).sort_values()
     ta, tb = all_a.loc[common], all_b.loc[common]
-    a, b = a[a["task_id"].isin(common)], b[b["task_id"].isin(common)]
+    a, b = a.loc[common], b.loc[common]
     by_score = ta["score"].notna() & tb["score"].notna()
     score_a = ta["score"].where(by_score, ta["pass_share"])
     score_b = tb["score"].where(by_score, tb["pass_share"])
@@ -159,8 +171,8 @@ def compare(a: pd.DataFrame, b: pd.DataFrame, selectors: tuple[Selector, Selecto
             "score": "mean weighted score per task where both sides have one, else the share of passing trials",
         },
         "quality": {
-            "a": _side_summary(a, ta),
-            "b": _side_summary(b, tb),
+            "a": _side_summary(a),
+            "b": _side_summary(b),
             "score_delta": score_delta,
             "pass_rate_delta": _interval(tb["pass_share"] - ta["pass_share"], stats, *key, "pass_rate"),
             "mcnemar": {
@@ -178,23 +190,34 @@ def compare(a: pd.DataFrame, b: pd.DataFrame, selectors: tuple[Selector, Selecto
             "b_wins": sum(w == "b" for w in winner.values()),
             "a_wins": sum(w == "a" for w in winner.values()),
             "ties": sum(w == "tie" for w in winner.values()),
-            "tasks": [
-                {
-                    "task_id": task,
-                    "a": _round(score_a[task]),
-                    "b": _round(score_b[task]),
-                    "winner": winner[task],
-                    "a_trials": int(ta["trials"][task]),
-                    "a_passed": int(ta["passes"][task]),
-                    "a_without_verdict": int(ta["without_verdict"][task]),
-                    "b_trials": int(tb["trials"][task]),
-                    "b_passed": int(tb["passes"][task]),
-                    "b_without_verdict": int(tb["without_verdict"][task]),
-                }
-                for task in common
-            ],
+            "tasks": _task_rows(common, score_a, score_b, winner, ta, tb),
         },
     }
+
+
+def _task_rows(
+    common: pd.Index, score_a: pd.Series, score_b: pd.Series, winner: dict, ta: pd.DataFrame, tb: pd.DataFrame
+) -> list[dict]:
+    """Each task in common, with its winner and both sides' trials: read column by column (a pandas lookup per task and
+    figure took 1.4 s of 20,000 tasks)."""
+    counts = [side[column].tolist() for side in (ta, tb) for column in ("trials", "passes", "without_verdict")]
+    return [
+        {
+            "task_id": task,
+            "a": _round(a),
+            "b": _round(b),
+            "winner": winner[task],
+            "a_trials": int(a_trials),
+            "a_passed": int(a_passed),
+            "a_without_verdict": int(a_without),
+            "b_trials": int(b_trials),
+            "b_passed": int(b_passed),
+            "b_without_verdict": int(b_without),
+        }
+        for task, a, b, a_trials, a_passed, a_without, b_trials, b_passed, b_without in zip(
+            common, score_a.tolist(), score_b.tolist(), *counts, strict=True
+        )
+    ]
 
 
 def _verdict(score_delta: dict | None, comparable: int, min_tasks: int) -> dict:

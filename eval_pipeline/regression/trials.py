@@ -51,9 +51,13 @@ def task_trials(frame: pd.DataFrame) -> pd.DataFrame:
         .agg(trials="size", passes="sum")
         .reset_index()
     )
-    curves = (pass_curves(n, c) for n, c in zip(counts["trials"], counts["passes"], strict=True))
-    counts["flakiness"] = [float(np.mean(at - hat)) for at, hat in curves]
-    return counts[TASK_TRIAL_COLUMNS]
+    return with_flakiness(counts)
+
+
+def with_flakiness(counts: pd.DataFrame) -> pd.DataFrame:
+    """`counts` (agent_id, task_id, trials: those with a verdict, passes) with each task's flakiness."""
+    curves = (pass_curves(int(n), int(c)) for n, c in zip(counts["trials"], counts["passes"], strict=True))
+    return counts.assign(flakiness=[float(np.mean(at - hat)) for at, hat in curves])[TASK_TRIAL_COLUMNS]
 
 
 def agent_pass_at_k(tasks: pd.DataFrame) -> pd.DataFrame:

@@ -41,7 +41,7 @@ from eval_pipeline.viewer.links import (
     review_path,
 )
 from eval_pipeline.viewer.queues import QUEUES, QueueKind, ReviewPool
-from eval_pipeline.warehouse.compare import selected_sides, selector_choices
+from eval_pipeline.warehouse.compare import selected_runs, selected_tasks, selector_choices
 from eval_pipeline.warehouse.labels import day_labels, review_pool
 from eval_pipeline.warehouse.viewer import (
     DAYS_PER_PAGE,
@@ -274,8 +274,8 @@ class Pages:
         choices = selector_choices(con)
         if sides is None:
             return self.render("compare.html.j2", choices=choices, sides=(Selector(), Selector()), c=None, coverage="")
-        runs = selected_sides(con, sides)
-        comparison = compare(runs[0], runs[1], sides, self.statistics)
+        tasks = selected_tasks(con, sides)
+        comparison = compare(tasks[0], tasks[1], sides, self.statistics)
         every = comparison["headToHead"]["tasks"]
         tasks = every[(page - 1) * TASKS_PER_PAGE : page * TASKS_PER_PAGE]
         return self.render(
@@ -297,8 +297,8 @@ class Pages:
     ) -> str | None:
         """One task of a head to head: each side's trials of it, and two of them side by side (the first of each side,
         or the ones `picked` by episode id); None when a side has no such task or trial."""
-        runs = selected_sides(con, sides)
-        trials = [frame[frame["task_id"] == task_id] for frame in runs]
+        tasks = selected_tasks(con, sides, task_id)
+        trials = [selected_runs(con, side, task_id) for side in sides]
         shown = []
         for frame, wanted in zip(trials, picked, strict=True):
             row = _pick(_records(frame), wanted)
@@ -307,7 +307,7 @@ class Pages:
                 return None
             shown.append(self._run(row["partition_date"], records))
         a, b = shown
-        task = compare(trials[0], trials[1], sides, self.statistics)["headToHead"]["tasks"][0]  # its row, as on the page
+        task = compare(tasks[0], tasks[1], sides, self.statistics)["headToHead"]["tasks"][0]  # its row, as on the page
         return self.render(
             "compare_task.html.j2",
             sides=sides,
