@@ -75,7 +75,7 @@ from eval_pipeline.warehouse.history_baselines import write_history_baselines
 from eval_pipeline.warehouse.ingest import load_episodes
 from eval_pipeline.warehouse.judge import judge_inputs, write_judgements
 from eval_pipeline.warehouse.llm_cache import cached_answers
-from eval_pipeline.warehouse.partitions import read_in_part, read_partition
+from eval_pipeline.warehouse.partitions import other_agents_rows, read_in_part, read_partition
 from eval_pipeline.warehouse.replays import recorded_steps, write_dry_replays, write_live_replays
 from eval_pipeline.warehouse.report_files import write_report_row
 from eval_pipeline.warehouse.reports import report_inputs
@@ -497,22 +497,22 @@ def scores(context: dg.AssetExecutionContext, config: RunScope, warehouse: Wareh
     def score(day: date) -> DayMetadata:
         verdicts, lowest = VerdictCounts(0, 0, 0, 0, 0), []
 
-        def score_part(inputs: pd.DataFrame, issues: pd.DataFrame) -> pd.DataFrame:
+        def count(records: pd.DataFrame) -> None:
             nonlocal verdicts
-            records = score_records(inputs, issues, cfg)
             tally.add(records)
             verdicts += VerdictCounts.of(records)
             lowest.append(records.loc[records["weighted_score"].notna(), _WORST_SHOWN].nsmallest(10, "weighted_score"))
+
+        def score_part(inputs: pd.DataFrame, issues: pd.DataFrame) -> pd.DataFrame:
+            records = score_records(inputs, issues, cfg)
+            count(records)
             return records
 
         rows = write_scores(wh, day, cfg.baseline.policy, config.agent_id, score_part)
         if config.agent_id:  # the counts and the checks speak of the day as the warehouse holds it, as the report does
-            scores = read_partition(wh, "scores", day)
-            others = scores[scores["agent_id"] != config.agent_id]
-            tally.add(others)
-            verdicts += VerdictCounts.of(others)
-            lowest.append(others.loc[others["weighted_score"].notna(), _WORST_SHOWN].nsmallest(10, "weighted_score"))
-            rows += len(others)
+            for others in other_agents_rows(wh, "scores", day, config.agent_id):
+                count(others)
+                rows += len(others)
         return {
             "scores": {
                 "dagster/row_count": rows,
