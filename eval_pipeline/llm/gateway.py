@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
@@ -104,6 +104,11 @@ class Gateway:
 
     async def close(self) -> None:
         await self._client.close()
+
+    def renewed(self) -> Gateway:
+        """This gateway again, for another batch of asks (`ask_all` closes the client it used, with its event loop): a
+        new client, the same budget and usage."""
+        return replace(self)
 
     async def _call(self, messages: list[dict[str, str]], schema: type[BaseModel]) -> tuple[str, Tokens]:
         body, _ = await self._send(messages, response_format=_json_schema_format(schema))

@@ -3,8 +3,9 @@ and a partition's whole judgement (rubrics and pairwise) in one concurrent batch
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import pandas as pd
@@ -179,30 +180,80 @@ def judge_partition(
     )
 
 
-def judge_summary(rubrics: pd.DataFrame, pairwise: pd.DataFrame) -> dict:
-    """A day's judge in figures: rubric verdicts (as `judgements` holds them), what the calls cost and what the cache
-    saved, and the pairwise comparisons (as `pairwise_judgements` holds them), each counted on its own."""
+_PREFERENCES = ("candidate", "baseline", "tie", "inconsistent")
+
+
+@dataclass(frozen=True)
+class JudgeTally:
+    """A day's judge in figures, added up part by part (`judge_tally`): rubric verdicts by status, the tokens and
+    dollars the calls cost and those the cache saved, the pairwise comparisons by status and preference."""
+
+    statuses: Counter[str] = field(default_factory=Counter)  # rubric rows: judged, failed, skipped
+    asked_tokens: int = 0
+    asked_usd: float = 0.0
+    saved_tokens: int = 0
+    saved_usd: float = 0.0
+    priced: bool = False  # some row that asked has a cost: the model has a price
+    pair_statuses: Counter[str] = field(default_factory=Counter)
+    preferred: Counter[str] = field(default_factory=Counter)  # of the pairs compared
+    agreeing: int = 0  # pairs compared whose two orders agreed
+
+    def __add__(self, other: JudgeTally) -> JudgeTally:
+        return JudgeTally(
+            self.statuses + other.statuses,
+            self.asked_tokens + other.asked_tokens,
+            self.asked_usd + other.asked_usd,
+            self.saved_tokens + other.saved_tokens,
+            self.saved_usd + other.saved_usd,
+            self.priced or other.priced,
+            self.pair_statuses + other.pair_statuses,
+            self.preferred + other.preferred,
+            self.agreeing + other.agreeing,
+        )
+
+    def summary(self) -> dict:
+        """As the step's metadata and the report say it; dollars are None without a price for the judge's model."""
+        compared = self.pair_statuses["judged"]
+
+        def dollars(usd: float) -> float | None:
+            return round(usd, 6) if self.priced else None
+
+        return {
+            **{status: self.statuses[status] for status in ("judged", "failed", "skipped")},
+            "tokens": self.asked_tokens,
+            "cost_usd": dollars(self.asked_usd),
+            "tokens_saved_by_cache": self.saved_tokens,
+            "cost_saved_by_cache_usd": dollars(self.saved_usd),
+            "pairs_compared": compared,
+            **{f"pairs_{status}": self.pair_statuses[status] for status in ("failed", "skipped")},
+            **{f"pairs_{verdict}": self.preferred[verdict] for verdict in _PREFERENCES},
+            "pair_agreement": round(self.agreeing / compared, 4) if compared else None,
+        }
+
+
+def judge_tally(rubrics: pd.DataFrame, pairwise: pd.DataFrame) -> JudgeTally:
+    """The tally of rubric verdicts (as `judgements` holds them) and pairwise comparisons (as `pairwise_judgements`)."""
     every = pd.concat([frame[["cached", "prompt_tokens", "completion_tokens", "cost_usd"]] for frame in (rubrics, pairwise)])
     every = every[every["prompt_tokens"].notna()]  # rows that asked (or found an answer in the cache)
     cached = every["cached"].astype(bool)
-    priced = every["cost_usd"].notna().any()
 
     def tokens(rows: pd.DataFrame) -> int:
         return int(rows["prompt_tokens"].sum() + rows["completion_tokens"].sum())
 
-    def dollars(rows: pd.DataFrame) -> float | None:
-        return round(float(rows["cost_usd"].sum()), 6) if priced else None
-
     compared = pairwise[pairwise["status"] == "judged"]
-    preferred = compared["preferred"].value_counts()
-    return {
-        **{status: int((rubrics["status"] == status).sum()) for status in ("judged", "failed", "skipped")},
-        "tokens": tokens(every[~cached]),
-        "cost_usd": dollars(every[~cached]),
-        "tokens_saved_by_cache": tokens(every[cached]),
-        "cost_saved_by_cache_usd": dollars(every[cached]),
-        "pairs_compared": len(compared),
-        **{f"pairs_{status}": int((pairwise["status"] == status).sum()) for status in ("failed", "skipped")},
-        **{f"pairs_{verdict}": int(preferred.get(verdict, 0)) for verdict in ("candidate", "baseline", "tie", "inconsistent")},
-        "pair_agreement": round(float(compared["agree"].astype(bool).mean()), 4) if len(compared) else None,
-    }
+    return JudgeTally(
+        statuses=Counter(rubrics["status"].dropna().tolist()),
+        asked_tokens=tokens(every[~cached]),
+        asked_usd=float(every.loc[~cached, "cost_usd"].sum()),
+        saved_tokens=tokens(every[cached]),
+        saved_usd=float(every.loc[cached, "cost_usd"].sum()),
+        priced=bool(every["cost_usd"].notna().any()),
+        pair_statuses=Counter(pairwise["status"].dropna().tolist()),
+        preferred=Counter(compared["preferred"].dropna().tolist()),
+        agreeing=int(compared["agree"].astype(bool).sum()),
+    )
+
+
+def judge_summary(rubrics: pd.DataFrame, pairwise: pd.DataFrame) -> dict:
+    """A day's judge in figures, of its rows read whole (`JudgeTally.summary`)."""
+    return judge_tally(rubrics, pairwise).summary()

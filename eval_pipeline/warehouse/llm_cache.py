@@ -6,6 +6,7 @@ import json
 
 import duckdb
 import pandas as pd
+import pyarrow as pa
 
 from eval_pipeline.llm.asking import CACHE_COLUMNS
 from eval_pipeline.warehouse.connection import Warehouse
@@ -29,7 +30,7 @@ def cached_answers(warehouse: Warehouse, keys: list[str]) -> dict[str, dict]:
     }
 
 
-def store_answers(con: duckdb.DuckDBPyConnection, new_cache: pd.DataFrame) -> None:
+def store_answers(con: duckdb.DuckDBPyConnection, new_cache: pd.DataFrame | pa.Table) -> None:
     """Add the new answers (`asking.CACHE_COLUMNS`, one row per key); a fresh sample (`run --no-cache`) replaces the
     one stored under its key. Call inside `Warehouse.transaction()`, with the rows the answers made.
 

@@ -96,14 +96,14 @@ ORDER BY c.episode_id
 """
 
 
-def scoring_input(warehouse: Warehouse, day: date, policy: str, agent_id: str | None = None) -> pd.DataFrame:
-    """Each finished candidate of `day` beside its baseline's snapshot (NULLs where none), with the
-    mean of its normalized judge verdicts (`judge_score`, NULL when it was not judged), its case's
-    mean assertion score, verdict and failed expectations (NULL without a case), the reward its own
-    grader recorded (`metadata.reward`) and its checks' issues per severity."""
-    with warehouse.connect(read_only=warehouse.exists()) as con:
-        _sort_scoring_inputs(con, day, agent_id, 1)
-        return frame_of(con.execute(_SCORING_INPUT, {"day": day, "policy": policy, "part": 0}))
+def day_scoring_input(con: duckdb.DuckDBPyConnection, day: date, policy: str, agent_id: str | None) -> tuple[str, dict]:
+    """The query of each finished candidate of `day` beside its baseline's snapshot (NULLs where none), with the mean
+    of its normalized judge verdicts (`judge_score`, NULL when it was not judged), its case's mean assertion score,
+    verdict and failed expectations (NULL without a case), the reward its own grader recorded (`metadata.reward`) and
+    its checks' issues per severity, and its parameters: what `write_scores` reads a part at a time, as one part on
+    `con` (for a query over it; its rows are not read into memory here)."""
+    _sort_scoring_inputs(con, day, agent_id, 1)
+    return _SCORING_INPUT, {"day": day, "policy": policy, "part": 0}
 
 
 SCORE_PART_EPISODES = 50_000  # candidates scored at a time: the step's memory is set by this, not by the day's size
@@ -119,7 +119,7 @@ def write_scores(
     """Replace `day`'s `scores` rows (one agent's, when scoped) with `score(inputs, issues)` of each part of about
     SCORE_PART_EPISODES candidates (by a hash of their ids), in one transaction; return the rows written.
 
-    `inputs`: the part's `scoring_input` rows; `issues`: the `issues` rows of the same episodes. A score depends on
+    `inputs`: the part's `day_scoring_input` rows; `issues`: the `issues` rows of the same episodes. A score depends on
     its own episode only, so the parts give the rows the whole day would. They are read on a second connection
     while the first writes: the next part read and the last one written while Python scores this one (`pipelined`)."""
     with warehouse.transaction() as con, second_cursor(con) as reader:

@@ -43,7 +43,7 @@ from eval_pipeline.defs.resources import (
 )
 from eval_pipeline.episodes.records import RawRecords
 from eval_pipeline.llm.gateway import Gateway
-from eval_pipeline.llm.judge import configured_rubrics, judge_partition, judge_summary
+from eval_pipeline.llm.judge import JudgeTally, configured_rubrics, judge_partition, judge_tally
 from eval_pipeline.redaction import redact, redact_tree
 from eval_pipeline.regression.aggregates import summary_columns
 from eval_pipeline.regression.findings import VerdictCounts, finding_screen, partition_findings
@@ -73,7 +73,7 @@ from eval_pipeline.warehouse.findings import screened_scores_in_parts, task_summ
 from eval_pipeline.warehouse.health import source_counts
 from eval_pipeline.warehouse.history_baselines import write_history_baselines
 from eval_pipeline.warehouse.ingest import load_episodes
-from eval_pipeline.warehouse.judge import judge_inputs, write_judgements
+from eval_pipeline.warehouse.judge import JudgementSpool, judge_inputs_in_parts
 from eval_pipeline.warehouse.llm_cache import cached_answers
 from eval_pipeline.warehouse.partitions import other_agents_rows, read_in_part, read_partition
 from eval_pipeline.warehouse.replays import recorded_steps, write_dry_replays, write_live_replays
@@ -412,20 +412,24 @@ def judgements(
     rubrics = configured_rubrics(cfg.judge.rubrics, cfg.judge.custom)
 
     def judge_day(day: date) -> DayMetadata:
-        gateway = judge.gateway(cfg)
-        candidates = judge_inputs(wh, day, cfg.baseline.policy, config.agent_id)
-        outcome = judge_partition(
-            gateway, candidates, rubrics, lambda keys: cached_answers(wh, keys), pairwise=cfg.judge.pairwise
-        )
+        gateway = judge.gateway(cfg)  # one budget for the day's parts
         stamp = {"partition_date": day, "config_version": cfg.version}
-        write_judgements(
-            wh, day, outcome.rubrics.assign(**stamp), outcome.pairwise.assign(**stamp), outcome.new_cache, config.agent_id
-        )
-        summary = judge_summary(outcome.rubrics, outcome.pairwise)
+        tally, calls, cache_hits, rows, pairs = JudgeTally(), 0, 0, 0, 0
+        with JudgementSpool() as spool:
+            for part, candidates in enumerate(judge_inputs_in_parts(wh, day, cfg.baseline.policy, config.agent_id)):
+                asking = gateway.renewed() if part else gateway
+                outcome = judge_partition(
+                    asking, candidates, rubrics, lambda keys: cached_answers(wh, keys), pairwise=cfg.judge.pairwise
+                )
+                spool.add(outcome.rubrics.assign(**stamp), outcome.pairwise.assign(**stamp), outcome.new_cache)
+                tally += judge_tally(outcome.rubrics, outcome.pairwise)
+                calls, cache_hits = calls + outcome.calls, cache_hits + outcome.cache_hits
+                rows, pairs = rows + len(outcome.rubrics), pairs + len(outcome.pairwise)
+            spool.write(wh, day, config.agent_id)
         return {
-            "judgements": {"llm_calls": outcome.calls, **_retried(context, day, gateway), "cache_hits": outcome.cache_hits,
-                           **summary, "dagster/row_count": len(outcome.rubrics)},
-            "pairwise_judgements": {"dagster/row_count": len(outcome.pairwise)},
+            "judgements": {"llm_calls": calls, **_retried(context, day, gateway), "cache_hits": cache_hits,
+                           **tally.summary(), "dagster/row_count": rows},
+            "pairwise_judgements": {"dagster/row_count": pairs},
         }  # fmt: skip
 
     _each_day_writing(context, wh, judge_day, config.agent_id, one_connection=False)
