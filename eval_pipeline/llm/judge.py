@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import astuple, dataclass, field
 from typing import Any
 
 import pandas as pd
@@ -184,11 +184,37 @@ _PREFERENCES = ("candidate", "baseline", "tie", "inconsistent")
 
 
 @dataclass(frozen=True)
+class RubricTally:
+    """One rubric's verdicts of a day, added up part by part."""
+
+    judged: int = 0
+    score_sum: float = 0.0
+    scored: int = 0  # judged rows with a score
+    normalized_sum: float = 0.0
+    normalized: int = 0
+    failed: int = 0
+    skipped: int = 0
+    cached: int = 0
+
+    def __add__(self, other: RubricTally) -> RubricTally:
+        return RubricTally(*(mine + theirs for mine, theirs in zip(astuple(self), astuple(other), strict=True)))
+
+    @property
+    def mean_score(self) -> float | None:
+        return self.score_sum / self.scored if self.scored else None
+
+    @property
+    def mean_normalized(self) -> float | None:
+        return self.normalized_sum / self.normalized if self.normalized else None
+
+
+@dataclass(frozen=True)
 class JudgeTally:
-    """A day's judge in figures, added up part by part (`judge_tally`): rubric verdicts by status, the tokens and
-    dollars the calls cost and those the cache saved, the pairwise comparisons by status and preference."""
+    """A day's judge in figures, added up part by part (`judge_tally`): rubric verdicts by status and per rubric, the
+    tokens and dollars the calls cost and those the cache saved, the pairwise comparisons by status and preference."""
 
     statuses: Counter[str] = field(default_factory=Counter)  # rubric rows: judged, failed, skipped
+    rubrics: dict[str, RubricTally] = field(default_factory=dict)
     asked_tokens: int = 0
     asked_usd: float = 0.0
     saved_tokens: int = 0
@@ -199,8 +225,10 @@ class JudgeTally:
     agreeing: int = 0  # pairs compared whose two orders agreed
 
     def __add__(self, other: JudgeTally) -> JudgeTally:
+        names = sorted({*self.rubrics, *other.rubrics})
         return JudgeTally(
             self.statuses + other.statuses,
+            {name: self.rubrics.get(name, RubricTally()) + other.rubrics.get(name, RubricTally()) for name in names},
             self.asked_tokens + other.asked_tokens,
             self.asked_usd + other.asked_usd,
             self.saved_tokens + other.saved_tokens,
@@ -210,6 +238,10 @@ class JudgeTally:
             self.preferred + other.preferred,
             self.agreeing + other.agreeing,
         )
+
+    @property
+    def rows(self) -> int:
+        return self.statuses.total() + self.pair_statuses.total()
 
     def summary(self) -> dict:
         """As the step's metadata and the report say it; dollars are None without a price for the judge's model."""
@@ -231,9 +263,20 @@ class JudgeTally:
         }
 
 
-def judge_tally(rubrics: pd.DataFrame, pairwise: pd.DataFrame) -> JudgeTally:
-    """The tally of rubric verdicts (as `judgements` holds them) and pairwise comparisons (as `pairwise_judgements`)."""
-    every = pd.concat([frame[["cached", "prompt_tokens", "completion_tokens", "cost_usd"]] for frame in (rubrics, pairwise)])
+_SPENT = ["cached", "prompt_tokens", "completion_tokens", "cost_usd"]
+# What `judge_tally` reads of each side's rows
+JUDGE_TALLY_COLUMNS = {
+    "rubrics": ["rubric", "status", "score", "normalized", *_SPENT],
+    "pairwise": ["status", "preferred", "agree", *_SPENT],
+}
+
+
+def judge_tally(rubrics: pd.DataFrame | None = None, pairwise: pd.DataFrame | None = None) -> JudgeTally:
+    """The tally of rubric verdicts (rows as `judgements` holds them) and pairwise comparisons (`pairwise_judgements`),
+    either or both: the tally of any split of the rows adds up to the tally of all."""
+    rubrics = pd.DataFrame(columns=JUDGE_TALLY_COLUMNS["rubrics"]) if rubrics is None else rubrics
+    pairwise = pd.DataFrame(columns=JUDGE_TALLY_COLUMNS["pairwise"]) if pairwise is None else pairwise
+    every = pd.concat([rubrics[_SPENT], pairwise[_SPENT]])
     every = every[every["prompt_tokens"].notna()]  # rows that asked (or found an answer in the cache)
     cached = every["cached"].astype(bool)
 
@@ -243,6 +286,7 @@ def judge_tally(rubrics: pd.DataFrame, pairwise: pd.DataFrame) -> JudgeTally:
     compared = pairwise[pairwise["status"] == "judged"]
     return JudgeTally(
         statuses=Counter(rubrics["status"].dropna().tolist()),
+        rubrics={str(name): _rubric_tally(group) for name, group in rubrics.groupby("rubric", sort=True)},
         asked_tokens=tokens(every[~cached]),
         asked_usd=float(every.loc[~cached, "cost_usd"].sum()),
         saved_tokens=tokens(every[cached]),
@@ -254,6 +298,16 @@ def judge_tally(rubrics: pd.DataFrame, pairwise: pd.DataFrame) -> JudgeTally:
     )
 
 
-def judge_summary(rubrics: pd.DataFrame, pairwise: pd.DataFrame) -> dict:
-    """A day's judge in figures, of its rows read whole (`JudgeTally.summary`)."""
-    return judge_tally(rubrics, pairwise).summary()
+def _rubric_tally(rows: pd.DataFrame) -> RubricTally:
+    judged = rows[rows["status"] == "judged"]
+    scores, normalized = judged["score"].dropna().astype(float), judged["normalized"].dropna().astype(float)
+    return RubricTally(
+        judged=len(judged),
+        score_sum=float(scores.sum()),
+        scored=len(scores),
+        normalized_sum=float(normalized.sum()),
+        normalized=len(normalized),
+        failed=int((rows["status"] == "failed").sum()),
+        skipped=int((rows["status"] == "skipped").sum()),
+        cached=int(rows["cached"].fillna(False).astype(bool).sum()),
+    )

@@ -14,7 +14,6 @@ import pandas as pd
 from eval_pipeline import jsonout
 from eval_pipeline.config import SEVERITY_RANK
 from eval_pipeline.episodes.model import DERIVED_TASK_PREFIX
-from eval_pipeline.llm.judge import judge_summary
 from eval_pipeline.redaction import excerpt, redact_tree
 from eval_pipeline.regression.agreement import Agreement, LabelSummary, label_summary
 from eval_pipeline.regression.findings import VerdictCounts
@@ -107,7 +106,7 @@ def build_report(data: ReportData, context: RunContext) -> Report:
             "called": data.live_replays - data.reused_replays,
             "failed": data.failed_replays,
         },
-        "judge_failed": int((data.judgements["status"] == "failed").sum() + (data.pairwise["status"] == "failed").sum()),
+        "judge_failed": data.judge.statuses["failed"] + data.judge.pair_statuses["failed"],
         "agent_id": data.agent_id,
         "without_task_id": scores.without_task_id,
     }
@@ -177,22 +176,21 @@ def build_report(data: ReportData, context: RunContext) -> Report:
         }
         for s in scores.shown.itertuples()
     ]
-    judgements, pairwise = data.judgements, data.pairwise
     judge = None
-    if len(judgements) or len(pairwise):
+    if data.judge.rows:
         rubrics = [
             {
                 "rubric": rubric,
-                "judged": int((group["status"] == "judged").sum()),
-                "mean_score": _number(group.loc[group["status"] == "judged", "score"].mean()),
-                "mean_normalized": _number(group.loc[group["status"] == "judged", "normalized"].mean()),
-                "failed": int((group["status"] == "failed").sum()),
-                "skipped": int((group["status"] == "skipped").sum()),
-                "cached": int(group["cached"].fillna(False).astype(bool).sum()),
+                "judged": tally.judged,
+                "mean_score": _number(tally.mean_score),
+                "mean_normalized": _number(tally.mean_normalized),
+                "failed": tally.failed,
+                "skipped": tally.skipped,
+                "cached": tally.cached,
             }
-            for rubric, group in judgements.groupby("rubric", sort=True)
+            for rubric, tally in data.judge.rubrics.items()
         ]
-        judge = {"rubrics": rubrics, **judge_summary(judgements, pairwise)}
+        judge = {"rubrics": rubrics, **data.judge.summary()}
     report: Report = {
         "partition_date": day.isoformat(),
         "run_id": context.run_id,
@@ -210,7 +208,7 @@ def build_report(data: ReportData, context: RunContext) -> Report:
         "balance": context.balance,
         "calibration": calibration_sample(data.failed_trials, day, context.calibration_size, secret_patterns),
         "judge": judge,
-        "labels": label_summary(data.labels, scores.labeled, judgements),
+        "labels": label_summary(data.labels, scores.labeled, data.labelled_judgements),
         "alerts": alerts,
         "regressions": regressions,
         "resolved": resolved_alerts,

@@ -16,6 +16,7 @@ from typing import Any, TypedDict
 import numpy as np
 import pandas as pd
 
+from eval_pipeline.llm.judge import JudgeTally
 from eval_pipeline.regression.agreement import LabelSummary
 from eval_pipeline.regression.findings import alert_order
 from eval_pipeline.reports.calibration import CalibrationSample
@@ -87,8 +88,8 @@ class ReportData:
     status_counts: dict[str, int]  # episodes per status, superseded runs' left out
     superseded: int  # episodes of case-set runs a later run of their agent that day superseded (kept, not counted)
     quarantined: int
-    judgements: pd.DataFrame
-    pairwise: pd.DataFrame  # `pairwise_judgements`
+    judge: JudgeTally  # the day's `judgements` and `pairwise_judgements`, counted
+    labelled_judgements: pd.DataFrame  # the `judgements` rows of the episodes `labels` holds a verdict on
     pass_at_k: pd.DataFrame
     task_trials: pd.DataFrame
     failed_trials: pd.DataFrame  # the calibration sample is drawn from these

@@ -11,6 +11,7 @@ import numpy as np
 import pandas as pd
 
 from eval_pipeline.episodes.model import DERIVED_TASK_PREFIX
+from eval_pipeline.llm.judge import JUDGE_TALLY_COLUMNS, JudgeTally, judge_tally
 from eval_pipeline.reports.document import (
     UNTASKED_NAMED,
     WORST_EPISODES,
@@ -19,7 +20,7 @@ from eval_pipeline.reports.document import (
     baseline_measures,
     reported_means,
 )
-from eval_pipeline.warehouse.connection import DAY_OF_AGENT, Warehouse, frame_of, of_agent
+from eval_pipeline.warehouse.connection import DAY_OF_AGENT, Warehouse, frame_of, frames_of, of_agent
 from eval_pipeline.warehouse.labels import day_labels
 from eval_pipeline.warehouse.replays import replay_failed
 from eval_pipeline.warehouse.rows import one_row
@@ -61,8 +62,11 @@ def report_inputs(warehouse: Warehouse, day: date, trend_days: int, agent_id: st
             f"WHERE {DAY_OF_AGENT} AND mode = 'live'",
             params,
         )
-        judgements = frame_of(con.execute(f"SELECT * FROM judgements WHERE {DAY_OF_AGENT}", params))
-        pairwise = frame_of(con.execute(f"SELECT * FROM pairwise_judgements WHERE {DAY_OF_AGENT}", params))
+        judge = _judge_tally(con, params)
+        labelled = {**params, "labelled": labels["episode_id"].tolist()}
+        labelled_judgements = frame_of(
+            con.execute(f"SELECT * FROM judgements WHERE {DAY_OF_AGENT} AND list_contains($labelled, episode_id)", labelled)
+        )
         pass_at_k = frame_of(con.execute(f"SELECT * FROM pass_at_k WHERE {DAY_OF_AGENT}", params))
         task_trials = frame_of(con.execute(f"SELECT * FROM task_trials WHERE {DAY_OF_AGENT}", params))
         failed_trials = frame_of(con.execute(_FAILED_TRIALS, params))
@@ -77,8 +81,8 @@ def report_inputs(warehouse: Warehouse, day: date, trend_days: int, agent_id: st
         status_counts=dict(statuses),
         superseded=int(superseded_count),
         quarantined=int(quarantined),
-        judgements=judgements,
-        pairwise=pairwise,
+        judge=judge,
+        labelled_judgements=labelled_judgements,
         pass_at_k=pass_at_k,
         task_trials=task_trials,
         failed_trials=failed_trials,
@@ -91,6 +95,21 @@ def report_inputs(warehouse: Warehouse, day: date, trend_days: int, agent_id: st
         labels=labels,
         agent_id=agent_id,
     )
+
+
+JUDGEMENT_BATCH_ROWS = 50_000  # the day's judge verdicts counted at a time
+
+
+def _judge_tally(con: duckdb.DuckDBPyConnection, params: dict[str, object]) -> JudgeTally:
+    """The day's judge verdicts and pairwise comparisons counted a batch at a time: read whole, those of a day of
+    200,000 episodes took the report's read from 377 to 618 MB."""
+    tally = JudgeTally()
+    for table, side in (("judgements", "rubrics"), ("pairwise_judgements", "pairwise")):
+        columns = JUDGE_TALLY_COLUMNS[side]
+        sql = f"SELECT {', '.join(columns)} FROM {table} WHERE {DAY_OF_AGENT}"
+        for batch in frames_of(con, sql, params, JUDGEMENT_BATCH_ROWS):
+            tally += judge_tally(**{side: batch})
+    return tally
 
 
 # The day's current scores with the episode's category, its replayed answer and

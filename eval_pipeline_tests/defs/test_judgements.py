@@ -1,5 +1,6 @@
 """The judge inside the graph: verdicts per episode and rubric, cached so a re-run makes no call."""
 
+import json
 from collections import Counter
 from collections.abc import Iterator
 
@@ -11,6 +12,7 @@ from eval_pipeline.defs.pipeline import assets
 from eval_pipeline.defs.resources import JudgeResource
 from eval_pipeline.episodes.samples import write_samples
 from eval_pipeline.warehouse import judge as warehouse_judge
+from eval_pipeline.warehouse import reports as warehouse_reports
 from eval_pipeline.warehouse.connection import Warehouse
 from eval_pipeline_tests.defs.graph import GRAPH, local_resources, table_metadata
 
@@ -139,6 +141,7 @@ def test_a_day_judged_a_part_at_a_time_has_the_verdicts_and_figures_of_the_day_j
         write_samples(root / "episodes")
         (root / "eval.toml").write_text(f"[judge]\n{budget}")
         monkeypatch.setattr(warehouse_judge, "JUDGE_PART_EPISODES", part_episodes)
+        monkeypatch.setattr(warehouse_reports, "JUDGEMENT_BATCH_ROWS", part_episodes)  # the report counts them so
         parts: list[int] = []
 
         def counted(*args, parts=parts) -> Iterator[pd.DataFrame]:
@@ -160,13 +163,15 @@ def test_a_day_judged_a_part_at_a_time_has_the_verdicts_and_figures_of_the_day_j
             "pairwise": rows(root, "SELECT episode_id, preferred, agree, cached, status, prompt_tokens FROM pairwise_judgements "
                                    "WHERE partition_date = '2026-11-02' ORDER BY ALL"),
             "metadata": metadata,
+            "report": json.loads((root / "reports" / "eval-report-2026-11-02.json").read_text())["judge"],
             "parts": parts,
         }  # fmt: skip
     whole, parts, budget = judged["whole"], judged["parts"], judged["budget"]
     assert whole["parts"] == [48] and len(parts["parts"]) >= 5 and sum(parts["parts"]) == 48
-    assert {key: parts[key] for key in ("judgements", "pairwise", "metadata")} == {
-        key: whole[key] for key in ("judgements", "pairwise", "metadata")
+    assert {key: parts[key] for key in ("judgements", "pairwise", "metadata", "report")} == {
+        key: whole[key] for key in ("judgements", "pairwise", "metadata", "report")
     }
+    assert [(r["rubric"], r["judged"]) for r in whole["report"]["rubrics"]] == [("relevance", 48), ("tone", 48)]
     assert whole["metadata"]["llm_calls"] > 7 and budget["metadata"]["llm_calls"] == 7
     statuses = Counter(status for *_, status in budget["judgements"])
     assert statuses["judged"] > 0 and statuses["skipped"] > 0 and sum(statuses.values()) == 96

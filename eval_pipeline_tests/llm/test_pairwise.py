@@ -5,7 +5,7 @@ import pytest
 
 from eval_pipeline.config import Price
 from eval_pipeline.llm.gateway import Gateway, GatewayError
-from eval_pipeline.llm.judge import RELEVANCE, judge_partition, judge_summary
+from eval_pipeline.llm.judge import RELEVANCE, judge_partition, judge_tally
 from eval_pipeline_tests.fake_openai import deterministic_score
 
 # deterministic_score: "Refund sent today." 5, "Please wait." 3, "No idea." 1, "Sorry." 5 (code points mod 5, plus 1)
@@ -54,7 +54,7 @@ def test_position_bias_is_measured_not_hidden(fake_openai):
     for episode in ("ep-1", "ep-2"):
         assert (pairs[episode]["candidate_first"], pairs[episode]["baseline_first"]) == ("candidate", "baseline")
         assert not pairs[episode]["agree"] and pairs[episode]["preferred"] == "inconsistent"
-    summary = judge_summary(outcome.rubrics, outcome.pairwise)
+    summary = judge_tally(outcome.rubrics, outcome.pairwise).summary()
     assert (summary["pairs_compared"], summary["pairs_inconsistent"], summary["pairs_tie"]) == (3, 2, 1)
     assert summary["pair_agreement"] == pytest.approx(1 / 3, abs=1e-4)
 
@@ -62,7 +62,7 @@ def test_position_bias_is_measured_not_hidden(fake_openai):
 def test_the_judge_prices_its_own_calls_and_the_cache_saves_them(fake_openai):
     cache: dict[str, dict] = {}
     first = judge_partition(gateway(fake_openai, price=PRICE), CANDIDATES, [RELEVANCE], lambda keys: {}, pairwise=True)
-    summary = judge_summary(first.rubrics, first.pairwise)
+    summary = judge_tally(first.rubrics, first.pairwise).summary()
     # 4 distinct rubric requests and 4 pairwise ones, 120 tokens and $0.2 each; ep-5 asks what ep-4 asked: one call saved
     assert first.calls == 8 and (summary["tokens"], summary["cost_usd"]) == (8 * 120, pytest.approx(1.6))
     assert (summary["tokens_saved_by_cache"], summary["cost_saved_by_cache_usd"]) == (120, pytest.approx(0.2))
@@ -81,7 +81,7 @@ def test_the_judge_prices_its_own_calls_and_the_cache_saves_them(fake_openai):
         lambda keys: {k: cache[k] for k in keys if k in cache},
         pairwise=True,
     )
-    summary = judge_summary(second.rubrics, second.pairwise)
+    summary = judge_tally(second.rubrics, second.pairwise).summary()
     assert second.calls == 0 and second.cache_hits == 9  # ep-4 and ep-5 share one cached answer
     assert (summary["tokens"], summary["cost_usd"]) == (0, 0.0)
     assert (summary["tokens_saved_by_cache"], summary["cost_saved_by_cache_usd"]) == (9 * 120, pytest.approx(1.8))

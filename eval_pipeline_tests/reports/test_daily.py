@@ -10,6 +10,7 @@ import pyarrow as pa
 
 from eval_pipeline.capture.cases import CaseSpec, balance
 from eval_pipeline.config import EvalConfig
+from eval_pipeline.llm.judge import JudgeTally
 from eval_pipeline.regression.findings import FINDING_COLUMNS, with_verdicts
 from eval_pipeline.reports.calibration import render_calibration
 from eval_pipeline.reports.daily import build_report, render_markdown
@@ -64,7 +65,6 @@ def test_categories_trials_and_aggregate_regressions_are_reported():
         columns=["agent_id", "task_id", "trials", "passes", "flakiness"],
     )
     empty = pd.DataFrame(columns=["rubric", "status", "cached", "prompt_tokens", "completion_tokens", "cost_usd"])
-    pairwise = empty.assign(preferred=None, agree=None)
     failed = pd.DataFrame(
         [(f"support-bot:t{n}:0", "support-bot", f"t{n}", 0, "say hi", f"prompt {n}", "```\n# injected\n```", "grader: no hi")
          for n in range(5)],
@@ -75,7 +75,7 @@ def test_categories_trials_and_aggregate_regressions_are_reported():
     data = ReportData(
         day=DAY, scores=read_as_the_warehouse_does(scores, findings), findings=findings,
         previous_findings=findings.iloc[:0], status_counts={"success": 3},
-        superseded=0, quarantined=0, judgements=empty, pairwise=pairwise, pass_at_k=pass_at_k,
+        superseded=0, quarantined=0, judge=JudgeTally(), labelled_judgements=empty, pass_at_k=pass_at_k,
         task_trials=task_trials,
         failed_trials=failed, trend=pd.DataFrame(columns=["partition_date", "agent_id"]), previous_summary=None,
         labels=pd.DataFrame(),
@@ -126,8 +126,8 @@ def test_the_trend_shows_the_days_agents_from_their_first_day_with_data():
     no_findings = pd.DataFrame(columns=FINDING_COLUMNS)
     data = ReportData(
         day=DAY, scores=read_as_the_warehouse_does(scores, no_findings), findings=no_findings,
-        previous_findings=no_findings, status_counts={"success": 2}, superseded=0, quarantined=0, judgements=empty,
-        pairwise=empty.assign(preferred=None, agree=None), pass_at_k=nothing, task_trials=nothing,
+        previous_findings=no_findings, status_counts={"success": 2}, superseded=0, quarantined=0, judge=JudgeTally(),
+        labelled_judgements=empty, pass_at_k=nothing, task_trials=nothing,
         failed_trials=pd.DataFrame(columns=["episode_id", "agent_id", "task_id", "trial", "hint", "input", "output"]),
         trend=trend, previous_summary=None, labels=pd.DataFrame(),
     )  # fmt: skip
