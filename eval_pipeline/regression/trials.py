@@ -39,23 +39,9 @@ def pass_hat_k(n: int, c: int, k: int) -> float:
     return float(pass_curves(n, c)[1][k - 1])
 
 
-def task_trials(frame: pd.DataFrame) -> pd.DataFrame:
-    """Per (agent, task): trials with a verdict, passes and flakiness (frame: agent_id, task_id, passed: the
-    episode verdict, None where it has none)."""
-    judged = frame[frame["passed"].notna()]
-    if judged.empty:
-        return pd.DataFrame(columns=TASK_TRIAL_COLUMNS)
-    counts = (
-        judged.assign(passed=judged["passed"].astype(bool))
-        .groupby(["agent_id", "task_id"], sort=True)["passed"]
-        .agg(trials="size", passes="sum")
-        .reset_index()
-    )
-    return with_flakiness(counts)
-
-
 def with_flakiness(counts: pd.DataFrame) -> pd.DataFrame:
-    """`counts` (agent_id, task_id, trials: those with a verdict, passes) with each task's flakiness."""
+    """`counts` (agent_id, task_id, trials: those with a verdict, passes; `warehouse.trials.trial_counts`) with each
+    task's flakiness."""
     curves = (pass_curves(int(n), int(c)) for n, c in zip(counts["trials"], counts["passes"], strict=True))
     return counts.assign(flakiness=[float(np.mean(at - hat)) for at, hat in curves])[TASK_TRIAL_COLUMNS]
 

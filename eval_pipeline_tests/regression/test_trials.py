@@ -3,7 +3,7 @@
 import pandas as pd
 import pytest
 
-from eval_pipeline.regression.trials import agent_pass_at_k, pass_at_k, pass_hat_k, task_trials
+from eval_pipeline.regression.trials import agent_pass_at_k, pass_at_k, pass_hat_k, with_flakiness
 
 
 @pytest.mark.parametrize(
@@ -25,24 +25,12 @@ def test_estimators_match_hand_computed_values(n, c, k, at_k, hat_k):
     assert pass_hat_k(n, c, k) == pytest.approx(hat_k)
 
 
-def frame(rows):
-    return pd.DataFrame(rows, columns=["agent_id", "task_id", "passed"])
-
-
 def test_per_agent_means_over_tasks_with_enough_trials():
-    trials = frame(
-        [("a", "t1", v) for v in (True, False, False)]  # n 3, c 1
-        + [("a", "t2", v) for v in (True, True)]  # n 2, c 2
-        + [("a", "t3", None), ("a", "t3", False)]  # the trial without a verdict is left out: n 1, c 0
-        + [("b", "t1", True)]
+    counts = pd.DataFrame(
+        [("a", "t1", 3, 1), ("a", "t2", 2, 2), ("a", "t3", 1, 0), ("b", "t1", 1, 1)],
+        columns=["agent_id", "task_id", "trials", "passes"],
     )
-    tasks = task_trials(trials)
-    assert tasks[["agent_id", "task_id", "trials", "passes"]].values.tolist() == [
-        ["a", "t1", 3, 1],
-        ["a", "t2", 2, 2],
-        ["a", "t3", 1, 0],
-        ["b", "t1", 1, 1],
-    ]
+    tasks = with_flakiness(counts)
     # t1: k=1 0, k=2 (1 − 1/3) − 0 = 2/3, k=3 1 − 0: flakiness (0 + 2/3 + 1) / 3 = 5/9; t2 and t3 are steady
     assert tasks["flakiness"].tolist() == pytest.approx([5 / 9, 0.0, 0.0, 0.0])
     per_k = agent_pass_at_k(tasks)

@@ -49,7 +49,7 @@ from eval_pipeline.regression.aggregates import summary_columns
 from eval_pipeline.regression.findings import VerdictCounts, finding_screen, partition_findings
 from eval_pipeline.regression.lifecycle import with_lifecycle
 from eval_pipeline.regression.source_health import TRAILING_DAYS
-from eval_pipeline.regression.trials import agent_pass_at_k, task_trials
+from eval_pipeline.regression.trials import agent_pass_at_k, with_flakiness
 from eval_pipeline.replay.live import LIVE_REPLAY_COLUMNS, recordings_from_steps, replay_all
 from eval_pipeline.reports.daily import (
     TREND_DAYS,
@@ -81,7 +81,7 @@ from eval_pipeline.warehouse.report_files import write_report_row
 from eval_pipeline.warehouse.reports import report_inputs
 from eval_pipeline.warehouse.rewards import write_rewards
 from eval_pipeline.warehouse.scores import write_scores
-from eval_pipeline.warehouse.trials import trial_inputs, write_trials
+from eval_pipeline.warehouse.trials import trial_counts, write_trials
 
 # A backfill is one run over its days unless EVAL_BACKFILL_DAYS_PER_RUN splits it (on a lake, whose runs execute at once)
 _BACKFILL = (
@@ -636,8 +636,7 @@ def pass_at_k(
     cfg, wh = eval_config.load(), warehouse.get()
 
     def count(day: date) -> DayMetadata:
-        trials = trial_inputs(wh, day, config.agent_id)
-        per_task = task_trials(trials)
+        per_task = with_flakiness(trial_counts(wh, day, config.agent_id))
         per_k = agent_pass_at_k(per_task)
         stamp = {"partition_date": day, "config_version": cfg.version}
         write_trials(wh, day, per_k.assign(**stamp), per_task.assign(**stamp), config.agent_id)
