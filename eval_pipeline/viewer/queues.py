@@ -22,7 +22,7 @@ class ReviewPool:
 
     day: date
     scores: pd.DataFrame  # `episode_id, agent_id, passed, case_passed`, by episode id
-    judgements: pd.DataFrame  # `judgements` rows
+    judgements: pd.DataFrame  # each judged episode's mean normalized verdict (`warehouse.labels.review_pool`)
     calibration_size: int  # [cases] calibration_sample
     passes_size: int  # [review] passes_sample
 

@@ -84,7 +84,9 @@ def day_labels(con: duckdb.DuckDBPyConnection, day: date, agent_id: str | None =
 
 def review_pool(con: duckdb.DuckDBPyConnection, day: date) -> tuple[pd.DataFrame, pd.DataFrame]:
     """What queues are drawn from: the day's current episode verdicts (`episode_id, agent_id, passed, case_passed`)
-    and its judge verdicts (`judgements` rows)."""
+    and each judged episode's mean normalized rubric verdict, as one `judgements` row of its own (`episode_id, status,
+    normalized`), which `judge_verdicts` reads as it reads the rows: a row per episode, not per rubric and episode with
+    its reasoning (a judged day of 200,000 episodes held 400,000)."""
     params = {"day": day}
     scores = frame_of(
         con.execute(
@@ -93,8 +95,23 @@ def review_pool(con: duckdb.DuckDBPyConnection, day: date) -> tuple[pd.DataFrame
             params,
         )
     )
-    judgements = frame_of(con.execute("SELECT * FROM judgements WHERE partition_date = $day", params))
-    return scores, judgements
+    judged = frame_of(
+        con.execute(
+            "SELECT episode_id, 'judged' AS status, avg(normalized) AS normalized FROM judgements "
+            "WHERE partition_date = $day AND status = 'judged' GROUP BY episode_id ORDER BY episode_id",
+            params,
+        )
+    )
+    return scores, judged
+
+
+def labelled_judgements(con: duckdb.DuckDBPyConnection, day: date, agent_id: str | None, labels: pd.DataFrame) -> pd.DataFrame:
+    """The day's `judgements` rows (of `agent_id` alone, when given) of the episodes `labels` holds a verdict on: what
+    the labels' agreement with the judge reads."""
+    params = {"day": day, "agent": agent_id, "labelled": labels["episode_id"].tolist() if len(labels) else []}
+    return frame_of(
+        con.execute(f"SELECT * FROM judgements WHERE {DAY_OF_AGENT} AND list_contains($labelled, episode_id)", params)
+    )
 
 
 def label_truth(warehouse: Warehouse, first: date, last: date) -> dict[str, float]:

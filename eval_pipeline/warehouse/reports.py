@@ -21,7 +21,7 @@ from eval_pipeline.reports.document import (
     reported_means,
 )
 from eval_pipeline.warehouse.connection import DAY_OF_AGENT, Warehouse, frame_of, frames_of, of_agent
-from eval_pipeline.warehouse.labels import day_labels
+from eval_pipeline.warehouse.labels import day_labels, labelled_judgements
 from eval_pipeline.warehouse.replays import replay_failed
 from eval_pipeline.warehouse.rows import one_row
 
@@ -63,10 +63,7 @@ def report_inputs(warehouse: Warehouse, day: date, trend_days: int, agent_id: st
             params,
         )
         judge = _judge_tally(con, params)
-        labelled = {**params, "labelled": labels["episode_id"].tolist()}
-        labelled_judgements = frame_of(
-            con.execute(f"SELECT * FROM judgements WHERE {DAY_OF_AGENT} AND list_contains($labelled, episode_id)", labelled)
-        )
+        judged_labelled = labelled_judgements(con, day, agent_id, labels)
         pass_at_k = frame_of(con.execute(f"SELECT * FROM pass_at_k WHERE {DAY_OF_AGENT}", params))
         task_trials = frame_of(con.execute(f"SELECT * FROM task_trials WHERE {DAY_OF_AGENT}", params))
         failed_trials = frame_of(con.execute(_FAILED_TRIALS, params))
@@ -82,7 +79,7 @@ def report_inputs(warehouse: Warehouse, day: date, trend_days: int, agent_id: st
         superseded=int(superseded_count),
         quarantined=int(quarantined),
         judge=judge,
-        labelled_judgements=labelled_judgements,
+        labelled_judgements=judged_labelled,
         pass_at_k=pass_at_k,
         task_trials=task_trials,
         failed_trials=failed_trials,

@@ -3,6 +3,7 @@
 import json
 from collections import Counter
 from collections.abc import Iterator
+from datetime import date
 
 import dagster as dg
 import pandas as pd
@@ -11,9 +12,11 @@ import pytest
 from eval_pipeline.defs.pipeline import assets
 from eval_pipeline.defs.resources import JudgeResource
 from eval_pipeline.episodes.samples import write_samples
+from eval_pipeline.regression.agreement import judge_verdicts
 from eval_pipeline.warehouse import judge as warehouse_judge
 from eval_pipeline.warehouse import reports as warehouse_reports
-from eval_pipeline.warehouse.connection import Warehouse
+from eval_pipeline.warehouse.connection import Warehouse, frame_of
+from eval_pipeline.warehouse.labels import review_pool
 from eval_pipeline_tests.defs.graph import GRAPH, local_resources, table_metadata
 
 pytestmark = pytest.mark.slow
@@ -134,7 +137,8 @@ def test_offline_the_judge_is_skipped_and_the_report_says_so(tmp_path):
 def test_a_day_judged_a_part_at_a_time_has_the_verdicts_and_figures_of_the_day_judged_whole(tmp_path, fake_openai, monkeypatch):
     """The judge step read the day's candidates whole and built every prompt at once: a day of 200,000 episodes under a
     budget of 2,000 calls took it 25.5 s at a peak of 1,746 MiB, the run's highest. Judged a few at a time here, the
-    day has the same verdicts, cached flags and figures, and a budget holds for the day, not for each part."""
+    day has the same verdicts, cached flags and figures, and a budget holds for the day, not for each part. The report
+    counts the verdicts a few at a time to the same figures, and the review queues read a judge verdict per episode."""
     judged = {}
     for name, part_episodes, budget in (("whole", 10_000, ""), ("parts", 5, ""), ("budget", 5, "max_calls_per_run = 7\n")):
         root = tmp_path / name
@@ -172,6 +176,10 @@ def test_a_day_judged_a_part_at_a_time_has_the_verdicts_and_figures_of_the_day_j
         key: whole[key] for key in ("judgements", "pairwise", "metadata", "report")
     }
     assert [(r["rubric"], r["judged"]) for r in whole["report"]["rubrics"]] == [("relevance", 48), ("tone", 48)]
+    with Warehouse(tmp_path / "whole" / "eval.duckdb").connect(read_only=True) as con:  # the review queues' judge
+        _, judged = review_pool(con, date(2026, 11, 2))
+        every = frame_of(con.execute("SELECT * FROM judgements WHERE partition_date = '2026-11-02'"))
+    assert len(judged) == 48 < len(every) and judge_verdicts(judged).equals(judge_verdicts(every))
     assert whole["metadata"]["llm_calls"] > 7 and budget["metadata"]["llm_calls"] == 7
     statuses = Counter(status for *_, status in budget["judgements"])
     assert statuses["judged"] > 0 and statuses["skipped"] > 0 and sum(statuses.values()) == 96
