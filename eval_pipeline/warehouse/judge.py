@@ -47,8 +47,8 @@ def judge_inputs_in_parts(warehouse: Warehouse, day: date, policy: str, agent_id
         files = _spool_inputs(warehouse, day, policy, agent_id, Path(spool))
         with closing(duckdb.connect()) as reader:
             for path in files:
-                part = feather.read_table(path)  # noqa: F841 (read by name)
-                yield frame_of(reader.execute("SELECT * FROM part ORDER BY episode_id"))
+                part = pyarrow.ipc.open_file(path).read_all()  # noqa: F841 (read by name)
+                yield frame_of(reader.execute("SELECT * EXCLUDE (part) FROM part ORDER BY episode_id"))
 
 
 def _spool_inputs(warehouse: Warehouse, day: date, policy: str, agent_id: str | None, spool: Path) -> list[Path]:
