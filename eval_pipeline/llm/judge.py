@@ -1,5 +1,5 @@
-"""Rubric judge: one call per rubric per answer, a 1-5 score with reasoning, validated by pydantic;
-and a partition's whole judgement (rubrics and pairwise) in one concurrent batch."""
+"""Rubric judge: one call per rubric per answer, a 1-5 score with reasoning, validated by pydantic; a part of a
+day's judgement (rubrics and pairwise) in one concurrent batch; and the day's figures, added up part by part."""
 
 from __future__ import annotations
 
