@@ -100,7 +100,7 @@ def test_one_agents_rerun_leaves_the_days_report_the_whole_days(project_env, cap
 
 def test_one_agents_rerun_counts_the_days_other_agents_a_batch_at_a_time(project_env, capsys, monkeypatch):
     """A rerun of one agent on a big day read every other agent's scores whole into memory to count them: on a day of
-    200,000 episodes, 190,000 rows took its scores step from 341 to 749 MiB, about as much as the whole day's ingest.
+    200,000 episodes, 190,000 rows took its scores step to 749 MiB, near the 917 MiB of the whole day's ingest.
     Read a batch at a time (here 3 rows), they give the day's outputs the whole day's run gave."""
     days, agents, tasks = ["2026-11-01", "2026-11-02"], ("alpha", "beta", "gamma"), 4
     (project_env / "episodes").mkdir()
