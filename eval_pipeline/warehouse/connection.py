@@ -22,6 +22,7 @@ from collections.abc import Callable, Iterator
 from contextlib import ExitStack, closing, contextmanager
 from datetime import date
 from pathlib import Path
+from tempfile import TemporaryDirectory
 from typing import TYPE_CHECKING, TypeVar
 
 import duckdb
@@ -63,6 +64,12 @@ class Warehouse:
     def waiting_at_most(self, seconds: float) -> Warehouse:
         """The same warehouse, its openers waiting at most `seconds` for the file's lock."""
         return Warehouse(self.path, seconds, self.memory_limit, self.lake)
+
+    def spool(self, prefix: str) -> TemporaryDirectory[str]:
+        """A private directory for what a step sets aside rather than hold in memory, removed after: beside the warehouse
+        file, on the disk DuckDB spills to, not in the host's temporary directory, which may be memory (tmpfs)."""
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        return TemporaryDirectory(prefix=prefix, dir=self.path.parent)
 
     @property
     def shared_directory(self) -> Path:

@@ -8,7 +8,6 @@ from collections.abc import Iterator
 from contextlib import closing
 from datetime import date
 from pathlib import Path
-from tempfile import TemporaryDirectory
 
 import duckdb
 import pandas as pd
@@ -43,7 +42,7 @@ def judge_inputs_in_parts(warehouse: Warehouse, day: date, policy: str, agent_id
     baseline scoring compares with: NULL where there is none), a part of about JUDGE_PART_EPISODES at a time, each in
     episode order. The same question about the same answer falls in one part (split by a hash of both), so a run asks
     it once. The day is read in one session into a file per part, and the parts from those files."""
-    with TemporaryDirectory(prefix="eval-judge-") as spool:
+    with warehouse.spool(".judge-inputs-") as spool:
         files = _spool_inputs(warehouse, day, policy, agent_id, Path(spool))
         with closing(duckdb.connect()) as reader:
             for path in files:
@@ -75,14 +74,16 @@ def _spool_inputs(warehouse: Warehouse, day: date, policy: str, agent_id: str | 
 
 
 class JudgementSpool:
-    """A day's verdicts and new cached answers, a part at a time in files of a private temporary directory, written to
-    the warehouse in one transaction (`write`): all of the day's verdicts land, or none."""
+    """A day's verdicts and new cached answers, a part at a time in files of a private directory (`Warehouse.spool`),
+    written to the warehouse in one transaction (`write`): all of the day's verdicts land, or none."""
 
     _TABLES = ("judgements", "pairwise_judgements", "llm_cache")
 
-    def __enter__(self) -> JudgementSpool:
-        self._held = TemporaryDirectory(prefix="eval-judgements-")
+    def __init__(self, warehouse: Warehouse) -> None:
+        self.warehouse, self._held = warehouse, warehouse.spool(".judgements-")
         self.directory, self.parts = Path(self._held.name), 0
+
+    def __enter__(self) -> JudgementSpool:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -93,9 +94,9 @@ class JudgementSpool:
             feather.write_feather(pa.Table.from_pandas(rows, preserve_index=False), self._file(table, self.parts))
         self.parts += 1
 
-    def write(self, warehouse: Warehouse, day: date, agent_id: str | None) -> None:
+    def write(self, day: date, agent_id: str | None) -> None:
         """Replace the day's verdicts (one agent's, when scoped) with the spooled ones, and add the new cached answers."""
-        with warehouse.transaction() as con:
+        with self.warehouse.transaction() as con:
             for table in ("judgements", "pairwise_judgements"):
                 clear_partition(con, table, day, agent_id)
             for part in range(self.parts):

@@ -1,9 +1,11 @@
 """The judge inside the graph: verdicts per episode and rubric, cached so a re-run makes no call."""
 
 import json
+import tempfile
 from collections import Counter
 from collections.abc import Iterator
 from datetime import date
+from pathlib import Path
 
 import dagster as dg
 import pandas as pd
@@ -139,7 +141,15 @@ def test_a_day_judged_a_part_at_a_time_has_the_verdicts_and_figures_of_the_day_j
     budget of 2,000 calls took it 25.5 s at a peak of 1,746 MiB, the run's highest. Judged a few at a time here, the
     day has the same verdicts, cached flags and figures, and a budget holds for the day, not for each part. The report
     counts the verdicts a few at a time to the same figures, and the review queues read a judge verdict per episode."""
-    judged = {}
+    judged, spools = {}, []
+    spool = Warehouse.spool
+
+    def spooled(warehouse: Warehouse, prefix: str) -> tempfile.TemporaryDirectory[str]:
+        made = spool(warehouse, prefix)
+        spools.append(Path(made.name))
+        return made
+
+    monkeypatch.setattr(Warehouse, "spool", spooled)
     for name, part_episodes, budget in (("whole", 10_000, ""), ("parts", 5, ""), ("budget", 5, "max_calls_per_run = 7\n")):
         root = tmp_path / name
         write_samples(root / "episodes")
@@ -171,6 +181,8 @@ def test_a_day_judged_a_part_at_a_time_has_the_verdicts_and_figures_of_the_day_j
             "parts": parts,
         }  # fmt: skip
     whole, parts, budget = judged["whole"], judged["parts"], judged["budget"]
+    # beside the warehouse, where DuckDB spills, not in the host's temporary directory (which may be memory); removed
+    assert {path.parent.name for path in spools} == set(judged) and not any(path.exists() for path in spools)
     assert whole["parts"] == [48] and len(parts["parts"]) >= 5 and sum(parts["parts"]) == 48
     assert {key: parts[key] for key in ("judgements", "pairwise", "metadata", "report")} == {
         key: whole[key] for key in ("judgements", "pairwise", "metadata", "report")

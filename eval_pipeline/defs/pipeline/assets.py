@@ -415,7 +415,7 @@ def judgements(
         gateway = judge.gateway(cfg)  # one budget for the day's parts
         stamp = {"partition_date": day, "config_version": cfg.version}
         tally, calls, cache_hits, rows, pairs = JudgeTally(), 0, 0, 0, 0
-        with JudgementSpool() as spool:
+        with JudgementSpool(wh) as spool:
             for part, candidates in enumerate(judge_inputs_in_parts(wh, day, cfg.baseline.policy, config.agent_id)):
                 asking = gateway.renewed() if part else gateway
                 outcome = judge_partition(
@@ -425,7 +425,7 @@ def judgements(
                 tally += judge_tally(outcome.rubrics, outcome.pairwise)
                 calls, cache_hits = calls + outcome.calls, cache_hits + outcome.cache_hits
                 rows, pairs = rows + len(outcome.rubrics), pairs + len(outcome.pairwise)
-            spool.write(wh, day, config.agent_id)
+            spool.write(day, config.agent_id)
         return {
             "judgements": {"llm_calls": calls, **_retried(context, day, gateway), "cache_hits": cache_hits,
                            **tally.summary(), "dagster/row_count": rows},
