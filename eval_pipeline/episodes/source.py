@@ -39,7 +39,7 @@ def open_source(
     if location.startswith(("http://", "https://")):
         from eval_pipeline.episodes.store import EpisodeStore  # with httpx: 0.1 s more to start, for a store only
 
-        return EpisodeStore(location)
+        return EpisodeStore(location, spool_directory=index_path.parent)  # a day's answer beside the warehouse, not in memory
     sources = sources or SourcesConfig()
     return FileSource(
         Path(location),

@@ -12,7 +12,8 @@ import json
 import tempfile
 from collections.abc import Iterator
 from datetime import UTC, date, datetime, time, timedelta
-from typing import Any
+from pathlib import Path
+from typing import IO, Any
 
 import httpx
 
@@ -35,10 +36,20 @@ def _day_bounds(day: date) -> dict[str, str]:
 
 
 class EpisodeStore:
-    def __init__(self, base_url: str, *, timeout: float = 30.0, backoff: Backoff = DEFAULT_BACKOFF):
+    def __init__(
+        self, base_url: str, *, timeout: float = 30.0, backoff: Backoff = DEFAULT_BACKOFF, spool_directory: Path | None = None
+    ):
         self.base_url = base_url.rstrip("/")
         self.timeout = timeout
         self.backoff = backoff
+        # where a day's answer is spooled (the host's temporary directory when None, which may be memory: tmpfs)
+        self.spool_directory = spool_directory
+
+    def _spool(self) -> IO[bytes]:
+        """A file for a day's answer, closed (and gone) once its caller has read it."""
+        if self.spool_directory is not None:
+            self.spool_directory.mkdir(parents=True, exist_ok=True)
+        return tempfile.TemporaryFile(dir=self.spool_directory)
 
     def _client(self) -> httpx.Client:
         return httpx.Client(base_url=self.base_url, timeout=self.timeout)
@@ -90,7 +101,7 @@ class EpisodeStore:
         """Spool the day's NDJSON export; None when this store has no export endpoint."""
 
         def call():
-            spool = tempfile.TemporaryFile()  # noqa: SIM115 (returned to the caller, who closes it)
+            spool = self._spool()
             try:
                 with client.stream("GET", "/v1/episodes/export", params=_day_bounds(day)) as response:
                     if response.status_code in (404, 405, 501):
@@ -125,7 +136,7 @@ class EpisodeStore:
     def _paged(self, client: httpx.Client, day: date):
         """Spool the day's episodes one by one: list pages past the 500-row cap, then get-by-id."""
         ids = [str(summary["episode_id"]) for summary in self._summaries(client, day)]
-        spool = tempfile.TemporaryFile()  # noqa: SIM115 (returned to the caller, who closes it)
+        spool = self._spool()
         try:
             for episode_id in ids:
                 episode = self._get_json(client, f"/v1/episodes/{episode_id}")

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import socket
+import tempfile
 import threading
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
@@ -16,6 +17,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
+from eval_pipeline.episodes.source import open_source
 from eval_pipeline.episodes.store import EpisodeStore, SourceUnavailable
 from eval_pipeline.retry import Backoff
 
@@ -363,3 +365,23 @@ def test_the_day_is_fetched_before_records_are_read(fake_store, export_enabled):
     records = EpisodeStore(url, backoff=FAST).records_for(DAY)
     fake_store.close()  # the store goes away before a single record is read
     check_records(list(records), url, expected)
+
+
+@pytest.mark.parametrize("export_enabled", [True, False])
+def test_the_day_is_spooled_beside_the_warehouse_not_in_the_hosts_temporary_directory(
+    fake_store, export_enabled, tmp_path, monkeypatch
+):
+    """The day's answer (2.5 GB at a million episodes) is spooled before its records are read. In the host's temporary
+    directory, which may be memory (tmpfs), it would hold the memory the ingest's batches save."""
+    expected = populate(fake_store)
+    fake_store.export_enabled = export_enabled
+    made, temporary_file = [], tempfile.TemporaryFile
+
+    def spooled(**kwargs):
+        made.append(kwargs.get("dir"))
+        return temporary_file(**kwargs)
+
+    monkeypatch.setattr(tempfile, "TemporaryFile", spooled)
+    source = open_source(fake_store.url, tmp_path / "data" / "episode_source_index.json")
+    check_records(list(source.records_for(DAY)), fake_store.url, expected)
+    assert made and set(made) == {tmp_path / "data"}  # without an export, its try's spool and the pages'
