@@ -42,7 +42,7 @@ from eval_pipeline.viewer.links import (
 )
 from eval_pipeline.viewer.queues import QUEUES, QueueKind, ReviewPool
 from eval_pipeline.warehouse.compare import selected_runs, selected_tasks, selector_choices
-from eval_pipeline.warehouse.labels import day_labels, labelled_judgements, review_pool
+from eval_pipeline.warehouse.labels import day_labels, labelled_judgements, labelled_scores, review_pool
 from eval_pipeline.warehouse.viewer import (
     DAYS_PER_PAGE,
     EPISODES_PER_PAGE,
@@ -242,7 +242,7 @@ class Pages:
             episodes = kind.episodes(pool)
             done = _labelled(labels, kind.name, reviewer)
             queues.append({"kind": kind, "size": len(episodes), "done": len(done & set(episodes))})
-        summary = label_summary(labels, pool.scores, labelled_judgements(con, day, None, labels))
+        summary = label_summary(labels, labelled_scores(con, day, labels), labelled_judgements(con, day, None, labels))
         return self.render("review.html.j2", day=day, queues=queues, reviewer=reviewer, summary=summary)
 
     def queue(
@@ -323,8 +323,7 @@ class Pages:
 
     @staticmethod
     def _pool(con: duckdb.DuckDBPyConnection, day: date, settings: ReviewSettings) -> ReviewPool:
-        scores, judgements = review_pool(con, day)
-        return ReviewPool(day, scores, judgements, settings.calibration_size, settings.passes_size)
+        return ReviewPool(day, review_pool(con, day), settings.calibration_size, settings.passes_size)
 
     def _episode(self, con: duckdb.DuckDBPyConnection, day: date, episode_id: str) -> dict[str, Any] | None:
         """What an episode's page shows, for the episode page and a queue's page alike."""

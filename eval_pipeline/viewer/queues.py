@@ -14,15 +14,15 @@ import pandas as pd
 
 from eval_pipeline.regression.agreement import judge_verdicts
 from eval_pipeline.reports.calibration import seeded_draw
+from eval_pipeline.warehouse.labels import DayVerdicts
 
 
 @dataclass(frozen=True)
 class ReviewPool:
-    """A day's verdicts, as the queues filter them."""
+    """A day's verdicts, as the queues draw from them."""
 
     day: date
-    scores: pd.DataFrame  # `episode_id, agent_id, passed, case_passed`, by episode id
-    judgements: pd.DataFrame  # each judged episode's mean normalized verdict (`warehouse.labels.review_pool`)
+    verdicts: DayVerdicts
     calibration_size: int  # [cases] calibration_sample
     passes_size: int  # [review] passes_sample
 
@@ -35,32 +35,28 @@ class QueueKind:
     episodes: Callable[[ReviewPool], list[str]]  # the episode ids to review, in order
 
 
-def _ids(frame: pd.DataFrame) -> list[str]:
-    """The episode ids, sorted: a seeded draw from them is then the same whatever order the rows came in."""
-    return sorted(str(episode) for episode in frame["episode_id"])
-
-
 def _failed(pool: ReviewPool) -> list[str]:
-    return _ids(pool.scores[pool.scores["passed"].astype("boolean").eq(False).fillna(False)])
+    return pool.verdicts.failed
 
 
 def _calibration(pool: ReviewPool) -> list[str]:
-    failed_cases = _ids(pool.scores[pool.scores["case_passed"].astype("boolean").eq(False).fillna(False)])
-    return sorted(seeded_draw("calibration", pool.day, failed_cases, pool.calibration_size))
+    return sorted(seeded_draw("calibration", pool.day, pool.verdicts.failed_cases, pool.calibration_size))
 
 
 def _disagreements(pool: ReviewPool) -> list[str]:
     """Episodes whose judge verdict differs from their case verdict (the checks' verdict without a case)."""
-    judge = judge_verdicts(pool.judgements)
-    own = pool.scores.set_index("episode_id")
+    judged = pool.verdicts.judged
+    judge = judge_verdicts(judged)
+    own = judged.set_index("episode_id")
     verdict = own["case_passed"].astype("boolean").fillna(own["passed"].astype("boolean"))
     both = pd.DataFrame({"judge": judge, "verdict": verdict}).dropna()
     return sorted(str(episode) for episode in both.index[both["judge"].astype(bool) != both["verdict"].astype(bool)])
 
 
 def _passes(pool: ReviewPool) -> list[str]:
-    passed = _ids(pool.scores[pool.scores["passed"].astype("boolean").eq(True).fillna(False)])
-    return sorted(seeded_draw("passes", pool.day, passed, pool.passes_size))
+    """Drawn by position among the passed ids in order: the ids `seeded_draw` would draw from all of them, read alone."""
+    positions = seeded_draw("passes", pool.day, range(pool.verdicts.passed), pool.passes_size)
+    return sorted(pool.verdicts.passed_at(positions))
 
 
 QUEUES: tuple[QueueKind, ...] = (

@@ -9,7 +9,7 @@ label back to the reviewer instead of dropping it.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import date
 from typing import Literal
@@ -82,27 +82,59 @@ def day_labels(con: duckdb.DuckDBPyConnection, day: date, agent_id: str | None =
     )
 
 
-def review_pool(con: duckdb.DuckDBPyConnection, day: date) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """What queues are drawn from: the day's current episode verdicts (`episode_id, agent_id, passed, case_passed`)
-    and each judged episode's mean normalized rubric verdict, as one `judgements` row of its own (`episode_id, status,
-    normalized`), which `judge_verdicts` reads as it reads the rows: a row per episode, not per rubric and episode with
-    its reasoning (a judged day of 200,000 episodes held 400,000)."""
+@dataclass(frozen=True)
+class DayVerdicts:
+    """What the review queues draw from: the ids each queue picks from and the passed episodes by position, never a
+    row of every episode (the day's verdicts read whole took a server to 340 MB, from 193, on a day of 200,000)."""
+
+    failed: list[str]  # the failed episodes' ids, sorted
+    failed_cases: list[str]  # the ids of the episodes whose case failed, sorted
+    passed: int  # how many episodes passed
+    passed_at: Callable[[Sequence[int]], list[str]]  # the ids at these positions of the passed ones sorted by id
+    judged: pd.DataFrame  # each judged episode's mean normalized verdict, as a `judgements` row (`episode_id, status,
+    # normalized`) that `judge_verdicts` reads, with the episode's own verdicts (`passed, case_passed`)
+
+
+_IDS = "SELECT episode_id FROM current_scores WHERE partition_date = $day AND {verdict} ORDER BY episode_id"
+_PASSED_AT = """
+SELECT episode_id FROM (
+    SELECT episode_id, row_number() OVER (ORDER BY episode_id) - 1 AS position
+    FROM current_scores WHERE partition_date = $day AND passed
+) WHERE list_contains($positions, position) ORDER BY episode_id
+"""
+_JUDGED = """
+SELECT j.episode_id, 'judged' AS status, j.normalized, s.passed, s.case_passed
+FROM (SELECT episode_id, avg(normalized) AS normalized FROM judgements
+      WHERE partition_date = $day AND status = 'judged' GROUP BY episode_id) j
+LEFT JOIN current_scores s ON s.partition_date = $day AND s.episode_id = j.episode_id
+ORDER BY j.episode_id
+"""
+
+
+def review_pool(con: duckdb.DuckDBPyConnection, day: date) -> DayVerdicts:
+    """The day's verdicts the review queues draw from, on `con` (`passed_at` asks it again)."""
     params = {"day": day}
-    scores = frame_of(
+
+    def ids(verdict: str) -> list[str]:
+        return [row[0] for row in con.execute(_IDS.format(verdict=verdict), params).fetchall()]
+
+    def passed_at(positions: Sequence[int]) -> list[str]:
+        return [row[0] for row in con.execute(_PASSED_AT, {**params, "positions": list(positions)}).fetchall()]
+
+    passed = one_row(con, "SELECT count(*) FROM current_scores WHERE partition_date = $day AND passed", params)[0]
+    judged = frame_of(con.execute(_JUDGED, params))
+    return DayVerdicts(ids("passed = false"), ids("case_passed = false"), int(passed), passed_at, judged)
+
+
+def labelled_scores(con: duckdb.DuckDBPyConnection, day: date, labels: pd.DataFrame) -> pd.DataFrame:
+    """`episode_id, passed` of the day's current episodes `labels` holds a verdict on: what their agreement reads."""
+    params = {"day": day, "labelled": labels["episode_id"].tolist() if len(labels) else []}
+    return frame_of(
         con.execute(
-            "SELECT episode_id, agent_id, passed, case_passed FROM current_scores WHERE partition_date = $day "
-            "ORDER BY episode_id",
+            "SELECT episode_id, passed FROM current_scores WHERE partition_date = $day AND list_contains($labelled, episode_id)",
             params,
         )
     )
-    judged = frame_of(
-        con.execute(
-            "SELECT episode_id, 'judged' AS status, avg(normalized) AS normalized FROM judgements "
-            "WHERE partition_date = $day AND status = 'judged' GROUP BY episode_id ORDER BY episode_id",
-            params,
-        )
-    )
-    return scores, judged
 
 
 def labelled_judgements(con: duckdb.DuckDBPyConnection, day: date, agent_id: str | None, labels: pd.DataFrame) -> pd.DataFrame:

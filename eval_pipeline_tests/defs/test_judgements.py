@@ -189,7 +189,7 @@ def test_a_day_judged_a_part_at_a_time_has_the_verdicts_and_figures_of_the_day_j
     }
     assert [(r["rubric"], r["judged"]) for r in whole["report"]["rubrics"]] == [("relevance", 48), ("tone", 48)]
     with Warehouse(tmp_path / "whole" / "eval.duckdb").connect(read_only=True) as con:  # the review queues' judge
-        _, judged = review_pool(con, date(2026, 11, 2))
+        judged = review_pool(con, date(2026, 11, 2)).judged
         every = frame_of(con.execute("SELECT * FROM judgements WHERE partition_date = '2026-11-02'"))
     assert len(judged) == 48 < len(every) and judge_verdicts(judged).equals(judge_verdicts(every))
     assert whole["metadata"]["llm_calls"] > 7 and budget["metadata"]["llm_calls"] == 7
