@@ -126,9 +126,14 @@ def review_pool(con: duckdb.DuckDBPyConnection, day: date) -> DayVerdicts:
     return DayVerdicts(ids("passed = false"), ids("case_passed = false"), int(passed), passed_at, judged)
 
 
+def _labelled(labels: pd.DataFrame) -> list[str]:
+    """The ids of the episodes `labels` (`labels` rows) holds a verdict on."""
+    return labels["episode_id"].tolist() if len(labels) else []
+
+
 def labelled_scores(con: duckdb.DuckDBPyConnection, day: date, labels: pd.DataFrame) -> pd.DataFrame:
     """`episode_id, passed` of the day's current episodes `labels` holds a verdict on: what their agreement reads."""
-    params = {"day": day, "labelled": labels["episode_id"].tolist() if len(labels) else []}
+    params = {"day": day, "labelled": _labelled(labels)}
     return frame_of(
         con.execute(
             "SELECT episode_id, passed FROM current_scores WHERE partition_date = $day AND list_contains($labelled, episode_id)",
@@ -140,7 +145,7 @@ def labelled_scores(con: duckdb.DuckDBPyConnection, day: date, labels: pd.DataFr
 def labelled_judgements(con: duckdb.DuckDBPyConnection, day: date, agent_id: str | None, labels: pd.DataFrame) -> pd.DataFrame:
     """The day's `judgements` rows (of `agent_id` alone, when given) of the episodes `labels` holds a verdict on: what
     the labels' agreement with the judge reads."""
-    params = {"day": day, "agent": agent_id, "labelled": labels["episode_id"].tolist() if len(labels) else []}
+    params = {"day": day, "agent": agent_id, "labelled": _labelled(labels)}
     return frame_of(
         con.execute(f"SELECT * FROM judgements WHERE {DAY_OF_AGENT} AND list_contains($labelled, episode_id)", params)
     )

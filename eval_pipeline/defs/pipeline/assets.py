@@ -414,7 +414,7 @@ def judgements(
     def judge_day(day: date) -> DayMetadata:
         gateway = judge.gateway(cfg)  # one budget for the day's parts
         stamp = {"partition_date": day, "config_version": cfg.version}
-        tally, calls, cache_hits, rows, pairs = JudgeTally(), 0, 0, 0, 0
+        tally, calls, cache_hits = JudgeTally(), 0, 0
         with JudgementSpool(wh) as spool:
             for part, candidates in enumerate(judge_inputs_in_parts(wh, day, cfg.baseline.policy, config.agent_id)):
                 asking = gateway.renewed() if part else gateway
@@ -424,12 +424,11 @@ def judgements(
                 spool.add(outcome.rubrics.assign(**stamp), outcome.pairwise.assign(**stamp), outcome.new_cache)
                 tally += judge_tally(outcome.rubrics, outcome.pairwise)
                 calls, cache_hits = calls + outcome.calls, cache_hits + outcome.cache_hits
-                rows, pairs = rows + len(outcome.rubrics), pairs + len(outcome.pairwise)
             spool.write(day, config.agent_id)
         return {
             "judgements": {"llm_calls": calls, **_retried(context, day, gateway), "cache_hits": cache_hits,
-                           **tally.summary(), "dagster/row_count": rows},
-            "pairwise_judgements": {"dagster/row_count": pairs},
+                           **tally.summary(), "dagster/row_count": tally.statuses.total()},
+            "pairwise_judgements": {"dagster/row_count": tally.pair_statuses.total()},
         }  # fmt: skip
 
     _each_day_writing(context, wh, judge_day, config.agent_id, one_connection=False)
