@@ -271,14 +271,15 @@ def episode_verdicts(scored: pd.DataFrame, critical: pd.Series, config: EvalConf
     threshold = config.policies.pass_threshold
     weighted, reward = scored["weighted_score"].astype(float), scored["recorded_reward"].astype(float)
     case_failed = scored["case_passed"].astype("boolean").fillna(True).eq(False).to_numpy(dtype=bool)
-    reasons = pd.Series(
-        [
-            _failure_reason(*row, threshold)
-            for row in zip(critical, case_failed, weighted.to_numpy(), reward.to_numpy(), strict=True)
-        ],
-        index=scored.index,
-        dtype=object,
-    )
+    # worded only where a reason can be: most episodes pass (50,000 worded one by one: 0.05 s, nearly all for None)
+    below = (weighted < threshold).to_numpy() | (reward < 1).to_numpy()
+    failing = np.flatnonzero(critical.notna().to_numpy() | case_failed | below)
+    worded = np.full(len(scored), None, dtype=object)
+    worded[failing] = [
+        _failure_reason(*row, threshold)
+        for row in zip(critical.iloc[failing], case_failed[failing], weighted.iloc[failing], reward.iloc[failing], strict=True)
+    ]
+    reasons = pd.Series(worded, index=scored.index, dtype=object)
     decided = weighted.notna() | scored["case_passed"].notna() | reward.notna() | critical.notna()
     return reasons.isna().astype(object).where(decided, None), reasons.where(decided, None)
 

@@ -36,3 +36,35 @@ def test_tool_match_keeps_repeats():
     assert tool_match(["a", "a", "a"], ["a"]) == pytest.approx(0.3333, abs=1e-4)
     assert multiset_jaccard(["a", "a", "b"], ["a", "b", "b"]) == pytest.approx(2 / 4)
     assert lcs_length(["a", "b", "c", "d"], ["b", "d", "x"]) == 2
+
+
+def test_the_tool_match_dimension_scores_each_row_as_its_own_pair_of_sequences():
+    """The dimension computes each distinct pair once: pairs whose names joined would read alike still differ."""
+    import numpy as np
+    import pandas as pd
+
+    from eval_pipeline.scoring.dimensions import tool_match as tool_match_dimension
+
+    pairs = [
+        (["a", "b"], ["a", "b"]),
+        (["ab"], ["a", "b"]),  # the same letters, other names
+        (["a|1:b"], ["a", "b"]),  # a name holding what a joined key might separate names with
+        (["1:a"], ["a"]),
+        ([], []),
+        (["a", "b"], ["a", "b"]),  # a pair again
+        (["search", "search"], ["search"]),
+        (["b", "a"], ["a", "b"]),
+    ]
+    frame = pd.DataFrame(
+        {
+            "tools": [np.array(c, dtype=object) for c, _ in pairs] + [np.array(["x"], dtype=object)],
+            "baseline_tools": [np.array(b, dtype=object) for _, b in pairs] + [pd.NA],
+            "baseline_episode_id": [f"base-{i}" for i in range(len(pairs))] + [None],  # the last has no baseline
+        },
+        index=range(10, 10 + len(pairs) + 1),
+    )
+    scored = tool_match_dimension(frame)
+    assert list(scored.index) == list(frame.index)
+    assert scored.iloc[:-1].tolist() == [tool_match(c, b) for c, b in pairs]
+    assert scored.iloc[:-1].tolist()[:3] == [1.0, 0.0, 0.0]
+    assert np.isnan(scored.iloc[-1])
