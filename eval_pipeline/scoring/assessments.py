@@ -74,15 +74,30 @@ class Screen:
         return Reading(bits, steps)
 
     def _answered(self, check: Check, rule: AnswerRule, summaries: Summaries, entries: np.ndarray) -> None:
-        """What `rule` finds in the answers of `entries`, asked once per distinct answer."""
+        """What `rule` finds in the answers of `entries`, asked once per distinct answer: each issue an answer holds is a
+        row of every entry that gave it, in entry order, gathered by numpy (the answers of a million episodes found
+        half a million issues; gathered entry by entry, 1.1 s)."""
         codes, distinct = summaries.answers
-        entry_codes = codes[entries].tolist()
-        found = {code: issues_of(check, rule(distinct[code], self.config)) for code in set(entry_codes)}
-        rows = [(entry, issue) for entry, code in zip(entries.tolist(), entry_codes, strict=True) for issue in found[code]]
+        entry_codes = codes[entries]
+        asked = np.unique(entry_codes)
+        found = [issues_of(check, rule(distinct[code], self.config)) for code in asked.tolist()]
+        issues = [issue for answer_issues in found for issue in answer_issues]
+        if not issues:
+            return
+        per_answer = np.array([len(answer_issues) for answer_issues in found], dtype=np.int64)
+        answer_of_entry = np.searchsorted(asked, entry_codes)
+        counts = per_answer[answer_of_entry]
+        row_entry = np.repeat(np.arange(len(entries)), counts)  # each row's entry among `entries`
+        nth = np.arange(len(row_entry)) - np.repeat(np.cumsum(counts) - counts, counts)  # its issue's place in the answer's
+        row_issue = (np.cumsum(per_answer) - per_answer)[answer_of_entry][row_entry] + nth
+        row_entries = entries[row_entry].tolist()
         columns = {
-            "episode_id": [summaries.episode_ids[entry] for entry, _ in rows],
-            "agent_id": [summaries.agent_ids[entry] for entry, _ in rows],
-            **{name: [getattr(issue, name) for _, issue in rows] for name in ("check", "severity", "detail")},
+            "episode_id": [summaries.episode_ids[entry] for entry in row_entries],
+            "agent_id": [summaries.agent_ids[entry] for entry in row_entries],
+            **{
+                name: np.array([getattr(issue, name) for issue in issues], dtype=object)[row_issue]
+                for name in ("check", "severity", "detail")
+            },
         }
         self.found.add_frame(pd.DataFrame(columns, columns=ISSUE_COLUMNS))
 

@@ -262,3 +262,35 @@ def test_a_day_whose_rows_fill_several_frames_gives_the_frames_gathered_at_once(
     assert len(at_once.assertions) == 23 and len(at_once.issues) > 4
     pd.testing.assert_frame_equal(in_frames.assertions, at_once.assertions)
     pd.testing.assert_frame_equal(in_frames.issues, at_once.issues)
+
+
+def test_a_check_of_the_answer_gives_each_issue_of_an_answer_to_every_episode_that_gave_it_in_episode_order():
+    """The screen asks a rule of the answer once per distinct answer; its rows are those of asking every episode."""
+    import numpy as np
+
+    from eval_pipeline.scoring.assessments import Screen
+    from eval_pipeline.scoring.checks import answer_check
+    from eval_pipeline.scoring.trajectory import Summaries
+
+    def rule(answer, config):  # no issue, one, or two, by the answer
+        return [("warning", f"{answer} {n}") for n in range(len(answer or "") % 3)]
+
+    answers = ["aa", "b", None, "ccc", "aa", "dddd", "b", "aa", "ee"]
+    zeros = np.zeros(len(answers))
+    summaries = Summaries(
+        [f"ep-{n}" for n in range(len(answers))], [f"agent-{n % 2}" for n in range(len(answers))],
+        ["task"] * len(answers), answers, zeros.astype(bool), zeros.astype(bool), zeros, *[zeros.astype(int)] * 7,
+        tool_outputs=lambda matching="": iter(()),
+    )  # fmt: skip
+    asked = np.array([True, True, True, False, True, True, True, True, False])  # what `may_find` names
+    check = answer_check("answers", rule, lambda summaries, config: asked)
+    screen = Screen({}, ChecksConfig(), [(check, check.may_find)])
+    screen(summaries)
+    expected = [
+        {"episode_id": f"ep-{n}", "agent_id": f"agent-{n % 2}", "check": "answers", "severity": severity, "detail": detail}
+        for n, answer in enumerate(answers)
+        if asked[n]
+        for severity, detail in rule(answer, None)
+    ]
+    assert screen.found.frame().to_dict("records") == expected
+    assert len(expected) == 9
