@@ -76,7 +76,7 @@ class Screen:
     def _answered(self, check: Check, rule: AnswerRule, summaries: Summaries, entries: np.ndarray) -> None:
         """What `rule` finds in the answers of `entries`, asked once per distinct answer: each issue an answer holds is a
         row of every entry that gave it, in entry order, gathered by numpy (the answers of a million episodes found
-        half a million issues; gathered entry by entry, 1.1 s)."""
+        half a million issues: gathered entry by entry, the day's screen took 2.71 s, 2.07 s so)."""
         codes, distinct = summaries.answers
         entry_codes = codes[entries]
         asked = np.unique(entry_codes)
