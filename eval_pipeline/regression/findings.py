@@ -270,27 +270,37 @@ def episode_verdicts(scored: pd.DataFrame, critical: pd.Series, config: EvalConf
     """
     threshold = config.policies.pass_threshold
     weighted, reward = scored["weighted_score"].astype(float), scored["recorded_reward"].astype(float)
+    # what fails an episode, each over whole columns; only the episodes something failed are worded (most pass: 50,000
+    # worded one by one took 0.05 s, nearly all of it for None)
+    has_critical = critical.notna().to_numpy()
     case_failed = scored["case_passed"].astype("boolean").fillna(True).eq(False).to_numpy(dtype=bool)
-    # worded only where a reason can be: most episodes pass (50,000 worded one by one: 0.05 s, nearly all for None)
-    below = (weighted < threshold).to_numpy() | (reward < 1).to_numpy()
-    failing = np.flatnonzero(critical.notna().to_numpy() | case_failed | below)
+    low_score, low_reward = (weighted < threshold).to_numpy(), (reward < 1).to_numpy()
+    failing = np.flatnonzero(has_critical | case_failed | low_score | low_reward)
     worded = np.full(len(scored), None, dtype=object)
     worded[failing] = [
-        _failure_reason(*row, threshold)
-        for row in zip(critical.iloc[failing], case_failed[failing], weighted.iloc[failing], reward.iloc[failing], strict=True)
+        _failure_reason(
+            critical.iat[at] if has_critical[at] else [],
+            bool(case_failed[at]),
+            float(weighted.iat[at]) if low_score[at] else None,
+            float(reward.iat[at]) if low_reward[at] else None,
+            threshold,
+        )
+        for at in failing.tolist()
     ]
     reasons = pd.Series(worded, index=scored.index, dtype=object)
     decided = weighted.notna() | scored["case_passed"].notna() | reward.notna() | critical.notna()
     return reasons.isna().astype(object).where(decided, None), reasons.where(decided, None)
 
 
-def _failure_reason(critical, case_failed: bool, weighted: float, reward: float, threshold: float) -> str | None:
-    dimensions = critical if isinstance(critical, list) else []
+def _failure_reason(dimensions: list[str], case_failed: bool, low_score: float | None, low_reward: float | None,
+                    threshold: float) -> str:  # fmt: skip
+    """Why an episode failed, worded from what failed it: the dimensions of its critical findings, its case, and the
+    weighted score or recorded reward that fell short (None where it did not)."""
     reasons = [f"critical {', '.join(dimensions)}"] if dimensions else []
     reasons += ["case failed"] if case_failed and CASE_FINDING not in dimensions else []  # a failed case below critical
-    reasons += [f"weighted score {weighted:.3f} below {threshold:.2f}"] if weighted < threshold else []
-    reasons += [f"recorded reward {reward:g} below 1"] if reward < 1 else []
-    return "; ".join(reasons) or None
+    reasons += [f"weighted score {low_score:.3f} below {threshold:.2f}"] if low_score is not None else []
+    reasons += [f"recorded reward {low_reward:g} below 1"] if low_reward is not None else []
+    return "; ".join(reasons)
 
 
 def partition_findings(
