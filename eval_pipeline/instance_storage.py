@@ -1,12 +1,15 @@
 """Dagster's SQLite instance storage, keeping one SQLAlchemy engine per database file.
 
 Dagster's SQLite storages build a new engine for every connection, and so compile every statement anew: a run writes
-some 440 events, each through a connection of its own. Keeping the engines made a 10-episode run take 3.6 s instead of
-4.3 s after its imports (medians of 5, alternated). Connections stay unpooled, as Dagster's are: each use opens its file
-and closes it after; only the engine, with its compiled statements, is kept, and beside it one idle connection that
-holds the file open (`_Kept.holder`), closed before Dagster deletes the file (`wipe`) and when the instance is disposed.
-The files and their layout are Dagster's default (`history/runs.db`, `history/runs/*.db`, `schedules/schedules.db`
-under `$DAGSTER_HOME`): an instance keeps its history whichever storage reads it.
+each of its events (108 for a 10-episode day) through a connection of its own. Keeping the engines made a 10-episode
+run take 3.6 s instead of 4.3 s after its imports (medians of 5, alternated). Each engine pools its connections too
+(SQLAlchemy's pool for a SQLite file): a use borrows an open one, where each event was a file opened, set up
+(`_committed_without_sync`) and closed (a 10-episode run: 2.49 s against 2.65 s, medians of 5, alternated). An idle
+pooled connection holds no lock; it holds the file open, which keeps its write-ahead log from being folded in and
+deleted after every use. The pools are emptied before Dagster deletes the files (`wipe`) and when the instance is
+disposed; the last connection closed folds the log in. The files and their layout are Dagster's default
+(`history/runs.db`, `history/runs/*.db`, `schedules/schedules.db` under `$DAGSTER_HOME`): an instance keeps its history
+whichever storage reads it.
 
 `Instance` (dagster.yaml `instance_class`) makes `SqliteStorage` the storage of an instance whose dagster.yaml names
 none; a `storage:` block (Postgres: deploy/dagster-postgres.yaml) still takes its place.
@@ -14,12 +17,10 @@ none; a `storage:` block (Postgres: deploy/dagster-postgres.yaml) still takes it
 
 from __future__ import annotations
 
-import sqlite3
 import threading
 from collections import OrderedDict
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -39,72 +40,44 @@ from dagster._core.storage.sqlite_storage import (
 from dagster._serdes import ConfigurableClassData
 from sqlalchemy import Engine, create_engine, event, make_url
 from sqlalchemy.engine import Connection
-from sqlalchemy.pool import NullPool
 
 ENGINES_KEPT = 16  # the index shard, the runs and schedules files, and the latest runs' event files a process reads
-
-
-@dataclass
-class _Kept:
-    """A database file's engine, and an idle connection holding the file open once it exists: in WAL mode, the last
-    connection to close a file checkpoints its log and deletes it, and each of a run's event writes was that last one
-    (a 10-episode run: 2.99 s before this and `_committed_without_sync`, 2.68 s after; medians of 5, alternated)."""
-
-    engine: Engine
-    holder: sqlite3.Connection | None = None
-
-    def hold(self) -> None:
-        if self.holder is not None:
-            return
-        path = make_url(self.engine.url).database
-        if path and Path(path).is_file():
-            self.holder = sqlite3.connect(path, check_same_thread=False)
-            # a connection opens its file's log at its first statement; this one ends at once: no transaction held
-            self.holder.execute("SELECT count(*) FROM sqlite_master").fetchall()
-
-    def release(self) -> None:
-        if self.holder is not None:
-            self.holder.close()
-            self.holder = None
 
 
 class _Engines:
     """Engines by database URL, the most recently used ENGINES_KEPT of them (a webserver reads many runs' files)."""
 
     def __init__(self) -> None:
-        self._kept: OrderedDict[str, _Kept] = OrderedDict()
+        self._kept: OrderedDict[str, Engine] = OrderedDict()
         self._lock = threading.Lock()
 
     def get(self, url: str, connect_args: Mapping[str, Any] | None = None) -> Engine:
         with self._lock:
-            kept = self._kept.pop(url, None) or _Kept(_engine(url, connect_args))
-            self._kept[url] = kept
-            kept.hold()
+            engine = self._kept.pop(url, None) or _engine(url, connect_args)
+            self._kept[url] = engine
             while len(self._kept) > ENGINES_KEPT:
-                evicted = self._kept.popitem(last=False)[1]
-                evicted.release()
-                evicted.engine.dispose()
-            return kept.engine
+                self._kept.popitem(last=False)[1].dispose()
+            return engine
 
     def release(self, under: str) -> None:
-        """Close the connections holding the file `under`, or the files under that directory, open (a later use opens
+        """Close the pooled connections to the file `under`, or to the files under that directory (a later use opens
         them again)."""
         with self._lock:
-            for kept in self._kept.values():
-                path = make_url(kept.engine.url).database
+            for url, engine in self._kept.items():
+                path = make_url(url).database
                 if path and Path(path).resolve().is_relative_to(Path(under).resolve()):
-                    kept.release()
+                    engine.dispose()
 
 
 def _engine(url: str, connect_args: Mapping[str, Any] | None) -> Engine:
-    engine = create_engine(url, poolclass=NullPool, connect_args=connect_args or {})
+    engine = create_engine(url, connect_args=connect_args or {})  # a file's engine pools its connections
     event.listen(engine, "connect", _committed_without_sync)
     return engine
 
 
 def _committed_without_sync(connection: Any, _record: Any) -> None:
     """Commits that write Dagster's write-ahead log without waiting for the disk (`synchronous=NORMAL`, SQLite's
-    advice for WAL): a run commits some 440 events one by one, and each waited on an fsync. A process that dies loses
+    advice for WAL): a run commits its events one by one, and each waited on an fsync. A process that dies loses
     nothing committed; a power cut may lose the last events, never the file's consistency."""
     connection.execute("PRAGMA synchronous=NORMAL")
 
@@ -186,6 +159,6 @@ class Instance(DagsterInstance):
         return {**InstanceRef.config_defaults(base_dir), "storage": storage}
 
     def dispose(self) -> None:
-        """As Dagster's, letting go of the files under its home this process held open (`_Kept.holder`)."""
+        """As Dagster's, closing the pooled connections to the files under its home."""
         _ENGINES.release(self.root_directory)
         super().dispose()

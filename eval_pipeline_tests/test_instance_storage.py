@@ -69,7 +69,7 @@ def test_a_run_builds_an_engine_per_database_file_not_per_event(sample_root, mon
 def test_the_events_of_a_run_are_committed_to_write_ahead_logs_without_waiting_on_the_disk(sample_root):
     """Each of a run's some 440 events is a commit: with SQLite's default `synchronous=FULL`, each waited on an fsync."""
     assert main(["run", "--date", SAMPLE_DAYS[0].isoformat(), "--fail-on", "never"]) == 0
-    engines = [(url, kept.engine) for url, kept in instance_storage._ENGINES._kept.items()]
+    engines = list(instance_storage._ENGINES._kept.items())
     assert any("runs.db" in url for url, _ in engines) and any(url.endswith(".db") and "/runs/" in url for url, _ in engines)
     for url, engine in engines:
         with engine.connect() as connection:
@@ -81,8 +81,8 @@ def test_the_events_of_a_run_are_committed_to_write_ahead_logs_without_waiting_o
 
 
 def _held(home: Path) -> list[str]:
-    """The database files under `home` this process holds open between uses."""
-    return [url for url, kept in instance_storage._ENGINES._kept.items() if kept.holder is not None and str(home) in url]
+    """The database files under `home` this process holds open between uses: a pooled connection idle."""
+    return [url for url, engine in instance_storage._ENGINES._kept.items() if engine.pool.checkedin() and str(home) in url]
 
 
 def test_a_runs_files_are_let_go_when_its_instance_is_disposed_and_before_a_wipe_deletes_them(sample_root):
