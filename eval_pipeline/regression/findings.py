@@ -123,6 +123,37 @@ def _episode_message(dimension: Dimension, row, value: float, limit: float) -> s
     return f"{dimension.name} {dimension.format(value)} vs limit {dimension.format(limit)}: {dimension.explain(row)}"
 
 
+class _Columns:
+    """A frame's columns, each made a list on its first read: what `_Row`s read."""
+
+    __slots__ = ("_frame", "_lists")
+
+    def __init__(self, frame: pd.DataFrame) -> None:
+        self._frame = frame
+        self._lists: dict[str, list] = {}
+
+    def values(self, name: str) -> list:
+        if name not in self._lists:
+            if name not in self._frame.columns:
+                raise AttributeError(name)
+            self._lists[name] = self._frame[name].tolist()  # the values `itertuples` gives
+        return self._lists[name]
+
+
+class _Row:
+    """A row of a frame read by attribute, as `itertuples` gives it, reading only the columns asked: a breach's
+    evidence (`Dimension.explain`) reads two to six of the scoring frame's columns, where `itertuples` took every
+    value of every one from Arrow one by one (`partition_findings` of a million episodes: 1.13-1.15 s against 1.66-1.70 s)."""
+
+    __slots__ = ("_at", "_columns")
+
+    def __init__(self, columns: _Columns, at: int) -> None:
+        self._columns, self._at = columns, at
+
+    def __getattr__(self, name: str):
+        return self._columns.values(name)[self._at]
+
+
 def _baseline_values(scored: pd.DataFrame, config: EvalConfig) -> dict[str, pd.Series]:
     """Each judged dimension's value for the baseline compared with itself; the weighted score's from the others'."""
     values = {d.name: d.baseline_values(scored) for d in dimensions()}
@@ -153,9 +184,10 @@ def _threshold_findings(scored: pd.DataFrame, config: EvalConfig, worded: bool =
         }
         if worded:
             rows["baseline_value"] = baseline_values[dimension.name][hit]
+            columns = _Columns(breached)
             rows["message"] = [
-                _episode_message(dimension, row, value, bound)
-                for row, value, bound in zip(breached.itertuples(), breached[column], limit[hit], strict=False)
+                _episode_message(dimension, _Row(columns, at), value, bound)
+                for at, (value, bound) in enumerate(zip(breached[column], limit[hit], strict=True))
             ]
         parts.append(pd.DataFrame(rows))
     return parts
