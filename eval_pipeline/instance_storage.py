@@ -70,7 +70,9 @@ class _Engines:
 
 
 def _engine(url: str, connect_args: Mapping[str, Any] | None) -> Engine:
-    engine = create_engine(url, connect_args=connect_args or {})  # a file's engine pools its connections
+    # a file's engine pools its connections; past the pool's, as many more as are asked at once (a webserver's threads),
+    # each closed when given back, as every connection was before: none waits for another to be given back
+    engine = create_engine(url, connect_args=connect_args or {}, max_overflow=-1)
     event.listen(engine, "connect", _committed_without_sync)
     return engine
 

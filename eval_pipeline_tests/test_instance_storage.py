@@ -100,3 +100,15 @@ def test_a_runs_files_are_let_go_when_its_instance_is_disposed_and_before_a_wipe
         instance.wipe()
         assert not [path.name for path in (home / "history" / "runs").glob("*.db*") if not path.name.startswith("index.")]
         assert instance.get_runs() == [] and instance.all_logs(run.run_id) == []
+
+
+def test_a_files_connections_are_pooled_and_as_many_as_are_asked_at_once_are_given(tmp_path):
+    """A webserver's threads may each read the runs file at once: none waits for another's connection to come back
+    (before pooling, each use opened a connection of its own), and the pool keeps some open for the next uses."""
+    engine = instance_storage._engine(f"sqlite:///{tmp_path / 'runs.db'}", {"timeout": 1})
+    held = [engine.connect() for _ in range(3 * engine.pool.size())]
+    assert [connection.exec_driver_sql("PRAGMA synchronous").scalar() for connection in held] == [1] * len(held)
+    for connection in held:
+        connection.close()
+    assert engine.pool.checkedin() == engine.pool.size()
+    engine.dispose()
