@@ -46,6 +46,11 @@ class SettingsError(UserInputError):
     """An environment variable holds a value we cannot use; the message names it and what it accepts."""
 
 
+def is_store(location: str) -> bool:
+    """Whether an episode source's location names a store, which answers over the network (a URL), not files."""
+    return location.startswith(("http://", "https://"))
+
+
 class Settings(BaseModel):
     model_config = ConfigDict(frozen=True)
 
@@ -77,7 +82,7 @@ class Settings(BaseModel):
 
     @property
     def source_is_store(self) -> bool:
-        return self.episode_source.startswith(("http://", "https://"))
+        return is_store(self.episode_source)
 
     @classmethod
     def from_environment(cls, environ: Mapping[str, str] | None = None, cwd: Path | None = None) -> Settings:
@@ -88,7 +93,7 @@ class Settings(BaseModel):
         config = env.get("EVAL_CONFIG") or _default_config_path(cwd)
         lake = _lake(env, cwd)
         return cls(
-            episode_source=source if source.startswith(("http://", "https://")) else _absolute(source, cwd),
+            episode_source=source if is_store(source) else _absolute(source, cwd),
             duckdb_path=Path(paths["EVAL_DUCKDB_PATH"]),
             reports_dir=_reports_dir(env, Path(paths["EVAL_REPORTS_DIR"]), lake["lake_data_path"]),
             dagster_home=Path(paths["DAGSTER_HOME"]),

@@ -23,7 +23,7 @@ from eval_pipeline.llm.gateway import Gateway, GatewayError
 from eval_pipeline.llm.judge import judge_gateway, judge_off_because
 from eval_pipeline.scoring.cases import Case, CasesError, load_cases
 from eval_pipeline.scoring.checks import Check
-from eval_pipeline.settings import Settings, live_replay_unready, s3_access
+from eval_pipeline.settings import Settings, is_store, live_replay_unready, s3_access
 from eval_pipeline.viewer.links import day_url, episode_url, report_url
 from eval_pipeline.warehouse.alerts import open_outbox
 from eval_pipeline.warehouse.connection import Warehouse
@@ -55,6 +55,11 @@ class EpisodeSourceResource(dg.ConfigurableResource):
     location: str
     index_path: str  # the file source's day index; beside the warehouse, as the source may be read-only
     config_path: str = ""  # plug-in adapters the config lists are looked for beside it
+
+    @property
+    def local(self) -> bool:
+        """Files, not a store: a step may hold the warehouse across the days it reads, as no day waits on the network."""
+        return not is_store(self.location)
 
     def open(self, config: EvalConfig) -> FileSource | EpisodeStore:
         """The source as the config reads it, with its plug-in adapters; with a case set, a missing directory holds

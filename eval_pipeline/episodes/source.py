@@ -11,6 +11,7 @@ from eval_pipeline.config import Price, SourcesConfig
 from eval_pipeline.episodes.adapters import ADAPTERS, Adapter
 from eval_pipeline.episodes.files import FileSource
 from eval_pipeline.episodes.records import RawRecords
+from eval_pipeline.settings import is_store
 
 if TYPE_CHECKING:
     from eval_pipeline.episodes.store import EpisodeStore
@@ -36,7 +37,7 @@ def open_source(
     """The store at a URL, else files; `prices` cost the steps of records in other formats (traces), `adapters`
     read them (`plugins.adapters` adds the user's own). Files not `required` (a case set is configured) may be
     missing: there are no recorded episodes yet."""
-    if location.startswith(("http://", "https://")):
+    if is_store(location):
         from eval_pipeline.episodes.store import EpisodeStore  # with httpx: 0.1 s more to start, for a store only
 
         return EpisodeStore(location, spool_directory=index_path.parent)  # a day's answer beside the warehouse, not in memory

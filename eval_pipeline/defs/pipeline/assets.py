@@ -292,7 +292,9 @@ def episodes(
             "quarantine": {"records_read": counts.records_read, "dagster/row_count": counts.quarantined},
         }
 
-    _each_day_writing(context, wh, load, config.agent_id, one_connection=False)
+    # files are read as the day is written, a store's answer before its transaction opens (`load_episodes`): the
+    # warehouse is held across a range's days only when no day waits on the network
+    _each_day_writing(context, wh, load, config.agent_id, one_connection=episode_source.local)
     yield from _materialized(context)
 
 
@@ -326,7 +328,7 @@ def baselines(
         return {"baselines": {"dagster/row_count": from_runs + from_history, "from_history": from_history,
                               "days_looked_back": len(earlier)}}  # fmt: skip
 
-    _each_day_writing(context, wh, establish, config.agent_id, one_connection=False)
+    _each_day_writing(context, wh, establish, config.agent_id, one_connection=episode_source.local)  # as `episodes`
     return dg.MaterializeResult(metadata={"policy": policy, "lookback_days": cfg.baseline.lookback_days})
 
 
