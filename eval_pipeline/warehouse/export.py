@@ -13,7 +13,7 @@ from eval_pipeline.warehouse.connection import Warehouse, of_agent
 # What an export reads at a time, tasks whole, in its order (task, then id): episodes with their steps as lists, at most
 # about EXPORT_PART_EPISODES of them or EXPORT_PART_BYTES of their steps' texts. A day's whole steps gathered at once ran
 # out of DuckDB's 1 GiB at 200,000 episodes; counted in episodes alone, a part of long tool outputs would not fit either.
-# Each part scans the day's steps for its own, so parts of the benchmark's million episodes (2.5 KB of text each) cost
+# Each part scans the day's steps for its own, so parts of the benchmark's million episodes (records of 2.5 KB) cost
 # 100 scans in parts of 10,000 (47.8 s, 778 MB peak) and 20 in parts of 50,000 (26.4 s, 1,094 MB).
 EXPORT_PART_EPISODES = 50_000
 EXPORT_PART_BYTES = 64 << 20
