@@ -166,9 +166,11 @@ def add_store_url(parser: argparse.ArgumentParser) -> None:
 
 def with_store_url(settings: Settings, url: str | None) -> Settings:
     """The settings with `--store-url` as this command's episode source."""
+    from eval_pipeline.settings import is_store
+
     if url is None:
         return settings
-    if not url.startswith(("http://", "https://")):
+    if not is_store(url):
         raise UsageError(f"--store-url must be an http:// or https:// URL, not {url!r}")
     return settings.model_copy(update={"episode_source": url.rstrip("/")})
 
