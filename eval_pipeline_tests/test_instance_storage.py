@@ -67,7 +67,8 @@ def test_a_run_builds_an_engine_per_database_file_not_per_event(sample_root, mon
 
 
 def test_the_events_of_a_run_are_committed_to_write_ahead_logs_without_waiting_on_the_disk(sample_root):
-    """Each of a run's some 440 events is a commit: with SQLite's default `synchronous=FULL`, each waited on an fsync."""
+    """Each of a run's events (108 for a 10-episode day) is a commit: with SQLite's default `synchronous=FULL`, each waited on
+    an fsync."""
     assert main(["run", "--date", SAMPLE_DAYS[0].isoformat(), "--fail-on", "never"]) == 0
     engines = list(instance_storage._ENGINES._kept.items())
     assert any("runs.db" in url for url, _ in engines) and any(url.endswith(".db") and "/runs/" in url for url, _ in engines)
